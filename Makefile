@@ -1,0 +1,39 @@
+# Two commands matter: `make run` (the app with demo data) and `make test` (the whole suite).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEV_ENV := DEBUG=1
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+
+.PHONY: install run test bench lock clean
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), f"Python 3.11 is needed, found {sys.version.split()[0]}"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(DEV_ENV) $(PY) manage.py migrate --noinput
+	$(DEV_ENV) $(PY) manage.py load_demo
+	$(DEV_ENV) $(PY) manage.py demo_accounts
+	$(DEV_ENV) $(PY) manage.py studio
+
+test: install
+	scripts/ensure-chromium.sh
+	scripts/with-postgres.sh $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	scripts/with-postgres.sh $(PY) -m bench
+
+lock:
+	$(PY) -m pip install --quiet pip-tools
+	$(VENV)/bin/pip-compile --quiet --extra test --strip-extras --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
+
+clean:
+	rm -rf $(VENV) var staticfiles

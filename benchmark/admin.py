@@ -1,0 +1,145 @@
+from django.contrib import admin
+from django.contrib.contenttypes.admin import GenericTabularInline
+
+from . import models
+
+PROPOSABLE_FILTERS = ("origin", "review_status")
+
+
+class RevisionInline(GenericTabularInline):
+    model = models.Revision
+    ct_field = "content_type"
+    ct_fk_field = "object_id"
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "action", "actor", "actor_label", "before", "after", "note")
+    readonly_fields = fields
+
+
+@admin.register(models.Discipline)
+class DisciplineAdmin(admin.ModelAdmin):
+    list_display = ("name", "code", "taxonomy")
+    list_filter = ("taxonomy",)
+    search_fields = ("name", "code")
+
+
+@admin.register(models.BibEntry)
+class BibEntryAdmin(admin.ModelAdmin):
+    list_display = ("title", "year", "arxiv_id", "doi", "citation_count")
+    list_filter = ("year",)
+    search_fields = ("title", "normalized_title", "authors", "arxiv_id", "doi")
+
+
+class SurveyCitationInline(admin.TabularInline):
+    model = models.SurveyCitation
+    extra = 0
+    raw_id_fields = ("bib_entry",)
+
+
+@admin.register(models.Survey)
+class SurveyAdmin(admin.ModelAdmin):
+    list_display = ("title", "kind", "year", "arxiv_id", "discipline", "source")
+    list_filter = ("kind", "source", "discipline")
+    search_fields = ("title", "abstract", "arxiv_id", "doi", "authors")
+    inlines = [SurveyCitationInline]
+
+
+@admin.register(models.Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ("key", "protocol", "title", "status", "cutoff_date", "source")
+    list_filter = ("protocol", "status", "source")
+    search_fields = ("key", "title", "survey__title")
+    raw_id_fields = ("survey",)
+
+
+class ProposableAdmin(admin.ModelAdmin):
+    list_filter = PROPOSABLE_FILTERS
+    inlines = [RevisionInline]
+
+
+@admin.register(models.TaskPrompt)
+class TaskPromptAdmin(ProposableAdmin):
+    list_display = ("task", "level", "review_status", "origin")
+    list_filter = ("level",) + PROPOSABLE_FILTERS
+    search_fields = ("text", "task__key")
+    raw_id_fields = ("task",)
+
+
+@admin.register(models.ConstraintQuestion)
+class ConstraintQuestionAdmin(ProposableAdmin):
+    list_display = ("task", "title", "review_status", "origin")
+    search_fields = ("title", "text", "task__key")
+    raw_id_fields = ("task",)
+
+
+@admin.register(models.ChecklistGroup)
+class ChecklistGroupAdmin(ProposableAdmin):
+    list_display = ("name", "task", "kind", "threshold", "clip_factor", "weight", "review_status")
+    list_filter = ("kind", "anchor") + PROPOSABLE_FILTERS
+    search_fields = ("name", "task__key")
+    raw_id_fields = ("task", "constraint_question")
+
+
+@admin.register(models.ChecklistItem)
+class ChecklistItemAdmin(ProposableAdmin):
+    list_display = ("text", "group", "subgroup", "reward", "review_status")
+    list_filter = ("group__kind",) + PROPOSABLE_FILTERS
+    search_fields = ("text", "subgroup", "group__name")
+    raw_id_fields = ("group",)
+
+
+@admin.register(models.GoldReference)
+class GoldReferenceAdmin(ProposableAdmin):
+    list_display = ("bib_entry", "task", "important", "citation_quartile", "review_status")
+    list_filter = ("important", "citation_quartile") + PROPOSABLE_FILTERS
+    search_fields = ("bib_entry__title", "task__key")
+    raw_id_fields = ("task", "bib_entry")
+
+
+@admin.register(models.Nugget)
+class NuggetAdmin(ProposableAdmin):
+    list_display = ("text", "task", "importance", "review_status")
+    list_filter = ("importance",) + PROPOSABLE_FILTERS
+    search_fields = ("text", "task__key")
+    raw_id_fields = ("task",)
+
+
+@admin.register(models.RubricCriterion)
+class RubricCriterionAdmin(ProposableAdmin):
+    list_display = ("name", "component", "aspect", "discipline", "task", "weight", "review_status")
+    list_filter = ("component", "discipline") + PROPOSABLE_FILTERS
+    search_fields = ("name", "aspect", "description")
+    raw_id_fields = ("task",)
+
+
+@admin.register(models.System)
+class SystemAdmin(admin.ModelAdmin):
+    list_display = ("name", "version", "base_model", "workflow")
+    list_filter = ("workflow",)
+    search_fields = ("name", "base_model")
+
+
+@admin.register(models.Report)
+class ReportAdmin(admin.ModelAdmin):
+    list_display = ("task", "system", "submitted_at", "content_hash")
+    list_filter = ("system", "task__protocol")
+    search_fields = ("task__key", "system__name", "content_hash")
+    raw_id_fields = ("task",)
+    exclude = ("parsed",)
+
+
+@admin.register(models.TaskSet)
+class TaskSetAdmin(admin.ModelAdmin):
+    list_display = ("name", "version", "frozen_at", "content_hash")
+    list_filter = ("frozen_at",)
+    search_fields = ("name", "description")
+    filter_horizontal = ("tasks",)
+    exclude = ("snapshot",)
+
+
+@admin.register(models.Revision)
+class RevisionAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "action", "content_type", "object_id", "actor", "actor_label")
+    list_filter = ("action", "content_type")
+    search_fields = ("actor__username", "actor_label", "note")
+    readonly_fields = [f.name for f in models.Revision._meta.fields]

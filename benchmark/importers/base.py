@@ -1,0 +1,183 @@
+"""What every importer shares: bounded line reading, located errors, typed field access.
+
+An import either stores everything or nothing (``run_import`` wraps it in one
+transaction), and every error names the file, the line (or record) and the field.
+"""
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+MAX_JSON_DEPTH = 64
+
+
+class ImportFailed(Exception):
+    """Bad input: names where it is (file, line or record, field) and what is wrong."""
+
+    def __init__(self, message: str, *, file: str | Path = "", line: int | None = None, field: str = "") -> None:
+        self.file = str(file)
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(self.location() + message)
+
+    def location(self) -> str:
+        parts = []
+        if self.file:
+            parts.append(self.file)
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        return (", ".join(parts) + ": ") if parts else ""
+
+
+@dataclass
+class ImportResult:
+    """Counts of what an import stored, by kind: ``{"task": {"created": 3, "updated": 1}}``."""
+
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, outcome: str, n: int = 1) -> None:
+        bucket = self.counts.setdefault(kind, {})
+        bucket[outcome] = bucket.get(outcome, 0) + n
+
+    def merge(self, other: "ImportResult") -> None:
+        for kind, outcomes in other.counts.items():
+            for outcome, n in outcomes.items():
+                self.add(kind, outcome, n)
+        self.messages.extend(other.messages)
+
+    def summary(self) -> str:
+        lines = [
+            f"{kind}: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
+            for kind, outcomes in sorted(self.counts.items())
+        ]
+        return "\n".join(lines + self.messages)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of decoded JSON, iteratively (a recursive walk is what deep input attacks)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return depth
+        deepest = max(deepest, depth)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def parse_json_text(text: str | bytes, *, file: str | Path, line: int | None = None) -> Any:
+    """Decode one JSON document, turning every failure into a located ``ImportFailed``."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ImportFailed(f"not UTF-8 text (byte {exc.start})", file=file, line=line) from None
+    if "\x00" in text:
+        raise ImportFailed("contains NUL bytes: this is binary data, not JSON", file=file, line=line)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ImportFailed(f"malformed JSON: {exc.msg} at column {exc.colno}", file=file, line=line) from None
+    except RecursionError:
+        raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=file, line=line) from None
+    if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=file, line=line)
+    return value
+
+
+def read_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for each non-blank line; every line must be a JSON object."""
+    limit = max_line_bytes or settings.IMPORT_MAX_LINE_BYTES
+    path = Path(path)
+    with path.open("rb") as handle:
+        line_no = 0
+        while True:
+            raw = handle.readline(limit + 1)
+            if not raw:
+                break
+            line_no += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                raise ImportFailed(f"line longer than the {limit:,}-byte limit", file=path.name, line=line_no)
+            if not raw.strip():
+                continue
+            value = parse_json_text(raw, file=path.name, line=line_no)
+            if not isinstance(value, dict):
+                raise ImportFailed(f"expected a JSON object, got {type(value).__name__}", file=path.name, line=line_no)
+            yield line_no, value
+
+
+def read_json(path: str | Path, *, max_bytes: int | None = None) -> Any:
+    limit = max_bytes or settings.IMPORT_MAX_LINE_BYTES
+    path = Path(path)
+    size = path.stat().st_size
+    if size > limit:
+        raise ImportFailed(f"file of {size:,} bytes exceeds the {limit:,}-byte limit", file=path.name)
+    return parse_json_text(path.read_bytes(), file=path.name)
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list", dict: "an object"}
+
+
+class Record:
+    """Typed, located access to one input record's fields."""
+
+    def __init__(self, data: dict, *, file: str | Path, line: int | None) -> None:
+        self.data = data
+        self.file = str(file)
+        self.line = line
+
+    def fail(self, message: str, field: str = "") -> ImportFailed:
+        return ImportFailed(message, file=self.file, line=self.line, field=field)
+
+    def get(self, name: str, kind: type | tuple[type, ...], *, required: bool = False, default: Any = None) -> Any:
+        if name not in self.data or self.data[name] is None:
+            if required:
+                raise self.fail("required field is missing", name)
+            return default
+        value = self.data[name]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        # bool is an int in Python; a JSON true is never a valid number here.
+        if isinstance(value, bool) and bool not in kinds:
+            ok = False
+        elif float in kinds and isinstance(value, int):
+            ok = True
+        else:
+            ok = isinstance(value, kinds)
+        if not ok:
+            expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+            raise self.fail(f"expected {expected}, got {type(value).__name__}", name)
+        return value
+
+    def text(self, name: str, *, required: bool = False, default: str = "") -> str:
+        value = self.get(name, str, required=required, default=default)
+        if required and not value.strip():
+            raise self.fail("must not be empty", name)
+        return value
+
+    def child(self, data: Any, name: str) -> "Record":
+        """A nested object, with errors reported at the parent's location and a dotted field path."""
+        if not isinstance(data, dict):
+            raise self.fail(f"expected an object, got {type(data).__name__}", name)
+        return _NestedRecord(data, parent=self, prefix=name)
+
+
+class _NestedRecord(Record):
+    def __init__(self, data: dict, *, parent: Record, prefix: str) -> None:
+        super().__init__(data, file=parent.file, line=parent.line)
+        self.prefix = prefix
+
+    def fail(self, message: str, field: str = "") -> ImportFailed:
+        path = f"{self.prefix}.{field}" if field else self.prefix
+        return ImportFailed(message, file=self.file, line=self.line, field=path)

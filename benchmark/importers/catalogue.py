@@ -1,0 +1,56 @@
+"""The one list of import formats. Each importer is ``fn(path, *, result)`` and runs inside
+``run_import``'s transaction, so a failure anywhere stores nothing."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+
+from django.db import transaction
+
+from .base import ImportFailed, ImportResult
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str
+    target: str  # "module:function", imported on first use
+    description: str
+
+    def load(self) -> Callable[..., None]:
+        module, function = self.target.split(":")
+        return getattr(import_module(module), function)
+
+
+IMPORTERS: dict[str, Importer] = {
+    imp.name: imp
+    for imp in [
+        Importer("native", "benchmark.importers.native:import_native", "our JSONL task format (docs/formats.md)"),
+        Importer("reportbench", "benchmark.importers.reportbench:import_reportbench",
+                 "ReportBench_v1.1.jsonl with its _GT folder of gold bibliographies"),
+        Importer("deepscholar", "benchmark.importers.deepscholar:import_deepscholar",
+                 "a DeepScholar-bench release folder (papers, citations, nuggets, system outputs)"),
+        Importer("deepsynth", "benchmark.importers.deepsynth:import_deepsynth",
+                 "DeepSynth-Eval tasks JSONL with checklists (and survey_result reports)"),
+        Importer("surveylens", "benchmark.importers.surveylens:import_surveylens",
+                 "a folder of SurveyLens Structured Survey Representation JSON files, one per system"),
+        Importer("surveylens-annotations", "benchmark.importers.surveylens:import_surveylens_annotations",
+                 "SurveyLens human pairwise annotation JSON files"),
+        Importer("bibtex", "benchmark.importers.bibtex:import_bibtex", "a BibTeX file of bibliography entries"),
+        Importer("reports", "benchmark.importers.markdown_reports:import_markdown_reports",
+                 "a folder of markdown reports, <system>/<task key>.md"),
+    ]
+}
+
+
+def run_import(name: str, path: str | Path, **options) -> ImportResult:
+    """Run one importer in one transaction; ``ImportFailed`` leaves the database untouched."""
+    if name not in IMPORTERS:
+        raise ImportFailed(f"unknown import format {name!r}; known: {', '.join(sorted(IMPORTERS))}")
+    path = Path(path)
+    if not path.exists():
+        raise ImportFailed("no such file or folder", file=path)
+    result = ImportResult()
+    with transaction.atomic():
+        IMPORTERS[name].load()(path, result=result, **options)
+    return result

@@ -1,0 +1,24 @@
+from .base import Origin, Proposable, ReviewStatus, Revision, SETTLED_STATUSES, TimeStamped
+from .reports import Report, System
+from .surveys import BibEntry, Discipline, Survey, SurveyCitation
+from .tasks import (
+    ChecklistGroup,
+    ChecklistItem,
+    ConstraintQuestion,
+    GoldReference,
+    Nugget,
+    Protocol,
+    RubricCriterion,
+    Task,
+    TaskPrompt,
+)
+from .tasksets import TaskSet
+
+PROPOSABLE_MODELS = (TaskPrompt, ConstraintQuestion, ChecklistGroup, ChecklistItem, GoldReference, Nugget, RubricCriterion)
+
+__all__ = [
+    "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "GoldReference",
+    "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus", "Revision",
+    "RubricCriterion", "SETTLED_STATUSES", "Survey", "SurveyCitation", "System", "Task", "TaskPrompt",
+    "TaskSet", "TimeStamped",
+]

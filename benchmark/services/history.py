@@ -1,0 +1,107 @@
+"""Changes to curated items, each with its revision row in the same transaction."""
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.contenttypes.models import ContentType
+from django.db import models, transaction
+
+from ..models import Proposable, ReviewStatus, Revision
+
+
+class StaleEditError(Exception):
+    """The item changed since the editor loaded it; their edit was not applied."""
+
+    def __init__(self, obj: models.Model, expected: int, actual: int) -> None:
+        super().__init__(
+            f"{obj._meta.verbose_name} #{obj.pk} was changed by someone else (version {actual}, "
+            f"your edit was based on version {expected}); reload it and apply your edit again."
+        )
+        self.expected = expected
+        self.actual = actual
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, models.Model):
+        return value.pk
+    return value
+
+
+def snapshot(obj: Proposable) -> dict[str, Any]:
+    """The tracked fields of an item, as stored in a revision's before/after."""
+    return {name: _jsonable(getattr(obj, name)) for name in obj.tracked_fields}
+
+
+def revision_record(
+    *,
+    obj: models.Model,
+    action: str,
+    actor=None,
+    actor_label: str = "",
+    before: dict | None = None,
+    after: dict | None = None,
+    note: str = "",
+) -> Revision:
+    return Revision.objects.create(
+        content_type=ContentType.objects.get_for_model(obj, for_concrete_model=False),
+        object_id=obj.pk,
+        actor=actor,
+        actor_label=actor_label,
+        action=action,
+        before=before,
+        after=after,
+        note=note,
+    )
+
+
+@transaction.atomic
+def proposable_update(
+    *,
+    obj: Proposable,
+    changes: dict[str, Any],
+    expected_version: int,
+    actor=None,
+    actor_label: str = "",
+    action: str = "edit",
+    note: str = "",
+) -> Proposable:
+    """Apply ``changes`` to an item unless it moved past ``expected_version`` meanwhile.
+
+    The row is locked for the check-and-write, so two editors of the same version
+    cannot both succeed: the second gets ``StaleEditError``.
+    """
+    unknown = set(changes) - set(obj.tracked_fields)
+    if unknown:
+        raise ValueError(f"{type(obj).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
+    current = type(obj).objects.select_for_update().get(pk=obj.pk)
+    if current.version != expected_version:
+        raise StaleEditError(current, expected_version, current.version)
+    before = snapshot(current)
+    for name, value in changes.items():
+        setattr(current, name, value)
+    current.full_clean()
+    current.version += 1
+    current.save()
+    revision_record(
+        obj=current, action=action, actor=actor, actor_label=actor_label, before=before, after=snapshot(current), note=note
+    )
+    return current
+
+
+def proposable_review(
+    *, obj: Proposable, status: str, expected_version: int, actor=None, note: str = "", edits: dict | None = None
+) -> Proposable:
+    """Accept, reject, or edit-and-accept an item (status ``edited`` needs ``edits``)."""
+    if status not in ReviewStatus.values:
+        raise ValueError(f"unknown review status {status!r}; expected one of {', '.join(ReviewStatus.values)}")
+    if status == ReviewStatus.EDITED and not edits:
+        raise ValueError("an 'edited' review needs the edited fields")
+    changes = dict(edits or {}, review_status=status)
+    return proposable_update(
+        obj=obj, changes=changes, expected_version=expected_version, actor=actor, action=f"review:{status}", note=note
+    )

@@ -1,0 +1,58 @@
+"""Which Celery workers are alive, as told by their heartbeat rows.
+
+A worker writes its heartbeat from a background thread in its main process, so the
+answer does not depend on the broker supporting broadcast (the filesystem broker does
+not) and costs the web process one indexed query.
+"""
+
+import logging
+import os
+import threading
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from .models import WorkerHeartbeat
+
+
+def live_workers() -> list[WorkerHeartbeat]:
+    cutoff = timezone.now() - timedelta(seconds=3 * settings.WORKER_HEARTBEAT_SECONDS)
+    return list(WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).order_by("hostname"))
+
+
+def worker_heartbeat_beat(*, hostname: str, pid: int, started_at) -> None:
+    WorkerHeartbeat.objects.update_or_create(
+        hostname=hostname, defaults={"pid": pid, "started_at": started_at, "last_seen": timezone.now()}
+    )
+
+
+def worker_heartbeat_remove(*, hostname: str) -> None:
+    WorkerHeartbeat.objects.filter(hostname=hostname).delete()
+
+
+class HeartbeatThread(threading.Thread):
+    def __init__(self, hostname: str) -> None:
+        super().__init__(name="studio-heartbeat", daemon=True)
+        self.hostname = hostname
+        self.pid = os.getpid()
+        self.started_at = timezone.now()
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                close_old_connections()
+                worker_heartbeat_beat(hostname=self.hostname, pid=self.pid, started_at=self.started_at)
+            except Exception:  # a missed beat must never kill the worker; the next one retries
+                logging.getLogger(__name__).exception("heartbeat failed")
+            self.stopped.wait(settings.WORKER_HEARTBEAT_SECONDS)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=5)
+        try:
+            worker_heartbeat_remove(hostname=self.hostname)
+        finally:
+            close_old_connections()

@@ -1,0 +1,46 @@
+import os
+import subprocess
+import sys
+
+from django.conf import settings
+
+ROOT = settings.BASE_DIR
+
+
+def run_settings(env: dict) -> subprocess.CompletedProcess:
+    code = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
+        capture_output=True, text=True,
+    )
+
+
+def test_production_refuses_to_start_without_a_secret_key(tmp_path):
+    result = run_settings({"DEBUG": "0", "VAR_DIR": str(tmp_path)})
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_embedded_default_is_sqlite_under_var(tmp_path):
+    result = run_settings({"DEBUG": "1", "VAR_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "django.db.backends.sqlite3"
+
+
+def test_a_malformed_boolean_is_an_error_not_a_guess(tmp_path):
+    result = run_settings({"DEBUG": "maybe", "VAR_DIR": str(tmp_path)})
+    assert "DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_deploy_check_is_clean_with_production_settings(tmp_path):
+    env = {
+        "DEBUG": "0", "SECRET_KEY": "x" * 64 + "-production-grade-secret-value", "ALLOWED_HOSTS": "studio.example.org",
+        "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3",
+    }
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env}, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
