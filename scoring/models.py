@@ -1,4 +1,10 @@
+"""Judges, evaluation runs and everything they produce: calls, verdicts, score cards."""
+
+from django.conf import settings
 from django.db import models
+from django.db.models import Q
+
+from benchmark.models import Protocol, Report, System, Task, TaskSet, TimeStamped
 
 
 class WorkerHeartbeat(models.Model):
@@ -11,3 +17,220 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.hostname
+
+
+class JudgeConfig(TimeStamped):
+    """A named, stored judge: verdicts always point to the configuration that produced them."""
+
+    class Backend(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible endpoint"
+        OFFLINE = "offline", "Offline heuristic judge"
+
+    name = models.CharField(max_length=200, unique=True)
+    backend = models.CharField(max_length=20, choices=Backend.choices)
+    model = models.CharField(max_length=200, blank=True, help_text="model name at the endpoint")
+    base_url = models.CharField(max_length=500, blank=True, help_text="empty: OPENAI_BASE_URL")
+    temperature = models.FloatField(default=0.0)
+    prompt_version = models.CharField(max_length=50, default="v1")
+    repeats = models.PositiveSmallIntegerField(default=1)
+    max_concurrency = models.PositiveSmallIntegerField(default=8, help_text="calls in flight per endpoint")
+    timeout_seconds = models.FloatField(default=120.0)
+    max_retries = models.PositiveSmallIntegerField(default=5)
+    price_input_per_million = models.FloatField(default=0.0, help_text="USD per million input tokens")
+    price_output_per_million = models.FloatField(default=0.0, help_text="USD per million output tokens")
+    embedding_backend = models.CharField(max_length=200, blank=True, help_text="'local:<model>' or 'openai:<model>'")
+    options = models.JSONField(default=dict, blank=True, help_text="per-step options, e.g. SurveyLens τ per component")
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(repeats__gte=1), name="judge_repeats_positive"),
+            models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="judge_concurrency_positive"),
+            models.CheckConstraint(condition=Q(temperature__gte=0), name="judge_temperature_nonnegative"),
+        ]
+        ordering = ["name"]
+
+    @property
+    def is_heuristic(self) -> bool:
+        return self.backend == self.Backend.OFFLINE
+
+    def __str__(self) -> str:
+        label = f"{self.name} ({self.backend}{':' + self.model if self.model else ''}, prompts {self.prompt_version})"
+        return label + (" [heuristic]" if self.is_heuristic else "")
+
+
+class EvaluationRun(TimeStamped):
+    """Task set × systems × protocol × judge configuration, fanned out as per-report jobs."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    name = models.CharField(max_length=200, blank=True)
+    protocol = models.CharField(max_length=20, choices=Protocol.choices)
+    task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="runs")
+    tasks = models.ManyToManyField(Task, blank=True, related_name="runs", help_text="when no task set is given")
+    systems = models.ManyToManyField(System, related_name="runs")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name or f"run #{self.pk} ({self.protocol})"
+
+
+class RunJob(TimeStamped):
+    """One unit of work in a run: one report through one step (or all steps) of the protocol."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="jobs")
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="jobs")
+    step = models.CharField(max_length=80)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "report", "step"], name="runjob_unique")]
+        indexes = [models.Index(fields=["run", "status"])]
+
+
+class LLMCall(models.Model):
+    """Every call made to a judge endpoint: for cost and latency accounting and debugging."""
+
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="calls")
+    run = models.ForeignKey(EvaluationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls")
+    step = models.CharField(max_length=80, db_index=True)
+    prompt_version = models.CharField(max_length=50)
+    model = models.CharField(max_length=200, blank=True)
+    request_hash = models.CharField(max_length=64, db_index=True)
+    ok = models.BooleanField(default=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    cost_usd = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+class Statement(TimeStamped):
+    """A statement a judge extracted from a report (ReportBench cited / non-cited statements,
+    DeepScholar claims), so verdicts on it have a row to point to."""
+
+    class Kind(models.TextChoices):
+        CITED = "cited", "Cited statement"
+        UNCITED = "uncited", "Non-cited statement"
+        CLAIM = "claim", "Claim"
+
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="statements")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="statements")
+    prompt_version = models.CharField(max_length=50)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    citations = models.JSONField(default=list, blank=True, help_text="cited URLs / reference numbers")
+    sentence_index = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["report", "judge_config", "prompt_version", "kind", "position"], name="statement_unique"
+            )
+        ]
+        ordering = ["report", "kind", "position"]
+
+
+class Verdict(TimeStamped):
+    """A judge's decision about one target in one report.
+
+    ``target_kind``/``target_id`` name the judged row (checklist item, nugget, gold
+    reference, statement, rubric criterion, ...); ``target_key`` distinguishes targets
+    without a row of their own (a sentence index, an organization comparison). The
+    unique key makes re-runs reuse finished verdicts: a second run of the same
+    configuration makes no new calls.
+    """
+
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="verdicts")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="verdicts")
+    prompt_version = models.CharField(max_length=50)
+    step = models.CharField(max_length=80, db_index=True)
+    target_kind = models.CharField(max_length=40)
+    target_id = models.BigIntegerField(default=0, help_text="0 when the target has no row")
+    target_key = models.CharField(max_length=200, default="", blank=True)
+    repeat = models.PositiveSmallIntegerField(default=0)
+    label = models.CharField(max_length=40, blank=True, help_text="empty when the judge failed on this item")
+    score = models.FloatField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    rationale = models.TextField(blank=True)
+    evidence = models.TextField(blank=True)
+    error = models.TextField(blank=True, help_text="why the judge produced no usable verdict")
+    raw_response = models.JSONField(null=True, blank=True)
+    call = models.ForeignKey(LLMCall, null=True, blank=True, on_delete=models.SET_NULL, related_name="verdicts")
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    cost_usd = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["target_kind", "target_id", "target_key", "report", "judge_config", "prompt_version", "repeat"],
+                name="verdict_unique_target",
+            )
+        ]
+        indexes = [models.Index(fields=["report", "judge_config", "step"])]
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.error)
+
+
+class ScoreCard(TimeStamped):
+    """Scores computed with ``scoring.metrics`` from stored verdicts, per report or (report null) per system."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="score_cards")
+    system = models.ForeignKey(System, on_delete=models.CASCADE, related_name="score_cards")
+    report = models.ForeignKey(Report, null=True, blank=True, on_delete=models.CASCADE, related_name="score_cards")
+    metrics = models.JSONField(default=dict)
+    items_judged = models.PositiveIntegerField(default=0)
+    items_failed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "system", "report"], condition=Q(report__isnull=False), name="scorecard_unique_report"
+            ),
+            models.UniqueConstraint(
+                fields=["run", "system"], condition=Q(report__isnull=True), name="scorecard_unique_system"
+            ),
+        ]
+
+
+class Embedding(models.Model):
+    """Cached embedding vectors by model and content hash: re-scoring never re-embeds."""
+
+    model = models.CharField(max_length=200)
+    content_hash = models.CharField(max_length=64)
+    dim = models.PositiveSmallIntegerField()
+    vector = models.BinaryField(help_text="float32 little-endian")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model", "content_hash"], name="embedding_unique")]

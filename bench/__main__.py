@@ -1,0 +1,87 @@
+"""`make bench`: run every ``bench/*_bench.py`` module's BENCHMARKS and print one table.
+
+Each benchmark is ``(name, target_seconds, setup)``; ``setup()`` builds its inputs (not
+timed) and returns the callable that is timed. Every figure is the median of several
+runs, printed next to its target and the ratio, and written to ``var/bench.json``.
+Benchmarks that need the database get a dedicated, migrated database (``ses_bench``),
+never the one holding your data.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import pkgutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench_database() -> None:
+    """Point Django at a throwaway bench database on the PostgreSQL server in DATABASE_URL."""
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("postgres"):
+        import psycopg
+
+        base, _, _ = url.rpartition("/")
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = 'ses_bench'").fetchone()
+            if not exists:
+                conn.execute("CREATE DATABASE ses_bench")
+        os.environ["DATABASE_URL"] = f"{base}/ses_bench"
+    else:
+        os.environ["DATABASE_URL"] = f"sqlite:///{ROOT / 'var' / 'bench.sqlite3'}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("DEBUG", "1")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def discover(only: str | None) -> list[tuple[str, str, float, object]]:
+    found = []
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if not info.name.endswith("_bench") or (only and only not in info.name):
+            continue
+        module = importlib.import_module(f"bench.{info.name}")
+        for name, target, setup in module.BENCHMARKS:
+            found.append((info.name.removesuffix("_bench"), name, target, setup))
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="run only modules whose name contains this")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    _bench_database()
+    rows = []
+    print(f"{'layer':<10} {'figure':<58} {'median s':>10} {'target s':>9} {'ratio':>7}")
+    for layer, name, target, setup in discover(args.only):
+        timings = []
+        for _ in range(args.repeat):
+            run = setup()
+            start = time.perf_counter()
+            run()
+            timings.append(time.perf_counter() - start)
+        median = statistics.median(timings)
+        ratio = median / target if target else float("nan")
+        flag = "" if ratio <= 1 else "  OVER TARGET"
+        print(f"{layer:<10} {name:<58} {median:>10.3f} {target:>9.2f} {ratio:>7.2f}{flag}", flush=True)
+        rows.append({"layer": layer, "figure": name, "median_seconds": median, "runs": timings,
+                     "target_seconds": target, "ratio": ratio})
+    out = ROOT / "var" / "bench.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}, indent=2))
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
