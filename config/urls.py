@@ -11,5 +11,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("benchmark/", include("benchmark.urls")),
+    path("annotate/", include("annotation.urls")),
     path("admin/", admin.site.urls),
 ]
