@@ -1,0 +1,183 @@
+"""DeepScholar-bench metrics (DeepScholar-bench §8.3, App. 8.4, Table 4).
+
+Knowledge synthesis: organisation win rate against the human exemplar and
+nugget coverage.  Retrieval quality: relevance rate, reference coverage and
+document importance.  Verifiability: citation precision and claim coverage.
+The headline aggregate is the geometric mean over metrics.
+
+Where the released evaluation code differs from the paper we follow the
+paper: the relevance rate divides by 2|S| (the code omits the 2), claim
+coverage honours the ±w sentence window (the code only ever looks at the
+sentence itself, which is ``window=0`` here), and citation precision averages
+over citations (the code averages per-sentence precisions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._validate import as_binary, as_numeric, check_choice, check_int, check_range, check_same_length, encode_labels, fail
+
+__all__ = [
+    "relevance_rate",
+    "reference_coverage",
+    "document_importance",
+    "citation_precision",
+    "claim_coverage",
+    "nugget_coverage",
+    "win_rate",
+    "geometric_mean",
+    "NUGGET_MODES",
+]
+
+
+def relevance_rate(grades: Sequence[int]) -> float | None:
+    """RR(S) = Σ_{s∈S} Rel(s) / (2|S|) for graded relevance Rel ∈ {0, 1, 2} (§8.3.2).
+
+    ``None`` for an empty retrieved set (the ratio is undefined).
+    """
+    arr = as_numeric(grades, "grades")
+    bad = (arr != 0) & (arr != 1) & (arr != 2)
+    if bad.any():
+        k = int(np.argmax(bad))
+        fail(f"grades must be 0, 1 or 2; found {arr[k]!r} at position {k}")
+    return float(arr.sum() / (2 * arr.size)) if arr.size else None
+
+
+def _id_set(ids: Any, name: str) -> set[Hashable]:
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, (Sequence, set, frozenset, np.ndarray)):
+        fail(f"{name} must be a collection of reference ids; got {type(ids).__name__}")
+    items = list(ids.tolist() if isinstance(ids, np.ndarray) else ids)
+    for k, item in enumerate(items):
+        if item is None or not isinstance(item, Hashable) or (isinstance(item, float) and np.isnan(item)):
+            fail(f"{name} contains an invalid id {item!r} at position {k}")
+    return set(items)
+
+
+def reference_coverage(cited_ids: Sequence[Hashable], important_ids: Sequence[Hashable]) -> float | None:
+    """RC(S, E) = |S ∩ E| / |E| (§8.3.2), E the exemplar's important references.
+
+    Ids are compared with ``==`` (normalise them first, e.g. with
+    :func:`scoring.metrics.normalize_arxiv_id`); both arguments are treated
+    as sets, so citing a reference twice counts once.  ``None`` when E is empty.
+    """
+    cited = _id_set(cited_ids, "cited_ids")
+    important = _id_set(important_ids, "important_ids")
+    return len(cited & important) / len(important) if important else None
+
+
+def _counts(values: Any, name: str) -> np.ndarray:
+    arr = as_numeric(values, name)
+    check_range(arr, name, 0.0, None)
+    return arr
+
+
+def document_importance(system_citation_counts: Sequence[float], exemplar_citation_counts: Sequence[float]) -> float:
+    """DI(S, S*) = min(median cites(S) / median cites(S*), 1) (§8.3.2).
+
+    Each argument lists the citation counts of the retrieved / exemplar
+    references (look-ups that failed must be dropped by the caller; ``None``
+    is rejected).  Returns 0 when the exemplar list is empty or its median is
+    0 (no scale to compare against) and when the system retrieved nothing.
+    """
+    system = _counts(system_citation_counts, "system_citation_counts")
+    exemplar = _counts(exemplar_citation_counts, "exemplar_citation_counts")
+    if system.size == 0 or exemplar.size == 0:
+        return 0.0
+    reference = float(np.median(exemplar))
+    if reference == 0:
+        return 0.0
+    return min(float(np.median(system)) / reference, 1.0)
+
+
+def citation_precision(per_citation_support: Sequence[float]) -> float | None:
+    """Mean over a report's citations of whether the cited source supports its sentence (§8.3.3).
+
+    One entry per citation: True/False, or a support value in [0, 1].
+    ``None`` when the report has no citation.
+    """
+    arr = as_numeric(per_citation_support, "per_citation_support", allow_bool=True)
+    check_range(arr, "per_citation_support", 0.0, 1.0)
+    return float(arr.mean()) if arr.size else None
+
+
+def claim_coverage(sentence_supported: Any, window: int = 1) -> float | None:
+    """Share of sentences whose claims are fully supported within a ±w window (§8.3.3, App. 8.4.2).
+
+    ``sentence_supported[i][j]`` (an n × n boolean matrix) says whether the
+    sources cited in sentence j (plus the query context) fully support the
+    claims of sentence i.  Sentence i is covered when some j with
+    |i − j| ≤ ``window`` supports it; the score is the mean over sentences.
+    The paper's main results use ``window=1``; ``window=0`` is same-sentence
+    support only (what the released code computes).  ``None`` for no sentence.
+    """
+    w = check_int(window, "window", low=0)
+    support = as_binary(sentence_supported, "sentence_supported", ndim=2)
+    n = support.shape[0]
+    if support.shape != (n, n):
+        fail(f"sentence_supported must be square (sentences x sentences); got shape {support.shape}")
+    if n == 0:
+        return None
+    offsets = np.arange(n)
+    band = np.abs(offsets[:, None] - offsets[None, :]) <= w
+    return float((support & band).any(axis=1).mean())
+
+
+NUGGET_MODES = ("strict_all", "all", "strict_vital", "vital")
+_SUPPORT_LABELS = ("not_support", "partial_support", "support")
+_IMPORTANCE_LABELS = ("okay", "vital")
+
+
+def nugget_coverage(labels: Sequence[str], importance: Sequence[str], mode: str = "strict_all") -> float | None:
+    """Nugget coverage (§8.3.1; scoring modes of Pradeep et al. 2025).
+
+    ``labels[i]`` ∈ {"support", "partial_support", "not_support"} and
+    ``importance[i]`` ∈ {"vital", "okay"} for nugget i.  Modes:
+
+    * ``strict_all`` — share of all nuggets that are supported (the paper's reported score);
+    * ``all`` — same, with partial support counting 0.5;
+    * ``strict_vital`` / ``vital`` — the same two over vital nuggets only.
+
+    Returns ``None`` when the mode's nugget set is empty (no nugget at all, or
+    no vital nugget for the vital modes): coverage of nothing is undefined,
+    and 0 would wrongly penalise the report.
+    """
+    check_choice(mode, "mode", NUGGET_MODES)
+    support = encode_labels(labels, "labels", _SUPPORT_LABELS)
+    vital = encode_labels(importance, "importance", _IMPORTANCE_LABELS).astype(bool)
+    check_same_length("labels", support, "importance", vital)
+    credit = support / 2.0 if mode in ("all", "vital") else (support == 2).astype(float)
+    if mode in ("strict_vital", "vital"):
+        credit = credit[vital]
+    return float(credit.mean()) if credit.size else None
+
+
+_OUTCOMES = ("loss", "tie", "win")
+
+
+def win_rate(outcomes: Sequence[str]) -> float | None:
+    """Win rate with ties counted as half a win (§8.3.1, §6: "win rate including ties").
+
+    ``outcomes`` holds "win", "tie" or "loss" per comparison (each position
+    order counts as its own comparison).  ``None`` for no comparison.
+    """
+    codes = encode_labels(outcomes, "outcomes", _OUTCOMES)
+    return float(codes.mean() / 2.0) if codes.size else None
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """Geometric mean of metric values in [0, 1] (the paper's cross-metric aggregate).
+
+    A 0 anywhere gives 0; a negative value, a value above 1 or NaN raises.
+    ``None`` for no value.
+    """
+    arr = as_numeric(values, "values")
+    check_range(arr, "values", 0.0, 1.0)
+    if arr.size == 0:
+        return None
+    if (arr == 0).any():
+        return 0.0
+    return float(np.exp(np.log(arr).mean()))
