@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Report, System, Task
-from ..parsing import parse_report
+from ..parsing import ParsedReport, parse_report
 
 
 def content_hash(text: str) -> str:
@@ -27,8 +27,14 @@ class ReportInput:
     source_path: str = ""
 
 
+def report_parsed(report: Report) -> ParsedReport:
+    """The stored parse as objects (the report's text is kept once, on the report)."""
+    return ParsedReport.from_dict({**report.parsed, "text": report.text})
+
+
 def _fill(report: Report, item: ReportInput) -> None:
     parsed = parse_report(item.text, format=item.format).to_dict()
+    del parsed["text"]  # already stored as Report.text
     report.text = item.text
     report.format = item.format
     report.content_hash = content_hash(item.text)
@@ -37,6 +43,7 @@ def _fill(report: Report, item: ReportInput) -> None:
     report.sources = item.sources or []
     report.source_path = item.source_path
     report.submitted_at = item.submitted_at or timezone.now()
+    report.updated_at = timezone.now()  # bulk_update bypasses auto_now
 
 
 @transaction.atomic
@@ -69,7 +76,7 @@ def reports_submit(*, items: Sequence[ReportInput]) -> dict[str, int]:
     Report.objects.bulk_create(to_create, batch_size=200)
     Report.objects.bulk_update(
         to_update,
-        ["text", "format", "content_hash", "parsed", "stats", "sources", "source_path", "submitted_at"],
+        ["text", "format", "content_hash", "parsed", "stats", "sources", "source_path", "submitted_at", "updated_at"],
         batch_size=200,
     )
     return {"created": len(to_create), "updated": len(to_update), "unchanged": len(items) - len(to_create) - len(to_update)}
