@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from benchmark import models
+from scoring.metrics import normalize_title
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -31,7 +32,7 @@ class BibEntryFactory(factory.django.DjangoModelFactory):
         model = models.BibEntry
 
     title = factory.Sequence(lambda n: f"A Study of Topic Number {n}")
-    normalized_title = factory.LazyAttribute(lambda o: o.title.lower())
+    normalized_title = factory.LazyAttribute(lambda o: normalize_title(o.title))
     year = 2023
 
 

@@ -92,6 +92,8 @@ def parse_json_text(text: str | bytes, *, file: str | Path, line: int | None = N
         raise ImportFailed(f"malformed JSON: {exc.msg} at column {exc.colno}", file=file, line=line) from None
     except RecursionError:
         raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=file, line=line) from None
+    except ValueError as exc:  # e.g. an integer longer than Python's 4,300-digit conversion limit
+        raise ImportFailed(f"malformed JSON: {exc}", file=file, line=line) from None
     if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=file, line=line)
     return value
@@ -176,7 +178,9 @@ class Record:
 class _NestedRecord(Record):
     def __init__(self, data: dict, *, parent: Record, prefix: str) -> None:
         super().__init__(data, file=parent.file, line=parent.line)
-        self.prefix = prefix
+        # The full dotted path from the line's top, so a grandchild names every level: a[0].b[1].c
+        outer = getattr(parent, "prefix", "")
+        self.prefix = f"{outer}.{prefix}" if outer else prefix
 
     def fail(self, message: str, field: str = "") -> ImportFailed:
         path = f"{self.prefix}.{field}" if field else self.prefix

@@ -3,6 +3,8 @@
 import re
 from collections.abc import Sequence
 
+from django.utils import timezone
+
 from scoring.metrics import normalize_title
 
 from ..models import BibEntry
@@ -106,11 +108,12 @@ def bib_entries_upsert(records: Sequence[dict], *, chunk_size: int = 500) -> lis
                 changed = True
         if changed:
             index(match)
+            match.updated_at = timezone.now()  # bulk_update bypasses auto_now
             if match.pk:
                 to_update[match.pk] = match
         resolved.append(match)
 
     BibEntry.objects.bulk_create(to_create, batch_size=chunk_size)
     if to_update:
-        BibEntry.objects.bulk_update(list(to_update.values()), FILLABLE, batch_size=chunk_size)
+        BibEntry.objects.bulk_update(list(to_update.values()), [*FILLABLE, "updated_at"], batch_size=chunk_size)
     return resolved

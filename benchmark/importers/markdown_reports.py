@@ -1,0 +1,78 @@
+"""A folder of markdown reports, one file per (system, task).
+
+Layout — ``path`` is the root folder, each sub-folder one system (its name is the
+``System`` name, created when missing), each file one report::
+
+    <root>/<system>/<task key>.md               the task key must name one task
+    <root>/<system>/<protocol>/<task key>.md    e.g. reports/storm/deepscholar/2506.02838.md
+
+The protocol level is needed when a key exists in several protocols. An unknown
+task key, an unknown protocol folder, an ambiguous key, non-UTF-8 or binary content
+or an oversized file fails the import naming the file; other files (not ``.md``) are
+ignored and listed in the messages. Reports go through ``reports_submit``: a re-import
+replaces changed texts and leaves identical ones untouched.
+"""
+
+from pathlib import Path
+
+from ..models import Protocol, Task
+from ..services.reports import ReportInput
+from .base import ImportFailed, ImportResult
+from .common import SystemSpec, read_text, reports_store, systems_ensure
+
+
+def _report_files(root: Path, *, result: ImportResult) -> list[tuple[str, str | None, Path]]:
+    found = []
+    for system_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for path in sorted(system_dir.rglob("*")):
+            if not path.is_file() or path.name.startswith("."):
+                continue
+            name = path.relative_to(root).as_posix()
+            parts = path.relative_to(system_dir).parts
+            if path.suffix.lower() != ".md":
+                result.messages.append(f"{name}: ignored (not a .md file)")
+                continue
+            if len(parts) > 2:
+                raise ImportFailed("too deeply nested: expected <system>/<task key>.md or "
+                                   "<system>/<protocol>/<task key>.md", file=name)
+            protocol = parts[0] if len(parts) == 2 else None
+            if protocol is not None and protocol not in Protocol.values:
+                raise ImportFailed(f"unknown protocol folder {protocol!r} (known: {', '.join(Protocol.values)})",
+                                   file=name)
+            found.append((system_dir.name, protocol, path))
+    return found
+
+
+def import_markdown_reports(path: Path, *, result: ImportResult) -> None:
+    root = Path(path)
+    if not root.is_dir():
+        raise ImportFailed("expected a folder of <system>/<task key>.md reports", file=root.name)
+    files = _report_files(root, result=result)
+    if not files:
+        raise ImportFailed("no <system>/<task key>.md files in the folder", file=root.name)
+    tasks: dict[str, list[Task]] = {}
+    for task in Task.objects.filter(key__in={p.stem for _, _, p in files}):
+        tasks.setdefault(task.key, []).append(task)
+    systems = systems_ensure(
+        [SystemSpec(name, description="Imported from a folder of markdown reports.") for name in {s for s, _, _ in files}],
+        result=result,
+    )
+    items, seen = [], {}
+    for system, protocol, file in files:
+        name = file.relative_to(root).as_posix()
+        candidates = [t for t in tasks.get(file.stem, []) if protocol is None or t.protocol == protocol]
+        if not candidates:
+            where = f" in protocol {protocol}" if protocol else ""
+            raise ImportFailed(f"no task with key {file.stem!r}{where}", file=name)
+        if len(candidates) > 1:
+            protocols = ", ".join(sorted(t.protocol for t in candidates))
+            raise ImportFailed(f"task key {file.stem!r} exists in several protocols ({protocols}); put the file "
+                               f"under {system}/<protocol>/", file=name)
+        first = seen.setdefault((candidates[0].pk, system), name)
+        if first != name:
+            raise ImportFailed(f"a second report by {system} on task {file.stem}, after {first}", file=name)
+        text = read_text(file, name=name)
+        if not text.strip():
+            raise ImportFailed("the report is empty", file=name)
+        items.append(ReportInput(task=candidates[0], system=systems[system], text=text, source_path=name))
+    reports_store(items, result=result)

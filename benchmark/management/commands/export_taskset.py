@@ -1,0 +1,42 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from benchmark.services.tasksets import TaskSetError, taskset_export, taskset_get
+
+
+class TaskSetCommand(BaseCommand):
+    """A command on one task set version: ``<name> [--version N]`` (also used by ``freeze_taskset``)."""
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        # Our --version is the task set's version; it replaces Django's "show the Django version".
+        return super().create_parser(prog_name, subcommand, conflict_handler="resolve", **kwargs)
+
+    def add_arguments(self, parser):
+        parser.add_argument("name")
+        parser.add_argument("--version", type=int, help="version number (default: the latest)")
+
+
+class Command(TaskSetCommand):
+    help = (
+        "Write a task set as native JSONL (docs/formats.md): a frozen version's snapshot, "
+        "an unfrozen version's live tasks."
+    )
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.add_argument("--include-history", action="store_true", help="add each item's revision history")
+        parser.add_argument("-o", "--output", help="file to write (default: standard output)")
+
+    def handle(self, *args, name: str, version: int | None, include_history: bool, output: str | None, **options):
+        try:
+            task_set = taskset_get(name=name, version=version)
+            text = taskset_export(task_set=task_set, include_history=include_history)
+        except TaskSetError as exc:
+            raise CommandError(str(exc)) from None
+        if output:
+            Path(output).write_text(text, encoding="utf-8")
+            state = f"frozen, sha256 {task_set.content_hash}" if task_set.is_frozen else "not frozen: live tasks"
+            self.stderr.write(f"wrote {task_set} ({text.count(chr(10))} tasks, {state}) to {output}")
+        else:
+            self.stdout.write(text, ending="")

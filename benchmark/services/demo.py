@@ -1,0 +1,54 @@
+"""The demo data set, loaded from the real public releases in ``<shared_dir>/datasets``.
+
+Several tasks of each protocol with several systems' reports on the same tasks:
+all four DeepSynth-Eval tasks (with their example reports), ten ReportBench tasks (the
+first of each application domain) with their complete gold bibliographies, all 63 DeepScholar-bench papers (four
+systems' reports on rows 0 and 1), and SurveyLens' luciferase topic (seven systems)
+with both human annotation files (100 preferences). Accounts are not created here.
+
+Every importer updates instead of duplicating and writes only what changed, so a
+second ``demo_load`` changes nothing.
+"""
+
+from pathlib import Path
+
+from django.db import transaction
+
+from ..importers.base import ImportFailed, ImportResult, read_jsonl
+from ..importers.catalogue import run_import
+
+REPORTBENCH = "reportbench/ReportBench_v1.1.jsonl"
+REPORTBENCH_DEMO_TASKS = 10
+
+# (import format, path under datasets/, importer options)
+DEMO_IMPORTS = (
+    ("deepsynth", "deepsynth-eval/example_gen_result.jsonl", {}),
+    ("reportbench", REPORTBENCH, {}),  # keys: see reportbench_demo_keys
+    ("deepscholar", "deepscholar-bench", {}),
+    ("surveylens", "surveylens/luciferase", {}),
+    ("surveylens-annotations", "surveylens/human_annotation", {}),
+)
+
+
+def reportbench_demo_keys(path: Path, *, n: int = REPORTBENCH_DEMO_TASKS) -> list[str]:
+    """The first task of each application domain, so the demo spans the domains."""
+    first: dict[str, str] = {}
+    for _, data in read_jsonl(path):
+        first.setdefault(str(data.get("application_domain")), str(data.get("arxiv_id")))
+    return list(first.values())[:n]
+
+
+@transaction.atomic
+def demo_load(*, shared_dir: str | Path) -> ImportResult:
+    """Import the demo set in one transaction; a missing or broken file stores nothing."""
+    datasets = Path(shared_dir) / "datasets"
+    if not datasets.is_dir():
+        raise ImportFailed("the shared datasets folder is missing (set SHARED_DIR)", file=datasets)
+    total = ImportResult()
+    for name, relative, options in DEMO_IMPORTS:
+        if name == "reportbench":
+            options = dict(options, keys=reportbench_demo_keys(datasets / relative))
+        result = run_import(name, datasets / relative, **options)
+        result.messages = [f"[{name}] {message}" for message in result.messages]
+        total.merge(result)
+    return total

@@ -1,0 +1,51 @@
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.core.management import call_command
+
+from annotation.models import PairwisePreference
+from benchmark.models import Discipline, GoldReference, Protocol, Report, Task
+from benchmark.services.demo import demo_load
+
+from . import model_counts
+
+pytestmark = pytest.mark.django_db
+
+
+def _stamps() -> dict[str, dict]:
+    """``updated_at`` of every row of every time-stamped model."""
+    return {
+        model._meta.label: dict(model.objects.values_list("pk", "updated_at"))
+        for app in ("benchmark", "annotation")
+        for model in apps.get_app_config(app).get_models()
+        if any(f.name == "updated_at" for f in model._meta.fields)
+    }
+
+
+def test_demo_load_is_complete_and_idempotent(datasets):
+    result = demo_load(shared_dir=datasets.parent)
+
+    tasks = Task.objects.all()
+    assert tasks.filter(protocol=Protocol.DEEPSYNTH).count() == 4
+    assert tasks.filter(protocol=Protocol.REPORTBENCH).count() == 10
+    assert tasks.filter(protocol=Protocol.DEEPSCHOLAR).count() == 63
+    assert tasks.filter(protocol=Protocol.SURVEYLENS).count() == 1 + 10
+    # The ten ReportBench tasks span the ten application domains, with all their gold references.
+    assert Discipline.objects.filter(taxonomy="reportbench").count() == 10
+    assert GoldReference.objects.filter(task__protocol=Protocol.REPORTBENCH).count() > 1000
+    # Several systems on the same tasks.
+    assert Report.objects.filter(task__protocol=Protocol.DEEPSCHOLAR).count() == 8
+    assert Report.objects.filter(task__key="luciferase").count() == 7
+    assert Report.objects.filter(task__protocol=Protocol.DEEPSYNTH).count() == 4
+    assert PairwisePreference.objects.count() == 100
+    assert any(m.startswith("[surveylens-annotations] ") for m in result.messages)
+
+    # A second load (through the command, which calls the same service) changes nothing.
+    counts, stamps = model_counts(), _stamps()
+    out = StringIO()
+    call_command("load_demo", shared_dir=str(datasets.parent), stdout=out)
+    assert model_counts() == counts
+    assert _stamps() == stamps
+    assert "task: 88 unchanged" in out.getvalue()
+    assert " created" not in out.getvalue() and " updated" not in out.getvalue()
