@@ -16,4 +16,76 @@ class PairwisePreferenceAdmin(admin.ModelAdmin):
     list_display = ("task", "annotator", "report_left", "report_right", "choice", "component", "labeled_at")
     list_filter = ("choice", "component", "source")
     search_fields = ("task__key", "annotator__username", "reason")
-    raw_id_fields = ("task", "report_left", "report_right")
+    raw_id_fields = ("task", "report_left", "report_right", "project", "label")
+
+
+# --- The annotation workspace: read-only here. Changes go through annotation.services, which
+# keep the counters consistent and write the audit rows; an admin edit would do neither.
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class MembershipInline(admin.TabularInline):
+    model = models.ProjectMembership
+    extra = 0
+    raw_id_fields = ("user",)
+    has_add_permission = ReadOnlyAdmin.has_add_permission
+    has_change_permission = ReadOnlyAdmin.has_change_permission
+    has_delete_permission = ReadOnlyAdmin.has_delete_permission
+
+
+@admin.register(models.AnnotationProject)
+class AnnotationProjectAdmin(ReadOnlyAdmin):
+    list_display = ("name", "kind", "status", "overlap", "blind", "created_by", "created_at")
+    list_filter = ("kind", "status", "blind")
+    search_fields = ("name", "description")
+    inlines = [MembershipInline]
+
+
+@admin.register(models.AnnotationItem)
+class AnnotationItemAdmin(ReadOnlyAdmin):
+    list_display = (
+        "project", "target_kind", "target_id", "position", "labels_done", "labels_needed", "status", "disagreement",
+    )
+    list_filter = ("status", "disagreement", "target_kind", "project")
+    list_select_related = ("project",)
+
+
+@admin.register(models.Assignment)
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = ("item", "user", "status", "claimed_at", "expires_at", "ended_at")
+    list_filter = ("status", "project")
+    list_select_related = ("item", "user")
+    search_fields = ("user__username",)
+
+
+@admin.register(models.Label)
+class LabelAdmin(ReadOnlyAdmin):
+    list_display = ("item", "annotator", "created_at")
+    list_filter = ("project",)
+    list_select_related = ("item", "annotator")
+    search_fields = ("annotator__username",)
+
+
+@admin.register(models.GoldLabel)
+class GoldLabelAdmin(ReadOnlyAdmin):
+    list_display = ("item", "decided_by", "decided_at")
+    list_select_related = ("item", "decided_by")
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ("at", "actor", "action", "target_kind", "target_id", "project")
+    list_filter = ("action", "target_kind")
+    list_select_related = ("actor", "project")
+    search_fields = ("actor__username", "action")
+    date_hierarchy = "at"

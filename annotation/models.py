@@ -1,10 +1,34 @@
-"""People's judgments: annotator profiles and pairwise preferences."""
+"""People's judgments: annotator profiles, pairwise preferences, and the annotation workspace.
+
+The workspace: an ``AnnotationProject`` holds ``AnnotationItem`` rows (one per thing to
+label), annotators claim items through ``Assignment`` rows, submit ``Label`` rows, and
+curators settle disagreements with a ``GoldLabel``. Every change writes an ``AuditEvent``
+in the same transaction (see ``annotation.services``).
+"""
+
+from datetime import timedelta
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.utils import timezone
 
-from benchmark.models import Discipline, Report, Task, TimeStamped
+from benchmark.models import (
+    ChecklistGroup,
+    ChecklistItem,
+    ConstraintQuestion,
+    Discipline,
+    GoldReference,
+    Nugget,
+    Report,
+    RubricCriterion,
+    System,
+    Task,
+    TaskPrompt,
+    TaskSet,
+    TimeStamped,
+)
 
 
 class Role(models.TextChoices):
@@ -48,6 +72,11 @@ class PairwisePreference(TimeStamped):
     labeled_at = models.DateTimeField()
     source = models.CharField(max_length=100, blank=True)
     external_id = models.CharField(max_length=200, blank=True)
+    # Set only on rows the annotation workspace wrote (``label_submit``); importers leave them empty.
+    project = models.ForeignKey(
+        "AnnotationProject", null=True, blank=True, on_delete=models.SET_NULL, related_name="preferences"
+    )
+    label = models.OneToOneField("Label", null=True, blank=True, on_delete=models.SET_NULL, related_name="preference")
 
     class Meta:
         constraints = [
@@ -62,3 +91,268 @@ class PairwisePreference(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.annotator}: {self.report_left.system} vs {self.report_right.system} → {self.choice}"
+
+
+# --- The annotation workspace ---------------------------------------------------------------
+
+
+class TargetKind(models.TextChoices):
+    """What an ``AnnotationItem`` points at (``target_kind`` + ``target_id``)."""
+
+    PROMPT = "prompt", "Task prompt"
+    CONSTRAINT_QUESTION = "constraint_question", "Constraint question"
+    CHECKLIST_GROUP = "checklist_group", "Checklist group"
+    CHECKLIST_ITEM = "checklist_item", "Checklist item"
+    GOLD_REFERENCE = "gold_reference", "Gold reference"
+    NUGGET = "nugget", "Nugget"
+    RUBRIC_CRITERION = "rubric_criterion", "Rubric criterion"
+    REPORT_PAIR = "report_pair", "Report pair"
+    VERDICT = "verdict", "Judge verdict"
+
+
+# The benchmark proposable models a ``verify`` project can review, and the lookup from the
+# model to its task (``None``: the kind's rows reach a task only through ``task``, which may be null).
+VERIFY_TARGETS: dict[str, tuple[type[models.Model], str]] = {
+    TargetKind.PROMPT: (TaskPrompt, "task"),
+    TargetKind.CONSTRAINT_QUESTION: (ConstraintQuestion, "task"),
+    TargetKind.CHECKLIST_GROUP: (ChecklistGroup, "task"),
+    TargetKind.CHECKLIST_ITEM: (ChecklistItem, "group__task"),
+    TargetKind.GOLD_REFERENCE: (GoldReference, "task"),
+    TargetKind.NUGGET: (Nugget, "task"),
+    TargetKind.RUBRIC_CRITERION: (RubricCriterion, "task"),
+}
+
+DEFAULT_HOLD = timedelta(minutes=15)
+
+
+class AnnotationProject(TimeStamped):
+    """One labelling job: which targets, how many independent labels each, and how to label them.
+
+    ``label_set`` maps each constrained field of a label's value to its allowed values
+    (``{"decision": [...], "reason": [...]}`` for verify, ``{"choice": [...]}`` for pairwise,
+    ``{"label": [...]}`` for agreement); ``dimensions`` lists the pairwise dimensions.
+    """
+
+    class Kind(models.TextChoices):
+        VERIFY = "verify", "Verify proposed items"
+        PAIRWISE = "pairwise", "Pairwise preferences"
+        AGREEMENT = "agreement", "Label judge verdicts"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        PAUSED = "paused", "Paused"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, db_index=True)
+    task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    tasks = models.ManyToManyField(Task, blank=True, related_name="annotation_projects")
+    item_kinds = models.JSONField(default=list, blank=True, help_text="verify: which proposable kinds to review")
+    systems = models.ManyToManyField(System, blank=True, related_name="+", help_text="pairwise/agreement: empty = all")
+    component = models.CharField(max_length=30, default="report", help_text="pairwise: report, outline, ...")
+    judge_config = models.ForeignKey(
+        "scoring.JudgeConfig", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    steps = models.JSONField(default=list, blank=True, help_text="agreement: judge steps; empty = all")
+    overlap = models.PositiveSmallIntegerField(default=1, help_text="independent annotators per item (k)")
+    blind = models.BooleanField(default=True)
+    label_set = models.JSONField(default=dict, blank=True)
+    dimensions = models.JSONField(default=list, blank=True)
+    hold_duration = models.DurationField(default=DEFAULT_HOLD, help_text="how long a claimed item stays reserved")
+    seed = models.IntegerField(default=0, help_text="pairwise: seed of the randomized schedule")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
+            models.CheckConstraint(condition=~Q(kind="verify") | Q(overlap__gte=2), name="project_verify_two_stage"),
+            models.CheckConstraint(condition=Q(hold_duration__gt=timedelta(0)), name="project_hold_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+
+class ProjectMembership(TimeStamped):
+    """A user's role inside one project (independent of their global ``AnnotatorProfile.role``)."""
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project.name} ({self.role})"
+
+
+class ReportPair(models.Model):
+    """One scheduled comparison of a pairwise project, in the position it is shown (left, right)."""
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="pairs")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    report_left = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="+")
+    report_right = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="+")
+    leg = models.PositiveSmallIntegerField(default=1, help_text="1 or 2: the second leg swaps positions")
+    round = models.PositiveSmallIntegerField(default=0, help_text="round of the round-robin schedule")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "report_left", "report_right"], name="reportpair_unique"),
+            models.CheckConstraint(condition=~Q(report_left=F("report_right")), name="reportpair_distinct"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.report_left_id} vs {self.report_right_id} (leg {self.leg})"
+
+
+class AnnotationItem(models.Model):
+    """One thing to label ``labels_needed`` times.
+
+    ``labels_done`` is maintained by ``label_submit``/``label_undo_last`` under a row lock.
+    ``disagreement`` is decided when the item completes; ``conflict`` explains why an
+    agreed verify decision could not be applied (the benchmark row moved on meanwhile).
+    ``target_version`` is the benchmark row's version the reviews are based on (verify).
+    """
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        COMPLETE = "complete", "Complete"
+        ADJUDICATED = "adjudicated", "Adjudicated"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="items")
+    target_kind = models.CharField(max_length=30, choices=TargetKind.choices)
+    target_id = models.BigIntegerField()
+    task = models.ForeignKey(Task, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(default=0)
+    labels_needed = models.PositiveSmallIntegerField()
+    labels_done = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.OPEN)
+    disagreement = models.BooleanField(default=False)
+    conflict = models.TextField(blank=True)
+    target_version = models.PositiveIntegerField(null=True, blank=True)
+    applied_revision = models.ForeignKey(
+        "benchmark.Revision", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "target_kind", "target_id"], name="item_unique_target"),
+            models.CheckConstraint(condition=Q(labels_needed__gte=1), name="item_needs_labels"),
+            models.CheckConstraint(condition=Q(labels_done__lte=F("labels_needed")), name="item_overlap_not_exceeded"),
+        ]
+        indexes = [models.Index(fields=["project", "status", "position"])]
+
+    def __str__(self) -> str:
+        return f"{self.target_kind}#{self.target_id} ({self.labels_done}/{self.labels_needed})"
+
+
+class Assignment(models.Model):
+    """A user's claim on an item (held until ``expires_at``), and how it ended.
+
+    A skipped assignment is never offered again to that user; ``undone`` marks a
+    submission or skip reverted by ``label_undo_last``.
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUBMITTED = "submitted", "Submitted"
+        SKIPPED = "skipped", "Skipped"
+        EXPIRED = "expired", "Expired"
+        RELEASED = "released", "Released"
+        UNDONE = "undone", "Undone"
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(AnnotationItem, on_delete=models.CASCADE, related_name="assignments")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-claimed_at", "-id"]
+        constraints = [
+            # One claim at a time per user and project: asking again returns the held claim.
+            models.UniqueConstraint(
+                fields=["project", "user"], condition=Q(status="active"), name="assignment_one_active"
+            ),
+            models.UniqueConstraint(fields=["item", "user"], condition=Q(status="skipped"), name="assignment_one_skip"),
+        ]
+        indexes = [
+            models.Index(fields=["item", "status", "expires_at"]),
+            models.Index(fields=["project", "user", "status"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} → item {self.item_id} ({self.status})"
+
+
+class Label(models.Model):
+    """One annotator's label for one item. ``client_token`` makes resubmitting a form idempotent."""
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="labels")
+    item = models.ForeignKey(AnnotationItem, on_delete=models.CASCADE, related_name="labels")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="labels")
+    value = models.JSONField()
+    client_token = models.UUIDField()
+    assignment = models.ForeignKey(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source_preference = models.ForeignKey(
+        PairwisePreference, null=True, blank=True, on_delete=models.SET_NULL, related_name="imported_labels",
+        help_text="the imported preference this label reflects (project_from_preferences)",
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["annotator", "client_token"], name="label_unique_client_token"),
+            models.UniqueConstraint(fields=["item", "annotator"], name="label_one_per_annotator"),
+        ]
+        indexes = [models.Index(fields=["project", "annotator", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.annotator} on item {self.item_id}"
+
+
+class GoldLabel(models.Model):
+    """A curator's final decision on an item whose labels disagreed."""
+
+    item = models.OneToOneField(AnnotationItem, on_delete=models.CASCADE, related_name="gold")
+    value = models.JSONField()
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"gold for item {self.item_id}"
+
+
+class AuditEvent(models.Model):
+    """Who did what to which row, with before/after; written in the same transaction as the change."""
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=50, db_index=True)
+    target_kind = models.CharField(max_length=40)
+    target_id = models.BigIntegerField(null=True, blank=True)
+    project = models.ForeignKey(
+        AnnotationProject, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
+    )
+    before = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    after = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["target_kind", "target_id"]), models.Index(fields=["project", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.target_kind}#{self.target_id} by {self.actor_id}"

@@ -1,0 +1,349 @@
+"""Reads for the annotation workspace: bounded queries, no per-row lookups.
+
+``item_context_for`` is the one place that decides what a user may see of an item
+(blind mode); views and the API must go through it.
+"""
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
+from benchmark.services.history import snapshot
+from scoring.models import Statement, Verdict
+
+from .models import (
+    VERIFY_TARGETS,
+    AnnotationItem,
+    AnnotationProject,
+    AnnotatorProfile,
+    Assignment,
+    AuditEvent,
+    Label,
+    ProjectMembership,
+    ReportPair,
+    Role,
+    TargetKind,
+)
+
+LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)
+
+
+# --- Roles --------------------------------------------------------------------------------
+
+
+def is_global_curator(user) -> bool:
+    """Superusers and users whose ``AnnotatorProfile.role`` is curator."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return user.is_superuser or AnnotatorProfile.objects.filter(user=user, role=Role.CURATOR).exists()
+
+
+def project_role(*, project: AnnotationProject, user) -> str | None:
+    """The user's role in the project: their membership's role; else ``curator`` for global
+    curators; else None (no access)."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    role = ProjectMembership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+    if role:
+        return role
+    return Role.CURATOR if is_global_curator(user) else None
+
+
+def projects_for(user) -> QuerySet[AnnotationProject]:
+    """Projects the user may open, each annotated with ``my_role`` (membership role, or None for a
+    global curator without membership), ``n_items`` and ``n_settled`` (complete or adjudicated).
+
+    Annotators and viewers see only projects they belong to; global curators see all.
+    """
+    if not getattr(user, "is_authenticated", False):
+        return AnnotationProject.objects.none()
+    items = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")
+    projects = AnnotationProject.objects.annotate(
+        my_role=Subquery(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]),
+        n_items=Coalesce(Subquery(items.annotate(n=Count("pk")).values("n")), 0),
+        n_settled=Coalesce(
+            Subquery(items.exclude(status=AnnotationItem.Status.OPEN).annotate(n=Count("pk")).values("n")), 0
+        ),
+    )
+    if is_global_curator(user):
+        return projects
+    return projects.filter(Exists(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user)))
+
+
+# --- Targets --------------------------------------------------------------------------------
+
+
+def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
+    """item id → its target row (benchmark proposable, ``ReportPair`` or ``Verdict``): one query per kind."""
+    by_kind: dict[str, list[AnnotationItem]] = defaultdict(list)
+    for item in items:
+        by_kind[item.target_kind].append(item)
+    out: dict[int, Any] = {}
+    for kind, group in by_kind.items():
+        if kind == TargetKind.REPORT_PAIR:
+            rows = ReportPair.objects.select_related("report_left__system", "report_right__system").defer(
+                "report_left__parsed", "report_right__parsed"
+            )
+        elif kind == TargetKind.VERDICT:
+            rows = Verdict.objects.select_related("report__system", "judge_config").defer(
+                "report__parsed", "raw_response"
+            )
+        else:
+            rows = VERIFY_TARGETS[kind][0].objects.all()
+        found = rows.in_bulk([item.target_id for item in group])
+        for item in group:
+            out[item.pk] = found.get(item.target_id)
+    return out
+
+
+def item_target(item: AnnotationItem) -> Any:
+    """The target row of one item (None when it was deleted)."""
+    return item_targets([item])[item.pk]
+
+
+def _report_brief(report, *, blind: bool) -> dict:
+    return {"report_id": report.pk, "system": None if blind else str(report.system)}
+
+
+def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False) -> dict:
+    """A compact, JSON-ready description of an item's target for lists and the workspace."""
+    if target is None:
+        return {"kind": item.target_kind, "id": item.target_id, "missing": True}
+    if item.target_kind == TargetKind.REPORT_PAIR:
+        return {
+            "kind": item.target_kind, "id": target.pk, "task_id": target.task_id, "leg": target.leg,
+            "left": _report_brief(target.report_left, blind=blind),
+            "right": _report_brief(target.report_right, blind=blind),
+        }
+    if item.target_kind == TargetKind.VERDICT:
+        return {
+            "kind": item.target_kind, "id": target.pk, "report_id": target.report_id, "step": target.step,
+            "judged_kind": target.target_kind, "judged_id": target.target_id, "judged_key": target.target_key,
+        }
+    return {
+        "kind": item.target_kind, "id": target.pk, "text": str(target), "version": target.version,
+        "review_status": target.review_status, "fields": snapshot(target),
+    }
+
+
+def _judge_view(verdict: Verdict) -> dict:
+    return {
+        "label": verdict.label, "score": verdict.score, "confidence": verdict.confidence,
+        "rationale": verdict.rationale, "evidence": verdict.evidence, "judge_config": str(verdict.judge_config),
+    }
+
+
+def _judged_text(verdict: Verdict) -> str:
+    """What the judge looked at (a checklist item, a nugget, a statement ...), when it has a row."""
+    if verdict.target_kind == "statement":
+        return Statement.objects.filter(pk=verdict.target_id).values_list("text", flat=True).first() or ""
+    if verdict.target_kind in VERIFY_TARGETS:
+        obj = VERIFY_TARGETS[verdict.target_kind][0].objects.filter(pk=verdict.target_id).first()
+        return str(obj) if obj else ""
+    return verdict.target_key
+
+
+def label_view(label: Label) -> dict:
+    return {
+        "id": label.pk, "annotator_id": label.annotator_id, "annotator": label.annotator.get_username(),
+        "value": label.value, "created_at": label.created_at,
+    }
+
+
+def _gold_view(item: AnnotationItem) -> dict | None:
+    gold = getattr(item, "gold", None) if item.status == AnnotationItem.Status.ADJUDICATED else None
+    if gold is None:
+        return None
+    return {"value": gold.value, "note": gold.note, "decided_by_id": gold.decided_by_id, "decided_at": gold.decided_at}
+
+
+# --- The workspace ----------------------------------------------------------------------------
+
+
+def _claim_view(*, item: AnnotationItem, user) -> dict | None:
+    """The user's unexpired claim on the item, for the workspace's countdown."""
+    return (
+        Assignment.objects.filter(item=item, user=user, status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now())
+        .values("id", "claimed_at", "expires_at")
+        .first()
+    )
+
+
+def item_context_for(*, item: AnnotationItem, user) -> dict:
+    """Everything the workspace may show ``user`` about ``item``.
+
+    In a blind project, other annotators' labels, the judge's verdict (agreement) and the
+    system names (pairwise) stay hidden until the user has committed their own label;
+    curators also see them once the item has all its labels. Raises ``PermissionError``
+    for users outside the project.
+    """
+    item = AnnotationItem.objects.select_related("project", "gold").get(pk=item.pk)
+    project = item.project
+    role = project_role(project=project, user=user)
+    if role is None:
+        raise PermissionError(f"{user} is not a member of project {project.name!r}")
+    labels = list(item.labels.select_related("annotator"))
+    own = next((label for label in labels if label.annotator_id == user.pk), None)
+    revealed = (
+        not project.blind
+        or own is not None
+        or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
+    )
+    target = item_target(item)
+    context = {
+        "project": {
+            "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
+            "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
+        },
+        "role": role,
+        "item": {
+            "id": item.pk, "position": item.position, "status": item.status, "labels_needed": item.labels_needed,
+            "labels_done": item.labels_done, "target_kind": item.target_kind, "target_id": item.target_id,
+            "task_id": item.task_id, "conflict": item.conflict if revealed else "",
+        },
+        "target": target_brief(item, target, blind=not revealed),
+        "own_label": label_view(own) if own else None,
+        "claim": _claim_view(item=item, user=user),
+        "revealed": revealed,
+        "other_labels": [label_view(label) for label in labels if label is not own] if revealed else None,
+        "judge": None,
+        "gold": _gold_view(item) if revealed else None,
+    }
+    if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
+        for side in ("left", "right"):
+            report = getattr(target, f"report_{side}")
+            outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]
+            context["target"][side].update(text=report.text, outline=outline)
+    if target is not None and item.target_kind == TargetKind.VERDICT:
+        context["target"]["judged_text"] = _judged_text(target)
+        context["target"]["report_text"] = target.report.text
+        if revealed:
+            context["judge"] = _judge_view(target)
+    return context
+
+
+def adjudication_queue(*, project: AnnotationProject, limit: int = 200) -> list[dict]:
+    """Items waiting for a curator: complete, and their labels disagree (with each other, or with
+    the judge in agreement projects), or an agreed decision could not be applied (``conflict``).
+    Labels side by side; four queries whatever the length."""
+    items = list(
+        AnnotationItem.objects.filter(project=project, status=AnnotationItem.Status.COMPLETE)
+        .filter(Q(disagreement=True) | ~Q(conflict=""))
+        .prefetch_related("labels__annotator")
+        .order_by("position", "id")[:limit]
+    )
+    targets = item_targets(items)
+    rows = []
+    for item in items:
+        target = targets[item.pk]
+        row = {
+            "item_id": item.pk, "position": item.position, "task_id": item.task_id, "conflict": item.conflict,
+            "target": target_brief(item, target), "labels": [label_view(label) for label in item.labels.all()],
+        }
+        if item.target_kind == TargetKind.VERDICT and target is not None:
+            row["judge"] = _judge_view(target)
+        rows.append(row)
+    return rows
+
+
+def project_items(*, project: AnnotationProject, status: str = "") -> QuerySet[AnnotationItem]:
+    items = AnnotationItem.objects.filter(project=project).order_by("position", "id")
+    return items.filter(status=status) if status else items
+
+
+def project_progress(*, project: AnnotationProject, user=None) -> dict:
+    """Totals for the project and per-annotator counts: everyone's for curators (and for
+    ``user=None``, internal use), only their own for annotators, none for viewers."""
+    role = Role.CURATOR if user is None else project_role(project=project, user=user)
+    if role is None:
+        raise PermissionError(f"{user} is not a member of project {project.name!r}")
+    now = timezone.now()
+    totals = AnnotationItem.objects.filter(project=project).aggregate(
+        items=Count("pk"),
+        open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN)),
+        complete=Count("pk", filter=Q(status=AnnotationItem.Status.COMPLETE)),
+        adjudicated=Count("pk", filter=Q(status=AnnotationItem.Status.ADJUDICATED)),
+        awaiting_adjudication=Count(
+            "pk", filter=Q(status=AnnotationItem.Status.COMPLETE) & (Q(disagreement=True) | ~Q(conflict=""))
+        ),
+        labels_done=Coalesce(Sum("labels_done"), 0),
+        labels_needed=Coalesce(Sum("labels_needed"), 0),
+    )
+    per_user: dict[int, Counter] = defaultdict(Counter)
+    scope = {} if role == Role.CURATOR else {"user": user}
+    if role != Role.VIEWER:
+        label_scope = {} if role == Role.CURATOR else {"annotator": user}
+        label_counts = (
+            Label.objects.filter(project=project, **label_scope)
+            .values_list("annotator")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        for annotator_id, n in label_counts:
+            per_user[annotator_id]["labels"] = n
+        assignment_counts = (
+            Assignment.objects.filter(project=project, **scope)
+            .values_list("user")
+            .annotate(
+                skips=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
+                active=Count("pk", filter=Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)),
+            )
+            .order_by()
+        )
+        for user_id, skips, active in assignment_counts:
+            per_user[user_id].update(skips=skips, active_claims=active)
+        members = ProjectMembership.objects.filter(project=project, role__in=LABELLING_ROLES, **scope).values_list(
+            "user", flat=True
+        )
+        for user_id in members:  # members with nothing done yet still get a row
+            per_user.setdefault(user_id, Counter())
+        if role != Role.CURATOR:
+            per_user.setdefault(user.pk, Counter())
+    names = dict(get_user_model().objects.filter(pk__in=per_user).values_list("pk", "username"))
+    annotators = [
+        {
+            "user_id": user_id, "username": names.get(user_id, ""), "labels": counts["labels"],
+            "skips": counts["skips"], "active_claims": counts["active_claims"],
+        }
+        for user_id, counts in sorted(per_user.items(), key=lambda kv: names.get(kv[0], ""))
+    ]
+    return {"project_id": project.pk, "role": role, **totals, "annotators": annotators}
+
+
+def task_curation_status(*, task: Task) -> dict:
+    """Review-status counts of every proposable item of the task, per kind: one query per kind.
+
+    ``curatable`` is true when there is at least one item and all are settled
+    (accepted, edited or rejected).
+    """
+    kinds = {}
+    total = settled = 0
+    for kind, (model, task_path) in VERIFY_TARGETS.items():
+        rows = model.objects.filter(**{task_path: task}).values_list("review_status").annotate(n=Count("pk")).order_by()
+        counts = dict(rows)
+        kinds[kind] = {status: counts.get(status, 0) for status in ReviewStatus.values}
+        total += sum(counts.values())
+        settled += sum(counts.get(status, 0) for status in SETTLED_STATUSES)
+    return {
+        "task_id": task.pk, "status": task.status, "total": total, "settled": settled, "unsettled": total - settled,
+        "curatable": total > 0 and settled == total, "kinds": kinds,
+    }
+
+
+def audit_events(
+    *, project: AnnotationProject | None = None, target_kind: str = "", target_id: int | None = None, limit: int = 100
+) -> list[AuditEvent]:
+    """The most recent audit rows, newest first, filtered by project and/or target."""
+    events = AuditEvent.objects.select_related("actor")
+    if project is not None:
+        events = events.filter(project=project)
+    if target_kind:
+        events = events.filter(target_kind=target_kind)
+    if target_id is not None:
+        events = events.filter(target_id=target_id)
+    return list(events.order_by("-at", "-id")[:limit])

@@ -1,0 +1,222 @@
+"""Submitting and undoing labels.
+
+A label is final once submitted: a second, different submission by the same annotator for
+the same item is refused (``AlreadyLabelledError``). To correct a mistake the annotator
+undoes their last action (``label_undo_last``) while nothing depends on it yet, then labels
+again. Resubmitting the same form (same ``client_token``) returns the first label.
+"""
+
+import uuid
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from benchmark.models import Task
+from benchmark.services.history import StaleEditError, proposable_update
+
+from ..models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label, PairwisePreference, ReportPair
+from ..selectors import LABELLING_ROLES, item_target, project_role
+from .audit import audit_record
+from .errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
+from .locking import item_lock
+from .review import item_complete, task_uncurate
+from .values import value_clean
+
+PREFERENCE_SOURCE = "studio"
+
+
+def _token(client_token) -> uuid.UUID:
+    try:
+        return client_token if isinstance(client_token, uuid.UUID) else uuid.UUID(str(client_token))
+    except ValueError as exc:
+        raise ValueError(f"client_token: {client_token!r} is not a UUID") from exc
+
+
+def _resubmission(*, annotator, token: uuid.UUID, item_id: int) -> Label | None:
+    first = Label.objects.filter(annotator=annotator, client_token=token).first()
+    if first is not None and first.item_id != item_id:
+        raise ValueError(
+            f"client_token: already used for a label on item {first.item_id}; each form needs its own token"
+        )
+    return first
+
+
+def require_labeller(*, project: AnnotationProject, user) -> None:
+    role = project_role(project=project, user=user)
+    if role not in LABELLING_ROLES:
+        raise PermissionError(
+            f"{user} may not label items of project {project.name!r} (role: {role or 'not a member'})"
+        )
+    if project.status != AnnotationProject.Status.OPEN:
+        raise ProjectNotOpenError(f"project {project.name!r} is {project.status}; it accepts no labels now")
+
+
+def preference_record(*, label: Label, pair: ReportPair, project: AnnotationProject) -> PairwisePreference:
+    """Mirror a pairwise label as the ``PairwisePreference`` row the metrics read."""
+    value = label.value
+    return PairwisePreference.objects.create(
+        task_id=pair.task_id, report_left_id=value["left_report_id"], report_right_id=value["right_report_id"],
+        annotator_id=label.annotator_id, component=project.component, choice=value["choice"],
+        dimensions=value["dimensions"], reason=value["reason"], seconds_taken=value["seconds_taken"],
+        labeled_at=label.created_at, source=PREFERENCE_SOURCE, external_id=f"label-{label.pk}", project=project,
+        label=label,
+    )
+
+
+@transaction.atomic
+def label_submit(*, item: AnnotationItem, annotator, value: dict, client_token) -> Label:
+    """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels.
+
+    Ends the annotator's claim, bumps ``labels_done`` under the item's row lock, completes the
+    item at k labels (verify: applies an agreed decision; disagreement: adjudication queue),
+    mirrors pairwise labels as ``PairwisePreference`` rows, and writes the audit row — all in
+    one transaction. Idempotent per ``client_token``.
+
+    Raises ``ValueError`` (invalid value, naming the field, or a reused token),
+    ``PermissionError``, ``ProjectNotOpenError``, ``ItemNotOpenError`` (item already complete),
+    ``AlreadyLabelledError`` (a different earlier submission), ``ClaimLostError`` (the claim
+    expired and the item's slots were given to others).
+    """
+    token = _token(client_token)
+    first = _resubmission(annotator=annotator, token=token, item_id=item.pk)
+    if first is not None:
+        return first
+    locked = item_lock(item_id=item.pk)
+    project = locked.project
+    require_labeller(project=project, user=annotator)
+    # A concurrent submission of the same form may have committed while we waited for the lock.
+    first = _resubmission(annotator=annotator, token=token, item_id=item.pk)
+    if first is not None:
+        return first
+    if Label.objects.filter(item=locked, annotator=annotator).exists():
+        raise AlreadyLabelledError(
+            f"you already labelled item {locked.pk}; undo your last label (label_undo_last) to change it"
+        )
+    if locked.status != AnnotationItem.Status.OPEN:
+        raise ItemNotOpenError(f"item {locked.pk} already has all {locked.labels_needed} labels it needs")
+    target = item_target(locked)
+    clean = value_clean(project=project, target=target, value=value)
+    now = timezone.now()
+    claims = Assignment.objects.filter(item=locked, status=Assignment.Status.ACTIVE)
+    own = claims.filter(user=annotator).first()
+    if own is None or own.expires_at <= now:
+        taken = locked.labels_done + claims.filter(expires_at__gt=now).exclude(user=annotator).count()
+        if taken >= locked.labels_needed:
+            raise ClaimLostError(
+                f"your hold on item {locked.pk} expired and its {locked.labels_needed} slots are taken; "
+                "your label was not saved — ask for the next item"
+            )
+    try:
+        with transaction.atomic():
+            label = Label.objects.create(
+                project=project, item=locked, annotator=annotator, value=clean, client_token=token, assignment=own,
+                created_at=now,
+            )
+    except IntegrityError as exc:  # the same token raced in for another item
+        raise ValueError("client_token: already used for another label; each form needs its own token") from exc
+    if own is not None:
+        own.status, own.ended_at = Assignment.Status.SUBMITTED, now
+        own.save(update_fields=["status", "ended_at"])
+    if project.kind == AnnotationProject.Kind.PAIRWISE:
+        preference_record(label=label, pair=target, project=project)
+    before = {"labels_done": locked.labels_done, "status": locked.status}
+    locked.labels_done += 1
+    audit_record(
+        actor=annotator, action="label.submit", target_kind="annotation_item", target_id=locked.pk, project=project,
+        before=before, after={"label_id": label.pk, "value": clean, "labels_done": locked.labels_done},
+    )
+    if locked.labels_done == locked.labels_needed:
+        item_complete(item=locked, actor=annotator)
+    locked.save()
+    return label
+
+
+def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment | None:
+    label = Label.objects.filter(project=project, annotator=annotator).order_by("-created_at", "-id").first()
+    skip = (
+        Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.SKIPPED)
+        .order_by("-ended_at", "-id")
+        .first()
+    )
+    if skip is not None and (label is None or skip.ended_at > label.created_at):
+        return skip
+    return label
+
+
+def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditEvent:
+    updated = Assignment.objects.filter(pk=skip.pk, status=Assignment.Status.SKIPPED).update(
+        status=Assignment.Status.UNDONE
+    )
+    if not updated:
+        raise UndoRefusedError("that skip was already undone")
+    return audit_record(
+        actor=annotator, action="assignment.skip_undo", target_kind="annotation_item", target_id=skip.item_id,
+        project=project, before={"assignment_id": skip.pk, "status": Assignment.Status.SKIPPED},
+        after={"status": Assignment.Status.UNDONE},
+    )
+
+
+def _review_revert(*, item: AnnotationItem, annotator) -> None:
+    """Put the benchmark row back as it was before this item's decision was applied."""
+    if item.task_id and item.task.status == Task.Status.CURATED:
+        if item.task.task_sets.filter(frozen_at__isnull=False).exists():
+            raise UndoRefusedError(f"task {item.task.key} is curated and part of a frozen task set; ask a curator")
+        task_uncurate(task_id=item.task_id, actor=annotator, project=item.project)
+    target = item_target(item)
+    revision = item.applied_revision
+    changes = {name: revision.before[name] for name in target.tracked_fields if name in (revision.before or {})}
+    try:
+        updated = proposable_update(
+            obj=target, changes=changes, expected_version=item.target_version, actor=annotator, action="review:undo",
+            note=f"label undone in project {item.project.name!r}",
+        )
+    except StaleEditError as exc:
+        raise UndoRefusedError(f"cannot undo: the reviewed item changed since ({exc})") from exc
+    item.applied_revision = None
+    item.target_version = updated.version
+
+
+def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditEvent:
+    locked = item_lock(item_id=label.item_id)
+    label = Label.objects.filter(pk=label.pk).first()
+    if label is None:
+        raise UndoRefusedError("that label was already undone")
+    if locked.status == AnnotationItem.Status.ADJUDICATED:
+        raise UndoRefusedError(
+            f"item {locked.pk} was already adjudicated by a curator; your label is part of the record"
+        )
+    before = {
+        "label_id": label.pk, "value": label.value, "labels_done": locked.labels_done, "status": locked.status,
+        "applied_revision_id": locked.applied_revision_id,
+    }
+    if locked.applied_revision_id is not None:
+        _review_revert(item=locked, annotator=annotator)
+    PairwisePreference.objects.filter(label=label).delete()
+    if label.assignment_id:
+        Assignment.objects.filter(pk=label.assignment_id).update(status=Assignment.Status.UNDONE)
+    label.delete()
+    locked.labels_done -= 1
+    locked.status = AnnotationItem.Status.OPEN
+    locked.disagreement, locked.conflict, locked.completed_at = False, "", None
+    locked.save()
+    return audit_record(
+        actor=annotator, action="label.undo", target_kind="annotation_item", target_id=locked.pk, project=project,
+        before=before, after={"labels_done": locked.labels_done, "status": locked.status},
+    )
+
+
+@transaction.atomic
+def label_undo_last(*, annotator, project: AnnotationProject) -> AuditEvent | None:
+    """Undo the annotator's most recent label or skip in the project; None when there is none.
+
+    A label is removed with its counter, its pairwise preference row, and (verify) the review
+    decision it caused, which is reverted through ``proposable_update`` (a task curated by it
+    goes back to in review). Refused (``UndoRefusedError``) once a curator adjudicated the
+    item, when the benchmark row changed since, or when the task is in a frozen task set.
+    """
+    action = _last_action(annotator=annotator, project=project)
+    if action is None:
+        return None
+    if isinstance(action, Assignment):
+        return _skip_undo(skip=action, annotator=annotator, project=project)
+    return _label_undo(label=action, annotator=annotator, project=project)

@@ -1,0 +1,402 @@
+"""Creating annotation projects, filling them with items, and managing who is in them."""
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from benchmark.models import Report, ReviewStatus, RubricCriterion, System, Task, TaskSet
+from scoring.models import JudgeConfig, Verdict
+
+from ..models import (
+    DEFAULT_HOLD,
+    VERIFY_TARGETS,
+    AnnotationItem,
+    AnnotationProject,
+    Assignment,
+    Label,
+    PairwisePreference,
+    ProjectMembership,
+    ReportPair,
+    Role,
+    TargetKind,
+)
+from ..selectors import is_global_curator, project_role
+from .audit import audit_record
+from .review import labels_disagree
+from .schedule import double_round_robin
+from .values import dimensions_clean, label_set_clean, value_clean
+
+Kind = AnnotationProject.Kind
+DEFAULT_OVERLAP = {Kind.VERIFY: 2, Kind.PAIRWISE: 1, Kind.AGREEMENT: 1}
+BATCH = 1000
+
+
+def _require_curator(*, project: AnnotationProject, user, action: str) -> None:
+    if project_role(project=project, user=user) != Role.CURATOR:
+        raise PermissionError(f"only curators {action} in project {project.name!r}")
+
+
+def _verdicts(project: AnnotationProject, task_ids: Sequence[int]):
+    verdicts = Verdict.objects.filter(judge_config=project.judge_config, report__task__in=task_ids, repeat=0).exclude(
+        label=""
+    )
+    if project.steps:
+        verdicts = verdicts.filter(step__in=project.steps)
+    system_ids = list(project.systems.values_list("pk", flat=True))
+    if system_ids:
+        verdicts = verdicts.filter(report__system__in=system_ids)
+    return verdicts
+
+
+def _verify_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[tuple[str, int, int | None, int]]:
+    """(kind, id, task id, version) of every proposed row of the chosen kinds; discipline-wide
+    rubric criteria of the tasks' disciplines come with task None."""
+    rows = []
+    for kind in project.item_kinds:
+        model, task_path = VERIFY_TARGETS[kind]
+        scope = Q(**{f"{task_path}__in": task_ids})
+        if model is RubricCriterion:
+            disciplines = Task.objects.filter(pk__in=task_ids, survey__discipline__isnull=False).values(
+                "survey__discipline"
+            )
+            scope |= Q(task__isnull=True, discipline__in=disciplines)
+        found = model.objects.filter(scope, review_status=ReviewStatus.PROPOSED).values_list("pk", task_path, "version")
+        rows.extend((kind, pk, task_id, version) for pk, task_id, version in found)
+    order = list(VERIFY_TARGETS)
+    rows.sort(key=lambda row: (row[2] is None, row[2] or 0, order.index(row[0]), row[1]))
+    return rows
+
+
+def _pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[tuple[str, int, int, None]]:
+    """Schedule and store the double round-robin pairs of each task's reports (new pairs only)."""
+    reports = Report.objects.filter(task__in=task_ids).order_by("task", "system__name", "system__version", "pk")
+    system_ids = list(project.systems.values_list("pk", flat=True))
+    if system_ids:
+        reports = reports.filter(system__in=system_ids)
+    by_task: dict[int, list[int]] = defaultdict(list)
+    for report_id, task_id in reports.values_list("pk", "task_id"):
+        by_task[task_id].append(report_id)
+    existing = set(ReportPair.objects.filter(project=project).values_list("report_left", "report_right"))
+    scheduled = []
+    for task_id, report_ids in sorted(by_task.items()):
+        for leg, number, left, right in double_round_robin(report_ids, seed=f"{project.seed}:{task_id}"):
+            if (left, right) not in existing:
+                scheduled.append(
+                    ReportPair(
+                        project=project, task_id=task_id, report_left_id=left, report_right_id=right, leg=leg,
+                        round=number,
+                    )
+                )
+    # Every task's first leg before any second leg, so both sides of a pair are not labelled back to back.
+    scheduled.sort(key=lambda pair: (pair.leg, pair.round, pair.task_id))
+    created = ReportPair.objects.bulk_create(scheduled, batch_size=BATCH)
+    return [(TargetKind.REPORT_PAIR, pair.pk, pair.task_id, None) for pair in created]
+
+
+def _populate(project: AnnotationProject, *, actor) -> int:
+    task_ids = list(project.tasks.values_list("pk", flat=True))
+    if project.kind == Kind.VERIFY:
+        targets = _verify_targets(project, task_ids)
+    elif project.kind == Kind.PAIRWISE:
+        targets = _pair_targets(project, task_ids)
+    else:
+        found = _verdicts(project, task_ids).order_by(
+            "report__task", "report", "step", "target_kind", "target_id", "pk"
+        )
+        targets = [(TargetKind.VERDICT, pk, task_id, None) for pk, task_id in found.values_list("pk", "report__task")]
+    existing = set(AnnotationItem.objects.filter(project=project).values_list("target_kind", "target_id"))
+    last = AnnotationItem.objects.filter(project=project).order_by("-position").values_list("position", flat=True)
+    start = (last.first() or 0) + 1
+    new = [target for target in targets if (target[0], target[1]) not in existing]
+    AnnotationItem.objects.bulk_create(
+        [
+            AnnotationItem(
+                project=project, target_kind=kind, target_id=target_id, task_id=task_id, target_version=version,
+                position=start + offset, labels_needed=project.overlap,
+            )
+            for offset, (kind, target_id, task_id, version) in enumerate(new)
+        ],
+        batch_size=BATCH,
+    )
+    if project.kind == Kind.VERIFY:
+        drafts = Task.objects.filter(pk__in={task_id for _, _, task_id, _ in new if task_id}, status=Task.Status.DRAFT)
+        draft_ids = sorted(drafts.values_list("pk", flat=True))
+        if draft_ids:
+            Task.objects.filter(pk__in=draft_ids).update(status=Task.Status.IN_REVIEW)
+            audit_record(
+                actor=actor, action="task.review_start", target_kind="task", project=project,
+                before={"status": Task.Status.DRAFT, "tasks": draft_ids}, after={"status": Task.Status.IN_REVIEW},
+            )
+    return len(new)
+
+
+def _settings_view(project: AnnotationProject) -> dict:
+    return {
+        "name": project.name, "kind": project.kind, "status": project.status, "overlap": project.overlap,
+        "blind": project.blind, "item_kinds": project.item_kinds, "component": project.component,
+        "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
+        "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
+        "task_set_id": project.task_set_id,
+    }
+
+
+def _project_new(
+    *, name: str, kind: str, created_by, task_ids: set[int], systems: Iterable[System] = (), label_set: dict | None,
+    **fields,
+) -> AnnotationProject:
+    """The project row, its tasks and systems, its label set, and its creator as curator."""
+    name = (name or "").strip()
+    if not name:
+        raise ValueError("name: required")
+    if AnnotationProject.objects.filter(name=name).exists():
+        raise ValueError(f"name: a project called {name!r} already exists")
+    if not task_ids:
+        raise ValueError("tasks: give tasks or a task set")
+    project = AnnotationProject.objects.create(name=name, kind=kind, created_by=created_by, **fields)
+    project.tasks.set(task_ids)
+    project.systems.set(list(systems))
+    judge_labels = []
+    if kind == Kind.AGREEMENT:
+        judge_labels = list(_verdicts(project, list(task_ids)).values_list("label", flat=True).distinct())
+    project.label_set = label_set_clean(kind=kind, label_set=label_set, judge_labels=judge_labels)
+    project.save(update_fields=["label_set"])
+    ProjectMembership.objects.create(project=project, user=created_by, role=Role.CURATOR)
+    return project
+
+
+@transaction.atomic
+def project_create(
+    *,
+    name: str,
+    kind: str,
+    created_by,
+    tasks: Iterable[Task] = (),
+    task_set: TaskSet | None = None,
+    item_kinds: Sequence[str] = (),
+    systems: Iterable[System] = (),
+    component: str = "report",
+    judge_config: JudgeConfig | None = None,
+    steps: Sequence[str] = (),
+    overlap: int | None = None,
+    blind: bool = True,
+    label_set: dict | None = None,
+    dimensions: Sequence[str] | None = None,
+    hold_duration: timedelta = DEFAULT_HOLD,
+    description: str = "",
+    seed: int = 0,
+) -> AnnotationProject:
+    """Create a project, make its creator its curator, and populate its items in bulk.
+
+    verify: the still-proposed rows of ``item_kinds`` (default all kinds) of the tasks, k ≥ 2
+    (default 2: review, then cross-validation); their tasks go from draft to in review.
+    pairwise: a double round-robin over each task's reports (of ``systems``, default all)
+    with swapped positions in the second leg. agreement: ``judge_config``'s first-repeat
+    verdicts on the tasks' reports (of ``steps``, default all); the label set defaults to
+    the labels those verdicts use. Tasks are ``tasks`` plus the tasks of ``task_set``.
+    Only global curators create projects.
+    """
+    if not is_global_curator(created_by):
+        raise PermissionError("only curators create annotation projects")
+    if kind not in Kind.values:
+        raise ValueError(f"kind: {kind!r} is not one of {', '.join(Kind.values)}")
+    overlap = DEFAULT_OVERLAP[kind] if overlap is None else overlap
+    if not isinstance(overlap, int) or overlap < 1 or (kind == Kind.VERIFY and overlap < 2):
+        raise ValueError("overlap: verify projects need k ≥ 2 (review, then cross-validation); others k ≥ 1")
+    if hold_duration <= timedelta(0):
+        raise ValueError("hold_duration: must be positive")
+    item_kinds = list(item_kinds) or (list(VERIFY_TARGETS) if kind == Kind.VERIFY else [])
+    for item_kind in item_kinds:
+        if item_kind not in VERIFY_TARGETS:
+            raise ValueError(f"item_kinds: {item_kind!r} is not one of {', '.join(VERIFY_TARGETS)}")
+    if kind == Kind.AGREEMENT and judge_config is None:
+        raise ValueError("judge_config: an agreement project labels the verdicts of one judge configuration")
+    task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
+    project = _project_new(
+        name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
+        description=description, task_set=task_set, item_kinds=item_kinds, component=component,
+        judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, hold_duration=hold_duration,
+        seed=seed, dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
+    )
+    added = _populate(project, actor=created_by)
+    audit_record(
+        actor=created_by, action="project.create", target_kind="annotation_project", target_id=project.pk,
+        project=project, after={**_settings_view(project), "tasks": sorted(task_ids), "items": added},
+    )
+    return project
+
+
+@transaction.atomic
+def project_populate(*, project: AnnotationProject, actor) -> int:
+    """Add items for targets that appeared since the project was created (idempotent); returns
+    how many were added. Existing items, labels and pairs are untouched."""
+    _require_curator(project=project, user=actor, action="populate projects")
+    project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
+    added = _populate(project, actor=actor)
+    audit_record(
+        actor=actor, action="project.populate", target_kind="annotation_project", target_id=project.pk,
+        project=project, after={"items_added": added},
+    )
+    return added
+
+
+@transaction.atomic
+def project_set_status(*, project: AnnotationProject, status: str, actor) -> AnnotationProject:
+    """Open, pause or close a project; paused and closed projects hand out and accept nothing."""
+    _require_curator(project=project, user=actor, action="change the status")
+    if status not in AnnotationProject.Status.values:
+        raise ValueError(f"status: {status!r} is not one of {', '.join(AnnotationProject.Status.values)}")
+    project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
+    before = project.status
+    project.status = status
+    project.save(update_fields=["status", "updated_at"])
+    audit_record(
+        actor=actor, action="project.status", target_kind="annotation_project", target_id=project.pk, project=project,
+        before={"status": before}, after={"status": status},
+    )
+    return project
+
+
+@transaction.atomic
+def membership_add(*, project: AnnotationProject, user, role: str, actor) -> ProjectMembership:
+    """Add ``user`` to the project with ``role``, or change their role."""
+    _require_curator(project=project, user=actor, action="manage members")
+    if role not in Role.values:
+        raise ValueError(f"role: {role!r} is not one of {', '.join(Role.values)}")
+    membership = ProjectMembership.objects.filter(project=project, user=user).first()
+    before = {"role": membership.role} if membership else None
+    if membership is None:
+        membership = ProjectMembership.objects.create(project=project, user=user, role=role)
+    else:
+        membership.role = role
+        membership.save(update_fields=["role", "updated_at"])
+    audit_record(
+        actor=actor, action="membership.set", target_kind="user", target_id=user.pk, project=project, before=before,
+        after={"role": role},
+    )
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, project: AnnotationProject, user, actor) -> None:
+    """Remove a member; their unexpired claims are released. Their labels stay."""
+    _require_curator(project=project, user=actor, action="manage members")
+    membership = ProjectMembership.objects.filter(project=project, user=user).first()
+    if membership is None:
+        raise ValueError(f"user: {user} is not a member of project {project.name!r}")
+    membership.delete()
+    Assignment.objects.filter(project=project, user=user, status=Assignment.Status.ACTIVE).update(
+        status=Assignment.Status.RELEASED, ended_at=timezone.now()
+    )
+    audit_record(
+        actor=actor, action="membership.remove", target_kind="user", target_id=user.pk, project=project,
+        before={"role": membership.role}, after=None,
+    )
+
+
+def _preference_value(pref: PairwisePreference) -> dict:
+    return {
+        "choice": pref.choice, "dimensions": pref.dimensions or {}, "reason": pref.reason,
+        "seconds_taken": pref.seconds_taken, "left_report_id": pref.report_left_id,
+        "right_report_id": pref.report_right_id,
+    }
+
+
+def _preference_clean(*, project: AnnotationProject, pair: ReportPair, pref: PairwisePreference) -> dict:
+    try:
+        return value_clean(project=project, target=pair, value=_preference_value(pref))
+    except ValueError as exc:
+        raise ValueError(f"preference {pref.pk} ({pref.source} {pref.external_id}): {exc}") from exc
+
+
+@transaction.atomic
+def project_from_preferences(
+    *, name: str, source: str = "surveylens", curator, component: str | None = None
+) -> AnnotationProject:
+    """A closed pairwise project mirroring imported ``PairwisePreference`` rows of ``source``.
+
+    One item per task and unordered pair of reports (the pair is stored in the orientation
+    first seen); one label per preference, recording the positions that annotator was shown.
+    k is the largest number of annotators on one pair, so pairs with fewer stay open. If an
+    annotator judged the same pair twice, the first judgment is kept and the rest counted in the
+    audit row. The imported rows are not modified. Reopen the project to collect more labels.
+    """
+    if not is_global_curator(curator):
+        raise PermissionError("only curators create annotation projects")
+    prefs = PairwisePreference.objects.filter(source=source, project__isnull=True)
+    if component:
+        prefs = prefs.filter(component=component)
+    prefs = list(prefs.order_by("labeled_at", "pk"))
+    if not prefs:
+        scope = f" for component {component!r}" if component else ""
+        raise ValueError(f"source: no imported preferences from {source!r}{scope}")
+    components = sorted({pref.component for pref in prefs})
+    if len(components) > 1:
+        raise ValueError(f"component: preferences of {source!r} cover {', '.join(components)}; pick one")
+    groups: dict[tuple[int, frozenset], list[PairwisePreference]] = {}
+    duplicates = 0
+    for pref in prefs:
+        group = groups.setdefault((pref.task_id, frozenset((pref.report_left_id, pref.report_right_id))), [])
+        if any(other.annotator_id == pref.annotator_id for other in group):
+            duplicates += 1
+            continue
+        group.append(pref)
+    overlap = max(len(group) for group in groups.values())
+    dimensions = sorted({dimension for pref in prefs for dimension in (pref.dimensions or {})})
+    project = _project_new(
+        name=name, kind=Kind.PAIRWISE, created_by=curator, task_ids={pref.task_id for pref in prefs}, label_set=None,
+        status=AnnotationProject.Status.CLOSED, component=components[0], overlap=overlap, dimensions=dimensions,
+        description=f"{len(prefs)} imported {source} pairwise preferences.",
+    )
+    pairs = ReportPair.objects.bulk_create(
+        [
+            ReportPair(
+                project=project, task_id=task_id, report_left_id=group[0].report_left_id,
+                report_right_id=group[0].report_right_id,
+            )
+            for (task_id, _), group in groups.items()
+        ],
+        batch_size=BATCH,
+    )
+    items, labels = [], []
+    for position, (pair, group) in enumerate(zip(pairs, groups.values(), strict=True), start=1):
+        values = [_preference_clean(project=project, pair=pair, pref=pref) for pref in group]
+        complete = len(group) == overlap
+        item = AnnotationItem(
+            project=project, target_kind=TargetKind.REPORT_PAIR, target_id=pair.pk, task_id=pair.task_id,
+            position=position, labels_needed=overlap, labels_done=len(group),
+            status=AnnotationItem.Status.COMPLETE if complete else AnnotationItem.Status.OPEN,
+            disagreement=complete and labels_disagree(kind=Kind.PAIRWISE, values=values),
+            completed_at=timezone.now() if complete else None,
+        )
+        items.append(item)
+        labels.extend(
+            Label(
+                project=project, item=item, annotator_id=pref.annotator_id, value=value, source_preference=pref,
+                client_token=uuid.uuid5(uuid.NAMESPACE_URL, f"preference:{pref.pk}:project:{project.pk}"),
+                created_at=pref.labeled_at,
+            )
+            for pref, value in zip(group, values, strict=True)
+        )
+    AnnotationItem.objects.bulk_create(items, batch_size=BATCH)
+    Label.objects.bulk_create(labels, batch_size=BATCH)
+    ProjectMembership.objects.bulk_create(
+        [
+            ProjectMembership(project=project, user_id=user_id, role=Role.ANNOTATOR)
+            for user_id in {pref.annotator_id for pref in prefs}
+        ],
+        ignore_conflicts=True,
+    )
+    audit_record(
+        actor=curator, action="project.import_preferences", target_kind="annotation_project", target_id=project.pk,
+        project=project,
+        after={
+            "source": source, "preferences": len(prefs), "items": len(items), "labels": len(labels),
+            "duplicates_skipped": duplicates,
+        },
+    )
+    return project

@@ -1,0 +1,173 @@
+"""Settling items: two-stage verification (DeepSynth §3.2), adjudication, task curation.
+
+An item completes when it has ``labels_needed`` labels. If they agree, a verify item's
+decision is applied to the benchmark row through ``proposable_review`` against the version
+the reviewers saw; if they disagree (or, agreement projects, disagree with the judge) the
+item waits in the adjudication queue for a curator's ``GoldLabel``. After every applied
+decision the item's task becomes curated once every proposable of the task is settled.
+"""
+
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.models import Revision, Task
+from benchmark.services.history import StaleEditError, proposable_review
+
+from ..models import AnnotationItem, AnnotationProject, GoldLabel, Label, Role
+from ..selectors import is_global_curator, item_target, project_role, task_curation_status
+from .audit import audit_record
+from .errors import ItemNotOpenError, ReviewConflictError
+from .locking import item_lock
+from .values import DECISION_STATUS, consensus_key, value_clean
+
+
+def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str, expected_version: int) -> None:
+    """Apply a verify decision to the item's benchmark row; ``ReviewConflictError`` (nothing
+    applied) when the row moved past ``expected_version`` or the edit is invalid."""
+    decision = value["decision"]
+    try:
+        updated = proposable_review(
+            obj=target, status=DECISION_STATUS[decision], expected_version=expected_version, actor=actor, note=note,
+            edits=value["edits"] if decision == "edit" else None,
+        )
+    except StaleEditError as exc:
+        raise ReviewConflictError(f"the decision was not applied: {exc}") from exc
+    except ValidationError as exc:
+        raise ReviewConflictError(f"the decision was not applied: {'; '.join(exc.messages)}") from exc
+    content_type = ContentType.objects.get_for_model(target, for_concrete_model=False)
+    item.applied_revision = Revision.objects.filter(content_type=content_type, object_id=target.pk).latest("id")
+    item.target_version = updated.version
+    item.conflict = ""
+    if item.task_id:
+        task_curate_if_settled(task_id=item.task_id, actor=actor, project=item.project)
+
+
+def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = None) -> bool:
+    """Whether a complete item goes to adjudication: its labels differ (``consensus_key``), or,
+    agreement projects, any label differs from the judge's."""
+    if len({consensus_key(kind, value) for value in values}) > 1:
+        return True
+    return judge_label is not None and any(value["label"] != judge_label for value in values)
+
+
+def item_complete(*, item: AnnotationItem, actor) -> None:
+    """Called under the item's lock when its last label arrived (the caller saves the item)."""
+    project = item.project
+    labels = list(Label.objects.filter(item=item).order_by("created_at", "id"))
+    target = item_target(item)
+    judge_label = target.label if project.kind == AnnotationProject.Kind.AGREEMENT and target is not None else None
+    disagreement = labels_disagree(kind=project.kind, values=[label.value for label in labels], judge_label=judge_label)
+    item.status = AnnotationItem.Status.COMPLETE
+    item.completed_at = timezone.now()
+    item.disagreement = disagreement
+    if project.kind != AnnotationProject.Kind.VERIFY or disagreement:
+        return
+    reviewers = ", ".join(str(label.annotator_id) for label in labels)
+    try:
+        review_apply(
+            item=item, target=target, value=labels[0].value, actor=actor,
+            note=f"two-stage verification in project {project.name!r} (reviewers {reviewers})",
+            expected_version=item.target_version,
+        )
+    except ReviewConflictError as exc:
+        # The labels are kept; a curator settles the item from the adjudication queue.
+        item.conflict = str(exc)
+
+
+@transaction.atomic
+def item_adjudicate(
+    *, item: AnnotationItem, curator, value: dict, note: str = "", expected_version: int | None = None
+) -> GoldLabel:
+    """A curator's final label for a complete item (one per item).
+
+    Verify projects apply the gold decision to the benchmark row against ``expected_version``
+    (default: the version the reviews were based on; pass the version shown to the curator
+    when the queue flagged a conflict). Raises ``PermissionError`` for non-curators,
+    ``ItemNotOpenError`` unless the item is complete and not yet adjudicated,
+    ``ReviewConflictError`` when the benchmark row changed meanwhile, ``ValueError`` for an
+    invalid value.
+    """
+    locked = item_lock(item_id=item.pk)
+    project = locked.project
+    if project_role(project=project, user=curator) != Role.CURATOR:
+        raise PermissionError(f"only curators adjudicate items of project {project.name!r}")
+    if locked.status != AnnotationItem.Status.COMPLETE:
+        raise ItemNotOpenError(
+            f"item {locked.pk} is {locked.status}: only complete, not yet adjudicated items can be adjudicated"
+        )
+    target = item_target(locked)
+    clean = value_clean(project=project, target=target, value=value)
+    before = {"status": locked.status, "disagreement": locked.disagreement, "conflict": locked.conflict}
+    if project.kind == AnnotationProject.Kind.VERIFY:
+        version = locked.target_version if expected_version is None else expected_version
+        review_apply(
+            item=locked, target=target, value=clean, actor=curator, expected_version=version,
+            note=f"adjudicated in project {project.name!r}: {note}".strip(),
+        )
+    gold = GoldLabel.objects.create(item=locked, value=clean, note=note, decided_by=curator, decided_at=timezone.now())
+    locked.status = AnnotationItem.Status.ADJUDICATED
+    locked.save()
+    audit_record(
+        actor=curator, action="item.adjudicate", target_kind="annotation_item", target_id=locked.pk, project=project,
+        before=before, after={"status": locked.status, "gold": clean, "note": note},
+    )
+    return gold
+
+
+def _task_set_curated(*, task: Task, actor, project) -> None:
+    before = task.status
+    task.status = Task.Status.CURATED
+    task.save(update_fields=["status", "updated_at"])
+    audit_record(
+        actor=actor, action="task.curate", target_kind="task", target_id=task.pk, project=project,
+        before={"status": before}, after={"status": task.status},
+    )
+
+
+def task_curate_if_settled(*, task_id: int, actor, project=None) -> bool:
+    """Mark the task curated when all its proposables are settled (inside the caller's transaction).
+
+    The task row is locked before counting, so two reviewers settling a task's last two items
+    at once cannot both see the other's item still proposed.
+    """
+    task = Task.objects.select_for_update(no_key=True).get(pk=task_id)
+    if task.status in (Task.Status.CURATED, Task.Status.RETIRED):
+        return task.status == Task.Status.CURATED
+    if not task_curation_status(task=task)["curatable"]:
+        return False
+    _task_set_curated(task=task, actor=actor, project=project)
+    return True
+
+
+@transaction.atomic
+def task_curate(*, task: Task, actor) -> Task:
+    """Mark a task curated by hand (global curators). ``ValueError`` while any item is unsettled."""
+    if not is_global_curator(actor):
+        raise PermissionError("only curators mark tasks curated")
+    locked = Task.objects.select_for_update(no_key=True).get(pk=task.pk)
+    if locked.status == Task.Status.RETIRED:
+        raise ValueError(f"task {locked.key} is retired")
+    status = task_curation_status(task=locked)
+    if not status["curatable"]:
+        raise ValueError(
+            f"task {locked.key} cannot be curated: {status['unsettled']} of {status['total']} items are not yet "
+            "accepted, edited or rejected"
+        )
+    if locked.status != Task.Status.CURATED:
+        _task_set_curated(task=locked, actor=actor, project=None)
+    return locked
+
+
+def task_uncurate(*, task_id: int, actor, project=None) -> None:
+    """Back to in review after a settled item was reverted (inside the caller's transaction)."""
+    task = Task.objects.select_for_update(no_key=True).get(pk=task_id)
+    if task.status != Task.Status.CURATED:
+        return
+    task.status = Task.Status.IN_REVIEW
+    task.save(update_fields=["status", "updated_at"])
+    audit_record(
+        actor=actor, action="task.uncurate", target_kind="task", target_id=task.pk, project=project,
+        before={"status": Task.Status.CURATED}, after={"status": task.status},
+    )

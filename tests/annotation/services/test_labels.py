@@ -1,0 +1,259 @@
+import uuid
+
+import pytest
+
+from annotation.assignment import assignment_skip, next_item_for
+from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
+from annotation.services import labels as labels_module
+from annotation.services.audit import audit_record
+from annotation.services.errors import AlreadyLabelledError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
+from annotation.services.labels import label_submit, label_undo_last
+from annotation.services.projects import project_set_status
+from annotation.services.review import item_adjudicate
+from benchmark.models import ChecklistItem
+from tests.annotation_factories import (
+    agreement_project,
+    checklist_task,
+    label_all,
+    pairwise_project,
+    token,
+    verify_project,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_resubmitting_the_same_form_returns_the_first_label(owner, alice):
+    project = agreement_project(owner, [alice], overlap=2)
+    item = next_item_for(project=project, user=alice).item
+    form = uuid.uuid4()
+    first = label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=form)
+    again = label_submit(item=item, annotator=alice, value={"label": "omitted"}, client_token=str(form))
+    assert again.pk == first.pk and again.value["label"] == "correct"
+    assert Label.objects.filter(item=item).count() == 1
+    item.refresh_from_db()
+    assert item.labels_done == 1
+    assert AuditEvent.objects.filter(action="label.submit").count() == 1
+
+
+def test_a_token_cannot_be_reused_for_another_item(owner, alice):
+    project = agreement_project(owner, [alice])
+    first, second = project.items.order_by("position")[:2]
+    form = token()
+    label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=form)
+    with pytest.raises(ValueError, match="client_token"):
+        label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
+
+
+def test_a_second_different_submission_is_an_error(owner, alice):
+    project = agreement_project(owner, [alice], overlap=2)
+    item = project.items.first()
+    label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
+    with pytest.raises(AlreadyLabelledError, match="undo"):
+        label_submit(item=item, annotator=alice, value={"label": "omitted"}, client_token=token())
+
+
+def test_complete_items_take_no_more_labels(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], overlap=1)
+    item = project.items.first()
+    label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
+    with pytest.raises(ItemNotOpenError):
+        label_submit(item=item, annotator=bob, value={"label": "correct"}, client_token=token())
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ({"label": "maybe"}, "value.label"),
+        ({}, "value.label"),
+        ({"label": "correct", "judge_correct": False}, "value.judge_correct"),
+        ({"label": "correct", "colour": "red"}, "value.colour"),
+        ("correct", "value"),
+    ],
+)
+def test_agreement_values_are_validated_naming_the_field(owner, alice, value, field):
+    project = agreement_project(owner, [alice])
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        label_submit(item=project.items.first(), annotator=alice, value=value, client_token=token())
+    assert not Label.objects.exists()
+
+
+def test_judge_correct_alone_takes_the_judges_label(owner, alice):
+    project = agreement_project(owner, [alice], labels=["omitted"])
+    item = project.items.first()
+    label = label_submit(item=item, annotator=alice, value={"judge_correct": True}, client_token=token())
+    assert label.value == {"label": "omitted", "judge_correct": True, "correction": "", "note": ""}
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ({"decision": "maybe"}, "value.decision"),
+        ({"decision": "reject"}, "value.reason"),
+        ({"decision": "reject", "reason": "boring"}, "value.reason"),
+        ({"decision": "edit"}, "value.edits"),
+        ({"decision": "edit", "edits": {"group": 3}}, "value.edits.group"),
+        ({"decision": "edit", "edits": {"reward": "lots"}}, "value.edits.reward"),
+        ({"decision": "accept", "edits": {"text": "x"}}, "value.edits"),
+    ],
+)
+def test_verify_values_are_validated_naming_the_field(owner, alice, value, field):
+    task, _ = checklist_task(1)
+    project = verify_project(owner, [alice], tasks=[task])
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        label_submit(item=project.items.first(), annotator=alice, value=value, client_token=token())
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ({"choice": "both"}, "value.choice"),
+        ({"choice": "left", "dimensions": {"style": "left"}}, "value.dimensions.style"),
+        ({"choice": "left", "dimensions": {"coverage": "up"}}, "value.dimensions.coverage"),
+        ({"choice": "left", "left_report_id": 999999}, "value.left_report_id"),
+        ({"choice": "left", "seconds_taken": -3}, "value.seconds_taken"),
+    ],
+)
+def test_pairwise_values_are_validated_naming_the_field(owner, alice, value, field):
+    project = pairwise_project(owner, [alice])
+    with pytest.raises(ValueError, match=field.replace(".", r"\.")):
+        label_submit(item=project.items.first(), annotator=alice, value=value, client_token=token())
+
+
+def test_pairwise_labels_record_the_shown_positions_and_a_preference_row(owner, alice):
+    project = pairwise_project(owner, [alice], dimensions=["organization", "coverage"])
+    item = project.items.first()
+    pair = project.pairs.get(pk=item.target_id)
+    # The workspace showed the pair flipped; the label records what was shown.
+    value = {
+        "choice": "left", "dimensions": {"coverage": "right"}, "seconds_taken": 41.5, "reason": "deeper",
+        "left_report_id": pair.report_right_id, "right_report_id": pair.report_left_id,
+    }
+    label = label_submit(item=item, annotator=alice, value=value, client_token=token())
+    preference = PairwisePreference.objects.get(label=label)
+    assert (preference.report_left_id, preference.report_right_id) == (pair.report_right_id, pair.report_left_id)
+    assert preference.choice == "left" and preference.project == project and preference.component == "report"
+    assert preference.dimensions == {"coverage": "right"} and preference.seconds_taken == 41.5
+
+
+def test_audit_rows_roll_back_with_a_failed_transaction(owner, alice, monkeypatch):
+    project = pairwise_project(owner, [alice])
+    item = project.items.first()
+    events = AuditEvent.objects.count()
+
+    def broken(**kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(labels_module, "preference_record", broken)
+    with pytest.raises(RuntimeError):
+        label_submit(item=item, annotator=alice, value={"choice": "tie"}, client_token=token())
+    item.refresh_from_db()
+    assert item.labels_done == 0
+    assert not Label.objects.exists()
+    assert AuditEvent.objects.count() == events
+
+
+def test_audit_rows_exist_for_each_change(owner, alice):
+    project = agreement_project(owner, [alice])
+    claim = next_item_for(project=project, user=alice)
+    label = label_submit(item=claim.item, annotator=alice, value={"label": "correct"}, client_token=token())
+    event = AuditEvent.objects.get(action="label.submit")
+    assert (event.actor, event.project, event.target_kind) == (alice, project, "annotation_item")
+    assert event.target_id == claim.item_id
+    assert event.before == {"labels_done": 0, "status": "open"}
+    assert event.after["label_id"] == label.pk and event.after["value"]["label"] == "correct"
+    actions = set(AuditEvent.objects.values_list("action", flat=True))
+    assert {"project.create", "membership.set", "assignment.claim", "label.submit"} <= actions
+
+
+@pytest.mark.django_db(transaction=True)
+def test_audit_refuses_to_write_outside_a_transaction():
+    with pytest.raises(RuntimeError, match="inside the transaction"):
+        audit_record(actor=None, action="project.create", target_kind="annotation_project")
+    assert not AuditEvent.objects.exists()
+
+
+# --- Undo ------------------------------------------------------------------------------------
+
+
+def test_undo_removes_the_label_and_its_counter(owner, alice):
+    project = pairwise_project(owner, [alice], overlap=2)
+    claim = next_item_for(project=project, user=alice)
+    label_submit(item=claim.item, annotator=alice, value={"choice": "left"}, client_token=token())
+    event = label_undo_last(annotator=alice, project=project)
+    assert event.action == "label.undo" and event.before["value"]["choice"] == "left"
+    item = AnnotationItem.objects.get(pk=claim.item_id)
+    assert item.labels_done == 0 and not Label.objects.exists() and not PairwisePreference.objects.exists()
+    assert Assignment.objects.get(pk=claim.pk).status == Assignment.Status.UNDONE
+    # The item is offered again so the annotator can redo it.
+    assert next_item_for(project=project, user=alice).item == item
+    assert label_undo_last(annotator=alice, project=project) is None
+
+
+def test_undo_reopens_a_completed_item(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], overlap=2)
+    item = label_all(project.items.first(), [alice, bob], {"label": "correct"}, {"label": "omitted"})
+    assert item.status == "complete" and item.disagreement
+    label_undo_last(annotator=bob, project=project)
+    item.refresh_from_db()
+    assert (item.status, item.labels_done, item.disagreement) == ("open", 1, False)
+
+
+def test_undo_of_a_skip_offers_the_item_again(owner, alice):
+    project = agreement_project(owner, [alice], labels=["correct"])
+    claim = next_item_for(project=project, user=alice)
+    assignment_skip(assignment=claim, user=alice)
+    assert next_item_for(project=project, user=alice) is None
+    event = label_undo_last(annotator=alice, project=project)
+    assert event.action == "assignment.skip_undo"
+    assert next_item_for(project=project, user=alice).item == claim.item
+
+
+def test_undo_is_refused_once_adjudicated(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], overlap=2)
+    item = label_all(project.items.first(), [alice, bob], {"label": "correct"}, {"label": "omitted"})
+    item_adjudicate(item=item, curator=owner, value={"label": "correct"})
+    with pytest.raises(UndoRefusedError, match="adjudicated"):
+        label_undo_last(annotator=bob, project=project)
+    assert Label.objects.filter(item=item).count() == 2
+
+
+def accepted_by_both(owner, alice, bob):
+    task, (checklist_item,) = checklist_task(1)
+    project = verify_project(owner, [alice, bob], tasks=[task])
+    item = label_all(project.items.get(), [alice, bob], {"decision": "accept"})
+    return task, checklist_item, project, item
+
+
+def test_undo_reverts_an_applied_review(owner, alice, bob):
+    task, checklist_item, project, item = accepted_by_both(owner, alice, bob)
+    checklist_item.refresh_from_db()
+    task.refresh_from_db()
+    assert (checklist_item.review_status, checklist_item.version, task.status) == ("accepted", 2, "curated")
+
+    label_undo_last(annotator=bob, project=project)
+    checklist_item.refresh_from_db()
+    task.refresh_from_db()
+    assert (checklist_item.review_status, checklist_item.version, task.status) == ("proposed", 3, "in_review")
+    item.refresh_from_db()
+    assert item.applied_revision is None and item.target_version == 3
+    actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
+    assert actions[-2:] == ["task.uncurate", "label.undo"]
+
+
+def test_undo_is_refused_when_the_item_was_edited_since(owner, alice, bob):
+    from benchmark.services.history import proposable_update
+
+    _, checklist_item, project, item = accepted_by_both(owner, alice, bob)
+    fresh = ChecklistItem.objects.get(pk=checklist_item.pk)
+    proposable_update(obj=fresh, changes={"text": "Sharper."}, expected_version=2)
+    with pytest.raises(UndoRefusedError, match="changed since"):
+        label_undo_last(annotator=bob, project=project)
+    assert Label.objects.filter(item=item).count() == 2
+
+
+def test_paused_projects_accept_no_labels(owner, alice):
+    project = agreement_project(owner, [alice])
+    project_set_status(project=project, status="paused", actor=owner)
+    with pytest.raises(ProjectNotOpenError):
+        label_submit(item=project.items.first(), annotator=alice, value={"label": "correct"}, client_token=token())

@@ -1,0 +1,105 @@
+"""Twenty annotators asking for items and submitting at once, each on its own PostgreSQL connection."""
+
+import random
+import threading
+import uuid
+
+import pytest
+from django.db import connection
+from django.db.models import Count, F, Q
+from django.utils import timezone
+
+from annotation.assignment import next_item_for
+from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
+from annotation.services.errors import ClaimLostError
+from annotation.services.labels import label_submit
+from tests.annotation_factories import annotator, curator, pairwise_project
+
+ANNOTATORS = 20
+K = 3
+
+
+def over_committed_items() -> list[int]:
+    """Items whose labels plus unexpired claims exceed k, seen in one snapshot."""
+    active = Q(assignments__status=Assignment.Status.ACTIVE, assignments__expires_at__gt=timezone.now())
+    return list(
+        AnnotationItem.objects.annotate(claims=Count("assignments", filter=active))
+        .filter(Q(labels_done__gt=F("labels_needed")) | Q(claims__gt=F("labels_needed") - F("labels_done")))
+        .values_list("pk", flat=True)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_annotators_at_once_never_exceed_the_overlap():
+    owner = curator()
+    users = [annotator(f"annotator{n:02d}") for n in range(ANNOTATORS)]
+    # 5 tasks × 3 systems → 6 ordered pairs each: 30 items, k = 3.
+    project = pairwise_project(owner, users, n_tasks=5, n_systems=3, overlap=K)
+    assert project.items.count() == 30
+
+    start = threading.Barrier(ANNOTATORS + 1)
+    done = threading.Event()
+    lock = threading.Lock()
+    submitted: list[int] = []
+    errors: list[BaseException] = []
+    violations: list[list[int]] = []
+
+    def work(user) -> None:
+        rng = random.Random(user.pk)
+        try:
+            start.wait()
+            for _ in range(100):
+                claim = next_item_for(project=project, user=user)
+                if claim is None:
+                    break
+                form = uuid.uuid4()
+                value = {"choice": rng.choice(["left", "right", "tie"]), "seconds_taken": rng.random() * 60}
+                try:
+                    label = label_submit(item=claim.item, annotator=user, value=value, client_token=form)
+                except ClaimLostError:
+                    continue
+                # The browser sends the same form again: same label, no new row.
+                again = label_submit(item=claim.item, annotator=user, value=value, client_token=form)
+                assert again.pk == label.pk
+                with lock:
+                    submitted.append(label.pk)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            with lock:
+                errors.append(exc)
+        finally:
+            connection.close()
+
+    def watch() -> None:
+        try:
+            while not done.is_set():
+                found = over_committed_items()
+                if found:
+                    violations.append(found)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work, args=(user,)) for user in users]
+    watcher = threading.Thread(target=watch)
+    for thread in threads:
+        thread.start()
+    watcher.start()
+    start.wait()
+    for thread in threads:
+        thread.join(timeout=120)
+    done.set()
+    watcher.join(timeout=30)
+
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    assert violations == []
+    assert len(submitted) == len(set(submitted)) == 30 * K
+    assert Label.objects.count() == 30 * K
+    assert sorted(submitted) == sorted(Label.objects.values_list("pk", flat=True))
+    per_item = dict(Label.objects.values_list("item").annotate(n=Count("pk")).order_by())
+    for item in AnnotationItem.objects.all():
+        assert item.labels_done == per_item.get(item.pk, 0) == K
+        assert item.status == "complete"
+    assert PairwisePreference.objects.filter(project=project).count() == 30 * K
+    assert AuditEvent.objects.filter(action="label.submit").count() == 30 * K
+    assert not Assignment.objects.filter(status=Assignment.Status.ACTIVE).exists()
+    assert len({user_id for user_id in Label.objects.values_list("annotator", flat=True)}) > 1

@@ -1,0 +1,124 @@
+import pytest
+
+from annotation.assignment import assignment_skip, next_item_for
+from annotation.selectors import adjudication_queue, item_context_for, project_progress, projects_for
+from annotation.services.labels import label_submit
+from annotation.services.projects import membership_add
+from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+# --- Blind mode -----------------------------------------------------------------------------
+
+
+def test_blind_context_hides_the_judge_and_others_until_committed(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], labels=["correct"], overlap=2)
+    item = project.items.get()
+    label_submit(item=item, annotator=alice, value={"label": "omitted", "note": "not there"}, client_token=token())
+
+    before = item_context_for(item=item, user=bob)
+    assert before["revealed"] is False
+    assert before["judge"] is None and before["other_labels"] is None and before["own_label"] is None
+    assert "rationale" not in str(before) and "not there" not in str(before)
+    assert before["target"]["judged_kind"] == "checklist_item"  # what to judge is shown
+
+    label_submit(item=item, annotator=bob, value={"label": "correct"}, client_token=token())
+    after = item_context_for(item=item, user=bob)
+    assert after["revealed"] is True
+    assert after["judge"]["label"] == "correct" and after["judge"]["rationale"]
+    assert after["own_label"]["value"]["label"] == "correct"
+    assert [label["value"]["note"] for label in after["other_labels"]] == ["not there"]
+
+
+def test_blind_pairwise_context_hides_system_names(owner, alice):
+    project = pairwise_project(owner, [alice], overlap=2)
+    item = project.items.first()
+    before = item_context_for(item=item, user=alice)
+    assert before["target"]["left"]["system"] is None and before["target"]["right"]["system"] is None
+    assert before["target"]["left"]["text"]
+    label_submit(item=item, annotator=alice, value={"choice": "tie"}, client_token=token())
+    assert item_context_for(item=item, user=alice)["target"]["left"]["system"]
+
+
+def test_open_projects_show_everything_and_curators_see_complete_items(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], labels=["correct"], overlap=1, blind=False, name="open")
+    item = project.items.get()
+    assert item_context_for(item=item, user=alice)["judge"]["label"] == "correct"
+
+    blind = agreement_project(owner, [alice], labels=["correct"], overlap=1, name="blind")
+    blind_item = blind.items.get()
+    assert item_context_for(item=blind_item, user=owner)["judge"] is None  # still open
+    label_submit(item=blind_item, annotator=alice, value={"label": "correct"}, client_token=token())
+    assert item_context_for(item=blind_item, user=owner)["judge"]["label"] == "correct"
+
+
+def test_context_is_refused_to_outsiders(owner, alice):
+    project = agreement_project(owner, [alice])
+    with pytest.raises(PermissionError):
+        item_context_for(item=project.items.first(), user=UserFactory(username="outsider"))
+
+
+# --- Lists ----------------------------------------------------------------------------------
+
+
+def test_projects_for_shows_annotators_only_their_projects(owner, alice, bob):
+    mine = agreement_project(owner, [alice], name="mine")
+    agreement_project(owner, [bob], name="theirs")
+    assert [p.name for p in projects_for(alice)] == ["mine"]
+    assert {p.name for p in projects_for(owner)} == {"mine", "theirs"}
+    (row,) = projects_for(alice)
+    assert (row.my_role, row.n_items, row.n_settled) == ("annotator", mine.items.count(), 0)
+
+
+def test_projects_for_uses_a_bounded_number_of_queries(owner, alice, django_assert_max_num_queries):
+    for n in range(4):
+        agreement_project(owner, [alice], name=f"p{n}")
+    with django_assert_max_num_queries(2):
+        rows = list(projects_for(alice))
+    assert len(rows) == 4 and all(row.n_items == 3 for row in rows)
+
+
+def test_adjudication_queue_uses_a_bounded_number_of_queries(owner, django_assert_max_num_queries):
+    users = [annotator(f"u{i}") for i in range(3)]
+    project = agreement_project(owner, users, labels=["correct"] * 6, overlap=3)
+    for item in project.items.all():
+        for n, user in enumerate(users):
+            value = {"label": ["correct", "omitted"][n % 2]}
+            label_submit(item=item, annotator=user, value=value, client_token=token())
+    with django_assert_max_num_queries(4):
+        rows = adjudication_queue(project=project)
+    assert len(rows) == 6 and all(len(row["labels"]) == 3 and row["judge"]["label"] == "correct" for row in rows)
+
+
+def test_progress_per_role_with_bounded_queries(owner, alice, bob, django_assert_max_num_queries):
+    project = agreement_project(owner, [alice, bob], labels=["correct"] * 4, overlap=2)
+    viewer = UserFactory(username="viewer")
+    membership_add(project=project, user=viewer, role="viewer", actor=owner)
+    for user in (alice, bob):
+        claim = next_item_for(project=project, user=user)
+        label_submit(item=claim.item, annotator=user, value={"label": "correct"}, client_token=token())
+    assignment_skip(assignment=next_item_for(project=project, user=alice), user=alice)
+    next_item_for(project=project, user=bob)
+
+    with django_assert_max_num_queries(8):
+        everyone = project_progress(project=project, user=owner)
+    assert (everyone["items"], everyone["complete"], everyone["labels_done"], everyone["labels_needed"]) == (4, 1, 2, 8)
+    rows = {row["username"]: row for row in everyone["annotators"]}
+    assert set(rows) == {"alice", "bob", "curator"}
+    assert (rows["alice"]["labels"], rows["alice"]["skips"], rows["alice"]["active_claims"]) == (1, 1, 0)
+    assert (rows["bob"]["labels"], rows["bob"]["skips"], rows["bob"]["active_claims"]) == (1, 0, 1)
+
+    own = project_progress(project=project, user=alice)
+    assert [row["username"] for row in own["annotators"]] == ["alice"]
+    assert project_progress(project=project, user=viewer)["annotators"] == []
+    with pytest.raises(PermissionError):
+        project_progress(project=project, user=UserFactory(username="outsider"))
+
+
+def test_context_carries_the_users_claim_for_the_countdown(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob])
+    claim = next_item_for(project=project, user=alice)
+    assert item_context_for(item=claim.item, user=alice)["claim"]["expires_at"] == claim.expires_at
+    assert item_context_for(item=claim.item, user=bob)["claim"] is None

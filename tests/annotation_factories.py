@@ -1,0 +1,142 @@
+"""Factories and builders for the annotation workspace tests.
+
+Projects are built through ``project_create`` (as the app does), on top of benchmark rows
+made with ``tests.factories``.
+"""
+
+import uuid
+
+import factory
+from django.utils import timezone
+
+from annotation.models import AnnotatorProfile, PairwisePreference, Role
+from annotation.services.projects import membership_add, project_create
+from benchmark.models import Task
+from scoring.models import JudgeConfig, Verdict
+from tests.factories import (
+    ChecklistGroupFactory,
+    ChecklistItemFactory,
+    ReportFactory,
+    SystemFactory,
+    TaskFactory,
+    UserFactory,
+)
+
+
+class ProfileFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = AnnotatorProfile
+        django_get_or_create = ("user",)
+
+    user = factory.SubFactory(UserFactory)
+    role = Role.ANNOTATOR
+
+
+class JudgeConfigFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = JudgeConfig
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"judge-{n}")
+    backend = JudgeConfig.Backend.OFFLINE
+
+
+class VerdictFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Verdict
+
+    report = factory.SubFactory(ReportFactory)
+    judge_config = factory.SubFactory(JudgeConfigFactory)
+    prompt_version = "v1"
+    step = "checklist"
+    target_kind = "checklist_item"
+    target_id = factory.Sequence(lambda n: n + 1)
+    label = "correct"
+    rationale = "The report states it in section 2."
+
+
+class PreferenceFactory(factory.django.DjangoModelFactory):
+    """An imported preference (what the SurveyLens importer writes)."""
+
+    class Meta:
+        model = PairwisePreference
+
+    task = factory.SubFactory(TaskFactory, protocol="surveylens")
+    report_left = factory.SubFactory(ReportFactory, task=factory.SelfAttribute("..task"))
+    report_right = factory.SubFactory(ReportFactory, task=factory.SelfAttribute("..task"))
+    annotator = factory.SubFactory(UserFactory)
+    component = "outline"
+    choice = PairwisePreference.Choice.LEFT
+    labeled_at = factory.LazyFunction(timezone.now)
+    source = "surveylens"
+    external_id = factory.Sequence(lambda n: f"pref-{n}")
+
+
+JUDGE_LABELS = ("correct", "omitted", "incorrect")
+
+
+def curator(username: str = "curator"):
+    return ProfileFactory(user=UserFactory(username=username), role=Role.CURATOR).user
+
+
+def annotator(username: str):
+    return ProfileFactory(user=UserFactory(username=username), role=Role.ANNOTATOR).user
+
+
+def token() -> str:
+    return str(uuid.uuid4())
+
+
+def label_all(item, users, *values):
+    """Each user labels ``item`` (one value for all, or one per user); returns the refreshed item."""
+    from annotation.services.labels import label_submit
+
+    for n, user in enumerate(users):
+        label_submit(item=item, annotator=user, value=values[min(n, len(values) - 1)], client_token=token())
+    item.refresh_from_db()
+    return item
+
+
+def members_add(project, owner, users, role=Role.ANNOTATOR) -> None:
+    for user in users:
+        membership_add(project=project, user=user, role=role, actor=owner)
+
+
+def checklist_task(n_items: int = 3, **task_fields) -> tuple[Task, list]:
+    """A task whose only proposable rows are one accepted group and ``n_items`` proposed items."""
+    task = TaskFactory(**task_fields)
+    group = ChecklistGroupFactory(task=task, review_status="accepted")
+    return task, [ChecklistItemFactory(group=group) for _ in range(n_items)]
+
+
+def verify_project(owner, users, *, tasks, name: str = "verify", **options):
+    project = project_create(
+        name=name, kind="verify", created_by=owner, tasks=tasks, item_kinds=["checklist_item"], **options
+    )
+    members_add(project, owner, users)
+    return project
+
+
+def pairwise_project(owner, users, *, n_tasks: int = 1, n_systems: int = 3, name: str = "pairwise", **options):
+    systems = [SystemFactory() for _ in range(n_systems)]
+    tasks = []
+    for _ in range(n_tasks):
+        task = TaskFactory(protocol="surveylens")
+        for system in systems:
+            ReportFactory(task=task, system=system)
+        tasks.append(task)
+    project = project_create(name=name, kind="pairwise", created_by=owner, tasks=tasks, **options)
+    members_add(project, owner, users)
+    return project
+
+
+def agreement_project(owner, users, *, labels=("correct", "omitted", "correct"), name: str = "agreement", **options):
+    judge = JudgeConfigFactory()
+    task = TaskFactory()
+    report = ReportFactory(task=task)
+    for label in labels:
+        VerdictFactory(report=report, judge_config=judge, label=label)
+    options.setdefault("label_set", {"label": list(JUDGE_LABELS)})
+    project = project_create(name=name, kind="agreement", created_by=owner, tasks=[task], judge_config=judge, **options)
+    members_add(project, owner, users)
+    return project
