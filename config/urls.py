@@ -12,5 +12,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("benchmark/", include("benchmark.urls")),
     path("annotate/", include("annotation.urls")),
+    path("dashboards/", include("annotation.dashboards.urls")),
+    path("api/", include("config.api_urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,0 +1,3 @@
+"""The REST API's routes (``/api/``)."""
+
+urlpatterns: list = []
