@@ -1,4 +1,16 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from .views import adjudication, projects, workspace
 
 app_name = "annotation"
-urlpatterns: list = []
+urlpatterns = [
+    path("", projects.project_list, name="project_list"),
+    path("<int:project_id>/", workspace.workspace, name="workspace"),
+    path("<int:project_id>/progress/", projects.progress, name="progress"),
+    path("<int:project_id>/undo/", workspace.undo, name="undo"),
+    path("<int:project_id>/items/<int:item_id>/", workspace.item_detail, name="item"),
+    path("<int:project_id>/items/<int:item_id>/label/", workspace.label_create, name="label"),
+    path("<int:project_id>/items/<int:item_id>/skip/", workspace.item_skip, name="skip"),
+    path("<int:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
+    path("<int:project_id>/items/<int:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
+]

@@ -5,11 +5,13 @@ import sys
 from django.conf import settings
 
 ROOT = settings.BASE_DIR
+# Variables the test process may carry that a real deployment's environment would not.
+NOT_INHERITED = {"SECRET_KEY", "DEBUG", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
 
 
 def run_settings(env: dict) -> subprocess.CompletedProcess:
     code = "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['ENGINE'])"
-    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    clean = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env},
         capture_output=True, text=True,
@@ -38,7 +40,7 @@ def test_deploy_check_is_clean_with_production_settings(tmp_path):
         "DEBUG": "0", "SECRET_KEY": "x" * 64 + "-production-grade-secret-value", "ALLOWED_HOSTS": "studio.example.org",
         "VAR_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3",
     }
-    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DATABASE_URL"}}
+    clean = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     result = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
         cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env}, capture_output=True, text=True,

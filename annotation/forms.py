@@ -1,0 +1,297 @@
+"""Forms of the annotation workspace: they turn POST data into the ``value`` dicts the label
+services take. Type coercion only; the business rules (what a value may contain) live in
+``annotation.services.values`` and come back as ``ValueError`` naming the field, which
+``service_error_attach`` puts on the matching form field.
+"""
+
+import re
+import uuid
+
+from django import forms
+from django.forms.models import fields_for_model
+
+from .models import VERIFY_TARGETS, AnnotationProject
+
+Kind = AnnotationProject.Kind
+
+REASON_LABELS = {
+    "over_specified": "Over-specified",
+    "ambiguous": "Ambiguous",
+    "unverifiable": "Unverifiable from the source",
+    "factually_wrong": "Factually wrong",
+    "duplicate": "Duplicate",
+    "other": "Other (add a note)",
+}
+DECISION_LABELS = {"accept": "Accept", "edit": "Edit", "reject": "Reject"}
+CHOICE_LABELS = {"left": "A is better", "right": "B is better", "tie": "Tie"}
+
+
+def _humanize(value: str) -> str:
+    return value.replace("_", " ").capitalize()
+
+
+def _choices(values, labels: dict | None = None) -> list[tuple[str, str]]:
+    return [(value, (labels or {}).get(value) or _humanize(value)) for value in values]
+
+
+class OptionsMixin:
+    """Radio options with their keyboard shortcuts, for templates that render inputs by hand."""
+
+    def options(self, name: str, keys=None) -> list[dict]:
+        """``keys``: a mapping value → keys, a list of keys by position, or None for 1, 2, 3 …
+        (several keys for one option are separated by spaces: ``"1 ArrowLeft"``)."""
+        bound = self[name]
+        current = bound.value()
+        options = []
+        for position, (value, label) in enumerate(bound.field.choices):
+            if isinstance(keys, dict):
+                key = keys.get(value, "")
+            elif keys is not None:
+                key = keys[position] if position < len(keys) else ""
+            else:
+                key = str(position + 1) if position < 9 else ""
+            options.append({
+                "name": bound.html_name, "value": value, "label": label, "id": f"{bound.auto_id}_{position}",
+                "checked": current is not None and str(current) == str(value), "key": key,
+                "hint": key.split()[0] if key else "",
+            })
+        return options
+
+
+DECISION_KEYS = {"accept": "a", "edit": "e", "reject": "r"}
+CHOICE_KEYS = {"left": "1 ArrowLeft", "right": "2 ArrowRight", "tie": "3 t"}
+JUDGE_KEYS = {"yes": "y", "no": "w"}
+
+
+class LabelForm(OptionsMixin, forms.Form):
+    """Every label form carries the token generated when it was rendered: resubmitting the
+    same form (a retry after a network error, a double click) stores one label."""
+
+    client_token = forms.UUIDField(widget=forms.HiddenInput)
+
+    @staticmethod
+    def new_token() -> str:
+        return str(uuid.uuid4())
+
+    def value(self) -> dict:
+        raise NotImplementedError
+
+
+class VerifyEditForm(forms.Form):
+    """The proposal's editable fields (its tracked fields but the review status), prefilled."""
+
+    def __init__(self, *args, target_kind: str, current: dict, **kwargs):
+        model = VERIFY_TARGETS[target_kind][0]
+        editable = [name for name in model.tracked_fields if name != "review_status"]
+        super().__init__(*args, initial={name: current.get(name) for name in editable}, **kwargs)
+        for name, field in fields_for_model(model, fields=editable).items():
+            field.required = False
+            if isinstance(field.widget, forms.Textarea):
+                field.widget.attrs["rows"] = 3
+            self.fields[name] = field
+
+    def edits(self) -> dict:
+        """Only the fields the reviewer changed. A field missing from the POST was not shown, so
+        it is unchanged — except a checkbox, which browsers leave out when it is unticked."""
+        return {
+            name: self.cleaned_data[name]
+            for name in self.changed_data
+            if self.add_prefix(name) in self.data or isinstance(self.fields[name].widget, forms.CheckboxInput)
+        }
+
+
+class VerifyForm(LabelForm):
+    decision = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick accept, edit or reject."})
+    reason = forms.ChoiceField(required=False, widget=forms.RadioSelect)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project: dict, target: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        label_set = project["label_set"]
+        self.fields["decision"].choices = _choices(label_set.get("decision", ()), DECISION_LABELS)
+        self.fields["reason"].choices = _choices(label_set.get("reason", ()), REASON_LABELS)
+        self.edit_form = VerifyEditForm(
+            *args[:1], prefix="edit", target_kind=target["kind"], current=target.get("fields", {}),
+        )
+
+    def decision_options(self) -> list[dict]:
+        return self.options("decision", DECISION_KEYS)
+
+    def reason_options(self) -> list[dict]:
+        return self.options("reason")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("decision") == "reject" and data.get("reason") == "other" and not data.get("note", "").strip():
+            self.add_error("note", "Say what is wrong when the reason is “other”.")
+        return data
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        if valid and self.cleaned_data["decision"] == "edit":
+            if not self.edit_form.is_valid():
+                self.add_error(None, "Some edited fields are invalid; see below.")
+            elif not self.edit_form.edits():
+                self.add_error("decision", "You chose edit but changed nothing: change a field, or accept.")
+        return not self.errors
+
+    def value(self) -> dict:
+        data = self.cleaned_data
+        value = {"decision": data["decision"], "reason": data["reason"], "note": data["note"]}
+        if data["decision"] == "edit":
+            value["edits"] = self.edit_form.edits()
+        return value
+
+
+class PairwiseForm(LabelForm):
+    choice = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick A, B or tie."})
+    reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    seconds_taken = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
+    left_report_id = forms.IntegerField(widget=forms.HiddenInput)
+    right_report_id = forms.IntegerField(widget=forms.HiddenInput)
+
+    def __init__(self, *args, project: dict, target: dict, **kwargs):
+        kwargs.setdefault("initial", {})
+        kwargs["initial"].update(
+            left_report_id=target["left"]["report_id"], right_report_id=target["right"]["report_id"]
+        )
+        super().__init__(*args, **kwargs)
+        choices = _choices(project["label_set"].get("choice", ()), CHOICE_LABELS)
+        self.fields["choice"].choices = choices
+        self.dimension_names = list(project["dimensions"])
+        for name in self.dimension_names:
+            self.fields[f"dim_{name}"] = forms.ChoiceField(
+                required=False, choices=choices, widget=forms.RadioSelect, label=_humanize(name)
+            )
+
+    def rows(self) -> list[dict]:
+        """The overall choice, then one row per dimension; the same keys pick in the active row."""
+        rows = [{"label": "Overall", "field": self["choice"], "options": self.options("choice", CHOICE_KEYS)}]
+        for name in self.dimension_names:
+            bound = self[f"dim_{name}"]
+            rows.append({"label": bound.label, "field": bound, "options": self.options(bound.name, CHOICE_KEYS)})
+        return rows
+
+    def value(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "choice": data["choice"],
+            "dimensions": {name: data[f"dim_{name}"] for name in self.dimension_names if data[f"dim_{name}"]},
+            "reason": data["reason"],
+            "seconds_taken": data["seconds_taken"],
+            "left_report_id": data["left_report_id"],
+            "right_report_id": data["right_report_id"],
+        }
+
+
+class AgreementForm(LabelForm):
+    label = forms.ChoiceField(required=False, widget=forms.RadioSelect)
+    judge_correct = forms.TypedChoiceField(
+        required=False, widget=forms.RadioSelect, empty_value=None,
+        choices=[("yes", "Judge was right"), ("no", "Judge was wrong")],
+        coerce=lambda raw: raw == "yes",
+    )
+    correction = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="What the judge should have said (or the passage that proves it).",
+    )
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project: dict, target: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["label"].choices = _choices(project["label_set"].get("label", ()))
+
+    def label_options(self) -> list[dict]:
+        return self.options("label")
+
+    def judge_options(self) -> list[dict]:
+        return self.options("judge_correct", JUDGE_KEYS)
+
+    def value(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "label": data["label"], "judge_correct": data["judge_correct"], "correction": data["correction"],
+            "note": data["note"],
+        }
+
+
+LABEL_FORMS: dict[str, type[LabelForm]] = {
+    Kind.VERIFY: VerifyForm, Kind.PAIRWISE: PairwiseForm, Kind.AGREEMENT: AgreementForm,
+}
+
+
+def label_form_for(context: dict, data=None) -> LabelForm:
+    """The label form for an item context (``item_context_for``), bound to ``data`` when given."""
+    form_class = LABEL_FORMS[context["project"]["kind"]]
+    initial = {"client_token": LabelForm.new_token()}
+    return form_class(data, initial=initial, project=context["project"], target=context["target"])
+
+
+class AdjudicationForm(OptionsMixin, forms.Form):
+    """The gold label: one of the labels given (or the judge's), or another value of the label set."""
+
+    MAIN_FIELD = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}
+
+    pick = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick the gold label."})
+    custom = forms.ChoiceField(required=False, widget=forms.RadioSelect)
+    reason = forms.ChoiceField(required=False, widget=forms.RadioSelect)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    expected_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, kind: str, label_set: dict, candidates: list[dict], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kind = kind
+        self.candidates = {candidate["key"]: candidate for candidate in candidates}
+        main = self.MAIN_FIELD[kind]
+        labels = {Kind.VERIFY: DECISION_LABELS, Kind.PAIRWISE: CHOICE_LABELS}.get(kind)
+        self.fields["pick"].choices = [(c["key"], c["summary"]) for c in candidates] + [("custom", "Something else")]
+        self.fields["custom"].choices = _choices(
+            [v for v in label_set.get(main, ()) if not (kind == Kind.VERIFY and v == "edit")], labels
+        )
+        self.fields["reason"].choices = _choices(label_set.get("reason", ()), REASON_LABELS)
+
+    def pick_options(self) -> list[dict]:
+        return self.options("pick")
+
+    def custom_options(self) -> list[dict]:
+        return self.options("custom", [])
+
+    def reason_options(self) -> list[dict]:
+        return self.options("reason", [])
+
+    def clean(self):
+        data = super().clean()
+        if data.get("pick") == "custom" and not data.get("custom"):
+            self.add_error("custom", "Pick the gold value.")
+        return data
+
+    def value(self) -> dict:
+        data = self.cleaned_data
+        if data["pick"] != "custom":
+            return dict(self.candidates[data["pick"]]["value"])
+        if self.kind == Kind.VERIFY:
+            return {"decision": data["custom"], "reason": data["reason"] if data["custom"] == "reject" else ""}
+        return {self.MAIN_FIELD[self.kind]: data["custom"]}
+
+
+_SERVICE_FIELD = re.compile(r"^value\.(?P<field>\w+)(?:\.(?P<sub>\w+))?:\s*(?P<message>.*)$", re.S)
+
+
+def service_error_attach(form: forms.Form, exc: ValueError) -> None:
+    """Put a service's ``ValueError`` (``"value.reason: required"``) on the form field it names,
+    else on the whole form."""
+    message = str(exc)
+    match = _SERVICE_FIELD.match(message)
+    if match:
+        field, sub = match["field"], match["sub"]
+        if field == "edits" and sub and isinstance(form, VerifyForm) and sub in form.edit_form.fields:
+            form.edit_form.add_error(sub, match["message"])
+            form.add_error(None, f"{form.edit_form[sub].label}: {match['message']}")
+            return
+        if field == "dimensions" and sub and f"dim_{sub}" in form.fields:
+            form.add_error(f"dim_{sub}", match["message"])
+            return
+        if field in form.fields and field not in form.errors:
+            form.add_error(field, match["message"])
+            return
+    form.add_error(None, message)

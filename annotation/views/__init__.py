@@ -1,0 +1,1 @@
+"""Pages of the annotation workspace (see ``annotation/urls.py`` for the map)."""

@@ -1,0 +1,37 @@
+"""Who may open which project page, and how refusals look (full page, or a message htmx shows)."""
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django_htmx.http import reswap, retarget
+
+from ..models import AnnotationItem, AnnotationProject
+from ..selectors import project_role
+
+ALERT_TARGET = "#ws-alert"
+
+
+def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
+    """The project and the user's role in it; 404 for non-members, so outsiders cannot tell
+    which projects exist."""
+    project = get_object_or_404(AnnotationProject, pk=project_id)
+    role = project_role(project=project, user=request.user)
+    if role is None:
+        raise Http404("No such project")
+    return project, role
+
+
+def item_in(project: AnnotationProject, item_id: int) -> AnnotationItem:
+    return get_object_or_404(AnnotationItem, pk=item_id, project=project)
+
+
+def refuse(request, message: str, *, status: int = 403) -> HttpResponse:
+    """A refusal: plain text for htmx (the workspace script shows it), a page otherwise."""
+    if request.htmx:
+        return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+    return render(request, "annotation/refused.html", {"message": message}, status=status)
+
+
+def alert(request, message: str, *, status: int = 409, tone: str = "error") -> HttpResponse:
+    """A message shown above the workspace without touching the item being labelled."""
+    response = render(request, "annotation/_alert.html", {"message": message, "tone": tone}, status=status)
+    return reswap(retarget(response, ALERT_TARGET), "innerHTML")

@@ -1,0 +1,240 @@
+/* Annotation workspace: keyboard shortcuts, durable submits, timing. Needs htmx 2 (loaded first).
+ *
+ * Shortcuts are declared in the templates: an element with data-key="a" (several keys:
+ * data-key="1 ArrowLeft") is checked (radio), focused (text field) or clicked (button, link)
+ * when that key is pressed outside a text field. Inside a [data-rows] list only the active
+ * .ws-row answers. Enter submits the label form, or clicks a visible [data-key~="Enter"].
+ */
+(function () {
+  "use strict";
+
+  // 422 (invalid input) and 409 (conflict) come back as the form with its message and the
+  // entered values: swap them. Other errors are not swapped, so the input stays on screen.
+  htmx.config.responseHandling = [
+    { code: "204", swap: false },
+    { code: "[23]..", swap: true },
+    { code: "409|422", swap: true },
+    { code: "[45]..", swap: false, error: true },
+    { code: "...", swap: false },
+  ];
+
+  const TEXT_TYPES = /^(text|search|number|email|url|tel|password|date)$/;
+  const starts = new Map(); // client_token -> performance.now() when its form first appeared
+
+  function isTextField(el) {
+    if (!el || !el.tagName) return false;
+    if (el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable) return true;
+    return el.tagName === "INPUT" && TEXT_TYPES.test(el.type || "text");
+  }
+
+  function visible(el) {
+    const box = el.closest(".ws-opt") || el;
+    return box.getClientRects().length > 0;
+  }
+
+  function root() {
+    return document.querySelector("main");
+  }
+
+  function activeRow() {
+    return root().querySelector("[data-rows] .ws-row.active");
+  }
+
+  function shortcutTargets(key) {
+    const selector = `[data-key~="${CSS.escape(key)}"]`;
+    const row = activeRow();
+    return Array.from(root().querySelectorAll(selector)).filter(
+      (el) => visible(el) && !el.disabled && (!row || !el.closest(".ws-row") || row.contains(el))
+    );
+  }
+
+  function alertBox() {
+    return document.getElementById("ws-alert");
+  }
+
+  function showAlert(message, tone) {
+    const box = alertBox();
+    if (!box) return window.alert(message);
+    box.replaceChildren();
+    const p = document.createElement("p");
+    p.className = `ws-alert ${tone || "error"}`;
+    p.setAttribute("role", "alert");
+    p.textContent = message;
+    box.appendChild(p);
+    box.scrollIntoView({ block: "nearest" });
+  }
+
+  function clearAlert() {
+    const box = alertBox();
+    if (box) box.replaceChildren();
+  }
+
+  // --- Rows (pairwise dimensions, adjudication items) ----------------------------------------
+
+  function setActiveRow(row) {
+    if (!row) return;
+    row.closest("[data-rows]").querySelectorAll(".ws-row.active").forEach((r) => r.classList.remove("active"));
+    row.classList.add("active");
+    row.scrollIntoView({ block: "nearest" });
+  }
+
+  function moveRow(step) {
+    const list = root().querySelector("[data-rows]");
+    if (!list) return false;
+    const rows = Array.from(list.querySelectorAll(".ws-row")).filter((r) => !r.classList.contains("settled"));
+    if (!rows.length) return false;
+    const index = rows.indexOf(activeRow());
+    setActiveRow(rows[Math.max(0, Math.min(rows.length - 1, index + step))] || rows[0]);
+    return true;
+  }
+
+  // --- Acting on shortcuts ----------------------------------------------------------------------
+
+  function focusFirstEdit(scope) {
+    const field = scope.querySelector(".ws-edit textarea") || scope.querySelector(".ws-edit input, .ws-edit select");
+    if (field) field.focus();
+  }
+
+  function activate(el) {
+    if (el.type === "radio" || el.type === "checkbox") {
+      el.checked = true;
+      el.dispatchEvent(new Event("change", { bubbles: true }));
+      const scope = el.closest("form") || root();
+      if (/decision$/.test(el.name) && el.value === "edit") focusFirstEdit(scope);
+      if (/reason$/.test(el.name) && el.value === "other") scope.querySelector("textarea[data-key~='c']")?.focus();
+      return;
+    }
+    if (isTextField(el)) {
+      el.focus();
+      return;
+    }
+    el.click();
+  }
+
+  function currentForm() {
+    const row = activeRow();
+    return (row && row.querySelector("form[data-ws-form]")) || root().querySelector("form[data-ws-form]");
+  }
+
+  function submit(form) {
+    if (!form || form.classList.contains("htmx-request")) return;
+    form.requestSubmit();
+  }
+
+  function toggleHelp() {
+    const help = document.getElementById("ws-help");
+    if (!help) return;
+    if (help.open) help.close();
+    else help.showModal();
+  }
+
+  function onKeyDown(event) {
+    const target = event.target;
+    const help = document.getElementById("ws-help");
+    if (help && help.open) {
+      if (event.key === "?") {
+        event.preventDefault();
+        help.close();
+      }
+      return;
+    }
+    if (isTextField(target)) {
+      if (event.key === "Escape") target.blur();
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        submit(target.form);
+      }
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const key = event.key;
+    if (key === "?") {
+      event.preventDefault();
+      toggleHelp();
+      return;
+    }
+    if (key === "j" || key === "ArrowDown" || key === "k" || key === "ArrowUp") {
+      if (moveRow(key === "j" || key === "ArrowDown" ? 1 : -1)) event.preventDefault();
+      return;
+    }
+    if (key === "Enter") {
+      if (["BUTTON", "A", "SUMMARY"].includes(target.tagName)) return; // the native action
+      const [next] = shortcutTargets("Enter");
+      event.preventDefault();
+      if (event.repeat) return;
+      if (next) next.click();
+      else submit(currentForm());
+      return;
+    }
+    const [el] = shortcutTargets(key);
+    if (el) {
+      event.preventDefault();
+      activate(el);
+    }
+  }
+
+  // --- Panels swapped in ------------------------------------------------------------------------
+
+  function initPanel() {
+    root()
+      .querySelectorAll("form[data-timed]")
+      .forEach((form) => {
+        const token = form.querySelector("[name=client_token]")?.value;
+        if (token && !starts.has(token)) starts.set(token, performance.now());
+      });
+    const list = root().querySelector("[data-rows]");
+    if (list && !list.querySelector(".ws-row.active")) {
+      const first = Array.from(list.querySelectorAll(".ws-row")).find((r) => !r.classList.contains("settled"));
+      if (first) first.classList.add("active");
+    }
+  }
+
+  function onSubmitCapture(event) {
+    const form = event.target;
+    if (!form.matches || !form.matches("form[data-timed]")) return;
+    const token = form.querySelector("[name=client_token]")?.value;
+    const field = form.querySelector("[name=seconds_taken]");
+    if (token && field && starts.has(token)) {
+      field.value = ((performance.now() - starts.get(token)) / 1000).toFixed(1);
+    }
+  }
+
+  function afterSettle(event) {
+    initPanel();
+    const swapped = event.detail.target;
+    if (!swapped || swapped.id !== "workspace") return;
+    const invalid = swapped.querySelector(".error, .ws-errors");
+    const field = invalid && invalid.closest("label, .ws-field, .ws-note")?.querySelector("textarea, input:not([type=radio])");
+    if (field && isTextField(field)) field.focus();
+    else swapped.querySelector(".ws-item")?.focus({ preventScroll: true });
+  }
+
+  function responseMessage(xhr) {
+    const type = xhr.getResponseHeader("Content-Type") || "";
+    if (type.startsWith("text/plain") && xhr.responseText) return xhr.responseText;
+    if (xhr.status === 403) return "You may not do that in this project.";
+    if (xhr.status === 404) return "That item or project no longer exists for you.";
+    return `The server could not save this (error ${xhr.status}). Your input is kept: press Enter to try again — it will not be saved twice.`;
+  }
+
+  document.addEventListener("keydown", onKeyDown);
+  document.addEventListener("submit", onSubmitCapture, true);
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-help-open]")) toggleHelp();
+  });
+  document.addEventListener("focusin", (event) => {
+    const row = event.target.closest && event.target.closest("[data-rows] .ws-row");
+    if (row && !row.classList.contains("active")) setActiveRow(row);
+  });
+  document.addEventListener("pointerdown", (event) => {
+    const row = event.target.closest && event.target.closest("[data-rows] .ws-row");
+    if (row && !row.classList.contains("active")) setActiveRow(row);
+  });
+  document.body.addEventListener("htmx:beforeRequest", clearAlert);
+  document.body.addEventListener("htmx:afterSettle", afterSettle);
+  document.body.addEventListener("htmx:responseError", (event) => showAlert(responseMessage(event.detail.xhr)));
+  document.body.addEventListener("htmx:sendError", () =>
+    showAlert("Could not reach the server. Nothing was lost: your input is still here — press Enter to try again.")
+  );
+  initPanel();
+})();

@@ -1,0 +1,352 @@
+"""The labelling workspace through the views: claims, submit, skip, undo, errors, blind mode."""
+
+import re
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import Assignment, Label, PairwisePreference, Role
+from annotation.services.labels import label_submit
+from annotation.services.projects import membership_add
+from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
+from tests.factories import ReportFactory
+
+from .conftest import claim_of
+
+pytestmark = pytest.mark.django_db
+
+
+def url(name, project, item=None):
+    args = [project.pk] if item is None else [project.pk, item.pk]
+    return reverse(f"annotation:{name}", args=args)
+
+
+def form_token(html: str) -> str:
+    return re.search(r'name="client_token" value="([0-9a-f-]{36})"', html).group(1)
+
+
+def body(response) -> str:
+    return response.content.decode()
+
+
+# --- Claiming and showing ---------------------------------------------------------------------
+
+
+def test_workspace_page_claims_an_item_and_shows_the_proposal_with_its_survey(as_user, verify, alice):
+    client = as_user(alice, hx=False)
+    response = client.get(url("workspace", verify))
+    html = body(response)
+    assert response.status_code == 200
+    claim = claim_of(alice, verify)
+    assert f'data-item="{claim.item_id}"' in html
+    assert "Source survey" in html and "Everything proposed for this task" in html
+    assert 'data-key="a"' in html and 'data-key="r"' in html and 'data-key="s"' in html
+    assert form_token(html)
+    assert 'id="ws-help"' in html  # the ? overlay
+
+
+def test_htmx_requests_get_the_panel_only_and_keep_the_held_claim(as_user, verify, alice):
+    client = as_user(alice)
+    first = client.get(url("workspace", verify))
+    again = client.get(url("workspace", verify))
+    assert "<html" not in body(first)
+    assert 'hx-swap-oob="true"' in body(first)  # the progress line
+    assert Assignment.objects.filter(user=alice, project=verify).count() == 1
+    assert re.search(r'data-item="(\d+)"', body(first))[1] == re.search(r'data-item="(\d+)"', body(again))[1]
+
+
+@pytest.mark.parametrize("name", ["workspace", "item", "label", "skip", "undo", "progress", "adjudication"])
+def test_outsiders_get_404_everywhere(as_user, verify, name):
+    outsider = annotator("mallory")
+    item = verify.items.first()
+    target = url(name, verify, item if name in ("item", "label", "skip") else None)
+    client = as_user(outsider)
+    response = client.post(target, {}) if name in ("label", "skip", "undo") else client.get(target)
+    assert response.status_code == 404
+    assert not Label.objects.exists()
+
+
+def test_viewers_may_not_claim_items(as_user, verify, owner):
+    viewer = annotator("victor")
+    membership_add(project=verify, user=viewer, role=Role.VIEWER, actor=owner)
+    response = as_user(viewer).get(url("workspace", verify))
+    assert response.status_code == 403
+    assert "may not label" in body(response)
+
+
+def test_pages_need_login(client, verify):
+    response = client.get(url("workspace", verify))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+# --- Verify -----------------------------------------------------------------------------------
+
+
+def test_accept_loads_the_next_item_without_a_full_page(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    first = claim_of(alice, verify).item
+    response = client.post(url("label", verify, first), {"client_token": form_token(html), "decision": "accept"})
+    assert response.status_code == 200
+    assert "<html" not in body(response)
+    assert f"Saved your label on item {first.position}" in body(response)
+    label = Label.objects.get(annotator=alice)
+    assert label.value["decision"] == "accept"
+    second = claim_of(alice, verify).item
+    assert second != first and f'data-item="{second.pk}"' in body(response)
+    assert '<strong data-testid="my-labels">1</strong>' in body(response)
+
+
+def test_resubmitting_the_same_form_stores_one_label(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    data = {"client_token": form_token(html), "decision": "accept"}
+    first = client.post(url("label", verify, item), data)
+    retry = client.post(url("label", verify, item), data)  # e.g. the answer to the first was lost
+    assert first.status_code == retry.status_code == 200
+    assert Label.objects.filter(annotator=alice).count() == 1
+
+
+def test_invalid_input_comes_back_with_the_entered_values(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    tok = form_token(html)
+    response = client.post(url("label", verify, item), {"client_token": tok, "decision": "reject", "note": "too vague"})
+    page = body(response)
+    assert response.status_code == 422
+    assert "value.reason" not in page and "required" in page  # the service's message, on the reason field
+    assert re.search(r'value="reject" id="[^"]+" checked', page)
+    assert "too vague</textarea>" in page
+    assert form_token(page) == tok  # the retry stays idempotent
+    assert not Label.objects.exists()
+
+
+def test_other_needs_a_note(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    data = {"client_token": form_token(html), "decision": "reject", "reason": "other"}
+    response = client.post(url("label", verify, item), data)
+    assert response.status_code == 422 and "Say what is wrong" in body(response)
+
+
+def test_edit_in_place_sends_only_the_changed_fields(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    target = item.project.items.model.objects.get(pk=item.pk)
+    assert 'name="edit-text"' in html
+    from annotation.selectors import item_target
+
+    current = item_target(target)
+    data = {
+        "client_token": form_token(html), "decision": "edit", "edit-text": "The report should name the radar types.",
+        "edit-subgroup": current.subgroup, "edit-reward": str(current.reward),
+    }
+    response = client.post(url("label", verify, item), data)
+    assert response.status_code == 200, body(response)
+    assert Label.objects.get().value["edits"] == {"text": "The report should name the radar types."}
+
+
+def test_edit_without_a_change_is_refused(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    response = client.post(url("label", verify, item), {"client_token": form_token(html), "decision": "edit"})
+    assert response.status_code == 422 and "changed nothing" in body(response)
+
+
+def test_a_lost_item_says_so_and_keeps_the_input(as_user, verify, alice, bob, carol, owner):
+    membership_add(project=verify, user=carol, role=Role.ANNOTATOR, actor=owner)
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    claim = claim_of(alice, verify)
+    Assignment.objects.filter(pk=claim.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    for other in (bob, carol):  # the slots went to others, who completed the item
+        label_submit(item=claim.item, annotator=other, value={"decision": "accept"}, client_token=token())
+    data = {"client_token": form_token(html), "decision": "reject", "reason": "ambiguous", "note": "which radar?"}
+    response = client.post(url("label", verify, claim.item), data)
+    assert response.status_code == 409
+    assert "already has all 2 labels" in body(response)
+    assert "which radar?</textarea>" in body(response)
+
+
+def test_skip_then_undo_brings_the_item_back(as_user, verify, alice):
+    client = as_user(alice)
+    client.get(url("workspace", verify))
+    skipped = claim_of(alice, verify).item
+    response = client.post(url("skip", verify, skipped))
+    assert f"Skipped item {skipped.position}" in body(response)
+    assert Assignment.objects.get(item=skipped, user=alice).status == Assignment.Status.SKIPPED
+    assert claim_of(alice, verify).item != skipped
+    undone = client.post(url("undo", verify))
+    assert undone.status_code == 200
+    assert f'data-item="{skipped.pk}"' in body(undone) and "Undid your skip" in body(undone)
+
+
+def test_undo_removes_the_label_and_shows_the_item_for_labelling_again(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    client.post(url("label", verify, item), {"client_token": form_token(html), "decision": "accept"})
+    response = client.post(url("undo", verify))
+    assert not Label.objects.exists()
+    assert f'data-item="{item.pk}"' in body(response) and 'name="decision"' in body(response)
+    nothing = as_user(annotator("newbie"))
+    membership_add(project=verify, user=annotator("newbie"), role=Role.ANNOTATOR, actor=verify.created_by)
+    empty = nothing.post(url("undo", verify))
+    assert "Nothing to undo" in body(empty) and empty["HX-Retarget"] == "#ws-alert"
+
+
+def test_non_htmx_submit_redirects_to_the_next_item(as_user, verify, alice):
+    client = as_user(alice, hx=False)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    response = client.post(url("label", verify, item), {"client_token": form_token(html), "decision": "accept"})
+    assert response.status_code == 302 and response["Location"] == url("workspace", verify)
+
+
+# --- Pairwise ---------------------------------------------------------------------------------
+
+
+def test_pairwise_shows_two_anonymous_reports_with_linked_citations(as_user, owner, alice):
+    project = pairwise_project(owner, [alice], n_systems=2, overlap=1)
+    client = as_user(alice)
+    html = body(client.get(url("workspace", project)))
+    assert "Report A" in html and "Report B" in html
+    for system in project.pairs.first().report_left.system, project.pairs.first().report_right.system:
+        assert system.name not in html  # blind
+    assert 'href="#ref-left-0"' in html and 'id="ref-left-0"' in html
+    assert 'data-key="1 ArrowLeft"' in html and "data-timed" in html
+
+
+def test_pairwise_records_positions_time_and_dimensions(as_user, owner, alice):
+    project = pairwise_project(owner, [alice], n_systems=2, overlap=1, dimensions=["coverage", "citations"])
+    client = as_user(alice)
+    html = body(client.get(url("workspace", project)))
+    item = claim_of(alice, project).item
+    pair = project.pairs.get(pk=item.target_id)
+    data = {
+        "client_token": form_token(html), "choice": "right", "dim_coverage": "right", "dim_citations": "tie",
+        "reason": "B covers more", "seconds_taken": "42.5",
+        "left_report_id": pair.report_left_id, "right_report_id": pair.report_right_id,
+    }
+    response = client.post(url("label", project, item), data)
+    assert response.status_code == 200, body(response)
+    preference = PairwisePreference.objects.get(annotator=alice)
+    assert (preference.report_left_id, preference.choice) == (pair.report_left_id, "right")
+    assert preference.seconds_taken == 42.5 and preference.dimensions == {"coverage": "right", "citations": "tie"}
+
+
+def test_report_markdown_is_sanitized(as_user, owner, alice):
+    project = pairwise_project(owner, [alice], n_systems=2, overlap=1)
+    ReportFactory._meta.model.objects.filter(task__in=project.tasks.all()).update(
+        text="# T\n\n<script>alert(1)</script> [x](javascript:alert(2)) ok [1].\n\n## References\n[1] A paper."
+    )
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert "<script>alert(1)" not in html and 'href="javascript:' not in html
+
+
+# --- Agreement, blind -------------------------------------------------------------------------
+
+
+def test_the_judge_is_revealed_only_after_the_label_is_committed(as_user, owner, alice):
+    project = agreement_project(owner, [alice], labels=["omitted"])
+    verdict_rationale = "The report states it in section 2."
+    client = as_user(alice)
+    html = body(client.get(url("workspace", project)))
+    item = claim_of(alice, project).item
+    assert verdict_rationale not in html and "judge-verdict" not in html
+    assert "appears after you submit" in html
+    response = client.post(url("label", project, item), {"client_token": form_token(html), "label": "correct"})
+    revealed = body(response)
+    assert response.status_code == 200
+    assert 'data-testid="judge-verdict"' in revealed and verdict_rationale in revealed
+    assert "You disagreed with the judge." in revealed
+    assert Label.objects.get().value == {"label": "correct", "judge_correct": False, "correction": "", "note": ""}
+
+
+def test_an_open_project_shows_the_judge_and_asks_if_it_was_right(as_user, owner, alice):
+    project = agreement_project(owner, [alice], labels=["correct"], blind=False)
+    client = as_user(alice)
+    html = body(client.get(url("workspace", project)))
+    item = claim_of(alice, project).item
+    assert 'data-testid="judge-verdict"' in html and 'data-key="y"' in html
+    response = client.post(url("label", project, item), {"client_token": form_token(html), "judge_correct": "yes"})
+    assert response.status_code == 200
+    assert Label.objects.get().value["label"] == "correct"
+    contradiction = {"client_token": str(uuid.uuid4()), "judge_correct": "no"}
+    client.post(url("undo", project))
+    response = client.post(url("label", project, item), contradiction)
+    assert response.status_code == 422 and "required" in body(response)
+
+
+def test_a_judged_statement_is_shown_with_the_sentence_and_the_source_it_cites(as_user, owner, alice):
+    from annotation.services.projects import project_create
+    from scoring.models import Statement
+    from tests.annotation_factories import JudgeConfigFactory, VerdictFactory
+    from tests.factories import TaskFactory
+
+    judge = JudgeConfigFactory()
+    report = ReportFactory(
+        task=TaskFactory(),
+        text="# R\n\nRadar point clouds are sparse [1]. Cameras fail at night.\n\n## References\n[1] RadarScenes.",
+    )
+    statement = Statement.objects.create(
+        report=report, judge_config=judge, prompt_version="v1", kind="cited", position=0,
+        text="Radar point clouds are sparse",
+    )
+    VerdictFactory(report=report, judge_config=judge, target_kind="statement", target_id=statement.pk, label="supported")
+    project = project_create(
+        name="statements", kind="agreement", created_by=owner, tasks=[report.task], judge_config=judge,
+        label_set={"label": ["supported", "unsupported"]},
+    )
+    membership_add(project=project, user=alice, role=Role.ANNOTATOR, actor=owner)
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert "Where the report says it" in html
+    assert 'href="#ref-report-0">[1] RadarScenes.</a>' in html
+
+
+def test_outline_comparisons_show_both_outlines(as_user, owner, alice):
+    project = pairwise_project(owner, [alice], n_systems=2, overlap=1, component="outline")
+    ReportFactory._meta.model.objects.filter(task__in=project.tasks.all()).update(
+        parsed={"outline": [{"level": 1, "title": "Radar basics"}, {"level": 2, "title": "Doppler"}]}
+    )
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert html.count('<li class="lvl2">Doppler</li>') == 2 and "Which outline answers" in html
+
+
+def test_state_changing_requests_need_the_csrf_token(verify, alice):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    page = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    data = {"client_token": form_token(page), "decision": "accept"}
+    assert client.post(url("label", verify, item), data, HTTP_HX_REQUEST="true").status_code == 403
+    csrf = client.cookies["csrftoken"].value
+    response = client.post(url("label", verify, item), data, HTTP_HX_REQUEST="true", HTTP_X_CSRFTOKEN=csrf)
+    assert response.status_code == 200 and Label.objects.count() == 1
+
+
+@pytest.mark.parametrize("name", ["label", "skip", "undo"])
+def test_state_changing_urls_refuse_get(as_user, verify, alice, name):
+    item = verify.items.first()
+    response = as_user(alice).get(url(name, verify, item if name != "undo" else None))
+    assert response.status_code == 405
+
+
+def test_curators_see_a_complete_item_with_every_label(as_user, verify, owner, alice, bob):
+    item = verify.items.first()
+    for user, decision in ((alice, "accept"), (bob, "reject")):
+        value = {"decision": decision, "reason": "duplicate" if decision == "reject" else ""}
+        label_submit(item=item, annotator=user, value=value, client_token=token())
+    html = body(as_user(owner).get(url("item", verify, item)))
+    assert "Reject — Duplicate" in html and "Accept" in html and 'name="decision"' not in html
+    assert "Undo my label" not in html  # the curator gave no label here
