@@ -10,6 +10,7 @@ from annotation.assignment import next_item_for
 from annotation.models import AnnotationItem, GoldLabel, Label, PairwisePreference, Role
 from annotation.services.labels import label_submit
 from annotation.services.projects import membership_add, project_create
+from benchmark.models import Nugget
 from scoring.models import Verdict
 from tests.annotation_factories import JudgeConfigFactory, ProfileFactory, VerdictFactory, token
 from tests.factories import (
@@ -197,19 +198,44 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     press(page, "a", "Enter")
     assert wait_item(page, fourth) == fifth
 
-    # 5. reject as "other" with a note: 6 picks the reason and focuses the note
+    # 5. a missing nugget, added with the keyboard: n opens the form on its kind, Tab to the text,
+    #    Ctrl+Enter adds it (an empty text is refused first, with the error on the field)
     expect(page.locator(".ws-proposal")).to_contain_text("fog and darkness")
+    press(page, "n")
+    expect(page.locator("#ws-add select[name=add-kind]")).to_be_focused()
+    expect(page.locator("#ws-add select[name=add-kind]")).to_have_value("nugget")
+    press(page, "Tab", "Control+Enter")
+    expect(page.locator("#ws-add .error")).to_contain_text("This field is required")
+    expect(page.locator("#ws-add textarea[name=add-text]")).to_be_focused()
+    page.keyboard.type("Only K-Radar ships 4D radar tensors.")
+    press(page, "Tab", "ArrowUp")  # importance: okay → vital
+    expect(page.locator("#ws-add select[name=add-importance]")).to_have_value("vital")
+    screenshot("verify-add-missing")
+    press(page, "Control+Enter")
+    expect(page.locator("[data-testid=added]")).to_contain_text("Added nugget “Only K-Radar ships 4D radar tensors.”")
+    expect(page.locator(".ws-item")).to_be_focused()
+    expect(page.locator("#ws-add details")).not_to_have_attribute("open", "")
+    screenshot("verify-add-missing-done")
+
+    # 6. reject as "other" with a note: 6 picks the reason and focuses the note
     press(page, "r", "6")
     page.keyboard.type("Not a claim of this survey: it is its motivation.")
     press(page, "Escape", "Enter")
+    wait_item(page, fifth)
+
+    # 7. the added nugget is reviewed like any proposal
+    expect(page.locator(".ws-proposal")).to_contain_text("Only K-Radar ships 4D radar tensors.")
+    press(page, "a", "Enter")
     expect(page.locator(".ws-done")).to_contain_text("Nothing left for you")
-    expect(page.locator("[data-testid=my-labels]")).to_have_text("5")
+    expect(page.locator("[data-testid=my-labels]")).to_have_text("6")
     screenshot("verify-done")
     labels = Label.objects.filter(project=verify, annotator=world["ann1"]).order_by("created_at")
     values = [label.value for label in labels]
-    assert [value["decision"] for value in values] == ["accept", "reject", "edit", "accept", "reject"]
+    assert [value["decision"] for value in values] == ["accept", "reject", "edit", "accept", "reject", "accept"]
     assert values[1]["reason"] == "ambiguous" and values[4]["reason"] == "other"
     assert values[2]["edits"] == {"text": "The report says radar points suffer from multipath noise."}
+    added = Nugget.objects.get(text="Only K-Radar ships 4D radar tensors.")
+    assert (added.origin, added.proposed_by, added.importance) == ("human", "annotator1", "vital")
 
     # --- Two pairwise preferences --------------------------------------------------------------
     page.goto(f"{live_server.url}/annotate/{pairwise.pk}/")

@@ -1,4 +1,4 @@
-"""Real-browser tests: Debian's chromium driven by Playwright (never a downloaded browser).
+"""Fixtures for real-browser tests: Debian's chromium driven by Playwright (never a downloaded browser).
 
 Screenshots land in ``test-artifacts/screenshots/`` so a person can look at them.
 """

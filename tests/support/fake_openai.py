@@ -1,0 +1,231 @@
+"""A scripted OpenAI-compatible server on the loopback interface, for tests and benchmarks.
+
+A real HTTP server (``ThreadingHTTPServer`` on 127.0.0.1, a free port, its own
+thread) serving ``POST /v1/chat/completions`` and ``POST /v1/embeddings``. What it
+answers is scripted per test:
+
+* ``server.script(reply, ...)`` queues replies, used in order, one per request;
+* ``server.responder = fn`` answers when the queue is empty: ``fn(request) -> Reply``;
+  the default answers chat with an empty JSON object and embeddings with
+  deterministic vectors;
+* ``fault_rate`` (with ``seed``) turns that share of requests into HTTP 500s,
+  deterministically in request order; ``latency`` delays every reply.
+
+Replies: ``Reply.json(data)`` (a completion whose content is that JSON, with usage),
+``Reply.text(content)`` (any content, e.g. malformed JSON), ``Reply.error(status,
+retry_after=...)``, ``Reply.hang(seconds)`` (sleeps past the client's timeout),
+``Reply.embeddings(vectors)``. Every request is recorded (``server.requests``) with
+its path, JSON body and arrival time; ``max_in_flight`` is the most requests handled
+at once.
+"""
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+
+@dataclass
+class Request:
+    path: str
+    body: dict
+    headers: dict
+    arrived: float
+    index: int
+
+    @property
+    def prompt(self) -> str:
+        """All message contents of a chat request, joined."""
+        return "\n".join(str(m.get("content", "")) for m in self.body.get("messages", []))
+
+    @property
+    def last_message(self) -> str:
+        messages = self.body.get("messages", [])
+        return str(messages[-1].get("content", "")) if messages else ""
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: dict | str | None = None
+    headers: dict = field(default_factory=dict)
+    hang: float = 0.0
+
+    @classmethod
+    def text(cls, content: str, *, tokens_in: int = 100, tokens_out: int = 20, model: str = "fake-judge") -> "Reply":
+        return cls(body={
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                      "total_tokens": tokens_in + tokens_out},
+        })
+
+    @classmethod
+    def json(cls, data: dict, **usage) -> "Reply":
+        return cls.text(json.dumps(data), **usage)
+
+    @classmethod
+    def error(cls, status: int, message: str = "scripted failure", *, retry_after: str | None = None) -> "Reply":
+        headers = {"Retry-After": retry_after} if retry_after is not None else {}
+        return cls(status=status, body={"error": {"message": message, "type": "server_error", "code": None}},
+                   headers=headers)
+
+    @classmethod
+    def hang_for(cls, seconds: float) -> "Reply":
+        return cls(hang=seconds, body={"error": {"message": "too late"}}, status=504)
+
+    @classmethod
+    def embeddings(cls, vectors, *, model: str = "fake-embedder") -> "Reply":
+        return cls(body={"object": "list", "model": model,
+                         "data": [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]}
+                                  for i, v in enumerate(vectors)],
+                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+
+def fake_vector(text: str, dim: int = 16) -> np.ndarray:
+    """A deterministic pseudo-embedding of a text (not normalised, so clients must normalise)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little")
+    return np.random.default_rng(seed).normal(size=dim) * 3.0
+
+
+def default_responder(request: Request) -> Reply:
+    if request.path.endswith("/embeddings"):
+        inputs = request.body.get("input", [])
+        return Reply.embeddings([fake_vector(t) for t in ([inputs] if isinstance(inputs, str) else inputs)])
+    return Reply.json({})
+
+
+_ITEM_ID = re.compile(r'^\{"id": (\d+), "text"', re.MULTILINE)
+
+
+def checklist_responder(request: Request, label: str = "correct") -> Reply:
+    """Answers a ``deepsynth.checklist_group`` prompt: one verdict per item id found in the prompt."""
+    ids = [int(i) for i in _ITEM_ID.findall(request.prompt)]
+    return Reply.json({"verdicts": [{"id": i, "label": label, "evidence": "scripted", "rationale": "scripted"}
+                                    for i in dict.fromkeys(ids)]})
+
+
+class FakeOpenAI:
+    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0) -> None:
+        self.latency = latency
+        self.fault_rate = fault_rate
+        self.responder: Callable[[Request], Reply] = default_responder
+        self.requests: list[Request] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._queue: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting ------------------------------------------------------------------------------------------------
+
+    def script(self, *replies: Reply) -> "FakeOpenAI":
+        with self._lock:
+            self._queue.extend(replies)
+        return self
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start() the server first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def chat_requests(self) -> list[Request]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    # --- lifecycle ------------------------------------------------------------------------------------------------
+
+    def start(self) -> "FakeOpenAI":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
+
+            def log_message(self, *args) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+                fake._handle(self)
+
+            def do_GET(self) -> None:  # noqa: N802
+                fake._send(self, Reply(status=404, body={"error": {"message": "not found"}}))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # --- serving --------------------------------------------------------------------------------------------------
+
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {"_unparsable": raw.decode("utf-8", "replace")}
+        with self._lock:
+            request = Request(handler.path, body, dict(handler.headers), time.monotonic(), len(self.requests))
+            self.requests.append(request)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            faulty = self.fault_rate > 0 and self._rng.random() < self.fault_rate
+            scripted = self._queue.popleft() if self._queue else None
+        try:
+            if handler.path not in ("/v1/chat/completions", "/v1/embeddings"):
+                reply = Reply(status=404, body={"error": {"message": f"no route {handler.path}"}})
+            elif faulty:
+                reply = Reply.error(500, "injected fault")
+            else:
+                reply = scripted or self.responder(request)
+            if self.latency:
+                self._stopping.wait(self.latency)
+            if reply.hang:
+                self._stopping.wait(reply.hang)
+            self._send(handler, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test): nothing to answer
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+        payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
+        data = payload.encode("utf-8")
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in reply.headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+        handler.wfile.flush()
