@@ -1,0 +1,128 @@
+"""Evaluation-run throughput: DeepSynth reports through ``job_execute`` against a slow endpoint.
+
+100 reports (25 systems × the 4 real DeepSynth-Eval example tasks, 49 checklist groups,
+so 1,225 judge calls) are evaluated by the real OpenAI-compatible backend talking to a
+loopback server (a process of its own) that answers after 200 ms. The judge
+configuration allows 8 calls in flight; jobs run on 8 threads, as a Celery worker with
+``--pool=threads --concurrency=8`` would, and the backend's per-endpoint limit keeps the
+calls in flight at 8. The ideal is calls × latency / concurrency; the target is 1.2 ×
+that. Each repetition uses a new judge configuration, so no verdict is reused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import queue
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+LATENCY = 0.2
+CONCURRENCY = 8
+JOB_THREADS = 8
+SYSTEMS = 25
+ROOT = Path(__file__).resolve().parent.parent
+DATASET = ROOT.parent / "shared" / "datasets" / "deepsynth-eval" / "example_gen_result.jsonl"
+_counter = itertools.count()
+
+
+def _reports():
+    """The example tasks and 25 systems' reports on each (the example report, lightly varied)."""
+    from benchmark.importers.catalogue import run_import
+    from benchmark.models import Report, System, Task
+    from benchmark.services.reports import ReportInput, reports_submit
+
+    tasks = list(Task.objects.filter(protocol="deepsynth", source="deepsynth").order_by("key"))
+    if not tasks:
+        run_import("deepsynth", DATASET)
+        tasks = list(Task.objects.filter(protocol="deepsynth", source="deepsynth").order_by("key"))
+    systems = [System.objects.get_or_create(name=f"bench-system-{i:02d}", version="")[0] for i in range(SYSTEMS)]
+    if Report.objects.filter(system__in=systems, task__in=tasks).count() < len(systems) * len(tasks):
+        examples = {r.task_id: r.text for r in Report.objects.filter(task__in=tasks, system__name="deepsynth-example")}
+        reports_submit(items=[
+            ReportInput(task=task, system=system, text=f"{examples.get(task.pk, '')}\n\n(written by {system.name})")
+            for task in tasks for system in systems
+        ])
+    return tasks, systems
+
+
+def _serve() -> tuple[subprocess.Popen, str]:
+    """The loopback endpoint in its own process; returns it and its base URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.scoring.services.loopback", "--delay", str(LATENCY)],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    return server, server.stdout.readline().strip()
+
+
+def _stats(base_url: str) -> dict:
+    with urllib.request.urlopen(base_url + "/stats", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _throughput_setup():
+    from django.db import connection
+
+    from scoring.judges.openai_judge import OpenAIJudge
+    from scoring.models import JudgeConfig
+    from scoring.pipelines.deepsynth import checklist_for_scoring
+    from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+
+    tasks, systems = _reports()
+    calls = sum(len(checklist_for_scoring(task)) for task in tasks) * len(systems)
+    server, base_url = _serve()
+    config = JudgeConfig.objects.create(
+        name=f"bench-loopback-{next(_counter)}-{base_url.rsplit(':', 1)[-1]}", backend="openai",
+        base_url=base_url, model="loopback", max_concurrency=CONCURRENCY, max_retries=0,
+    )
+    run = run_start(run=run_create(protocol="deepsynth", judge_config=config, systems=systems, tasks=tasks),
+                    enqueue=False)
+    judge = OpenAIJudge(config)
+    ideal = calls * LATENCY / CONCURRENCY
+
+    def execute() -> None:
+        jobs: queue.Queue[int] = queue.Queue()
+        for pk in run.jobs.order_by("pk").values_list("pk", flat=True):
+            jobs.put(pk)
+
+        def worker() -> None:
+            try:
+                while True:
+                    try:
+                        pk = jobs.get_nowait()
+                    except queue.Empty:
+                        return
+                    job_execute(job_id=pk, judge=judge, enqueue=False)
+            finally:
+                connection.close()
+
+        try:
+            threads = [threading.Thread(target=worker) for _ in range(JOB_THREADS)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            finished = run_finalize(run=run)
+            stats = _stats(base_url)
+        finally:
+            server.terminate()
+            server.wait(10)
+        assert finished.status == "finished", finished.error
+        assert stats["requests"] == calls, (stats, calls)
+        assert stats["max_in_flight"] <= CONCURRENCY, stats
+        print(f"    {calls} calls, ideal {ideal:.1f} s, at most {stats['max_in_flight']} in flight")
+
+    return execute
+
+
+def _ideal_target() -> float:
+    """1.2 × the ideal for the 1,225 calls of the example tasks (49 groups × 25 systems)."""
+    return 1.2 * 49 * SYSTEMS * LATENCY / CONCURRENCY
+
+
+BENCHMARKS = [
+    ("100 DeepSynth reports, 200 ms endpoint, 8 in flight (1.2× ideal)", _ideal_target(), _throughput_setup),
+]

@@ -1,0 +1,1 @@
+"""Writes of the scoring app: plain ``<entity>_<action>`` functions, one transaction each."""

@@ -1,0 +1,381 @@
+"""Evaluation runs: create, start, cancel, resume, execute one job, finalize, rescore.
+
+A run fans out into ``RunJob`` rows, one per (report, pipeline step). Each job is a
+Celery task (``scoring.tasks.execute_job``) enqueued after the transaction commits;
+jobs never run in the web process.
+
+Exactly-once execution. ``job_execute`` holds a PostgreSQL session advisory lock on the
+job for as long as it executes, and claims the job with a conditional UPDATE. Two
+workers can therefore never execute one job at the same time, and a job left
+``running`` by a killed worker is recognisable: its lock is free (the database dropped
+it with the dead worker's connection). Such an orphan is claimable again when its
+message is redelivered, and ``jobs_recover`` (run when a worker starts) or
+``run_resume`` re-enqueues it — needed because the filesystem broker deletes a message
+when it hands it out, so a SIGKILLed worker's message is gone. Whatever a job stored
+before the kill stays: verdicts are committed as each judge answer arrives and are
+reused, never duplicated, when the job runs again.
+
+Other databases (SQLite, the embedded single-machine default) have no advisory locks:
+there a job is claimed only from ``pending``, and ``run_resume`` puts jobs left
+``running`` back to ``pending`` assuming no live worker still executes them (if one
+does, the unique verdict key still prevents duplicate rows; the cost is repeated calls).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import Count, Exists, F, OuterRef
+from django.utils import timezone
+
+from benchmark.models import Report, System, Task, TaskSet
+from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
+from scoring.pipelines import pipeline_for
+
+logger = logging.getLogger(__name__)
+
+Run = EvaluationRun.Status
+Job = RunJob.Status
+ACTIVE_JOB_STATUSES = (Job.PENDING, Job.RUNNING)
+TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+# Advisory lock keys are one bigint: this namespace plus the job id (ids below 2**40).
+_LOCK_NAMESPACE = 0x5E5 << 40
+
+
+class JudgeUnavailable(RuntimeError):
+    """The judge backends are not installed (``scoring.judges.judge_for`` is missing)."""
+
+
+# --- creating and steering runs ----------------------------------------------------------
+
+
+@transaction.atomic
+def run_create(
+    *,
+    protocol: str,
+    judge_config: JudgeConfig,
+    systems: Iterable[System],
+    task_set: TaskSet | None = None,
+    tasks: Iterable[Task] | None = None,
+    name: str = "",
+    actor=None,
+) -> EvaluationRun:
+    """A pending run with one job per (report, step) for every report of these tasks by these systems."""
+    try:
+        pipeline = pipeline_for(protocol)
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+    systems = list(systems)
+    if not systems:
+        raise ValidationError("choose at least one system to evaluate")
+    if (task_set is None) == (tasks is None):
+        raise ValidationError("give either a task set or a list of tasks (exactly one of them)")
+    task_list = list(task_set.tasks.all()) if task_set is not None else list(tasks)
+    if not task_list:
+        raise ValidationError("the run has no task to evaluate")
+    foreign = sorted(t.key for t in task_list if t.protocol != protocol)
+    if foreign:
+        raise ValidationError(f"tasks of another protocol than {protocol!r}: {', '.join(foreign[:10])}")
+    reports = list(
+        Report.objects.filter(task__in=task_list, system__in=systems)
+        .select_related("task", "system")
+        .defer("text", "parsed")
+        .order_by("task__key", "system__name", "system__version")
+    )
+    if not reports:
+        raise ValidationError("none of these systems has a report on these tasks: nothing to evaluate")
+    run = EvaluationRun.objects.create(
+        name=name, protocol=protocol, task_set=task_set, judge_config=judge_config,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    run.systems.set(systems)
+    if task_set is None:
+        run.tasks.set(task_list)
+    RunJob.objects.bulk_create(
+        [RunJob(run=run, report=report, step=step) for report in reports for step in pipeline.steps_for(report)]
+    )
+    return run
+
+
+@transaction.atomic
+def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
+    """Mark a pending run running and enqueue its jobs once committed.
+
+    ``enqueue=False`` is for the ``evaluate --inline`` command only, which then executes
+    the jobs in its own process."""
+    run = _lock_run(run)
+    if run.status != Run.PENDING:
+        raise ValidationError(f"run #{run.pk} is {run.status}; only a pending run starts (resume it instead)")
+    run.status, run.started_at, run.finished_at, run.error = Run.RUNNING, timezone.now(), None, ""
+    run.save(update_fields=["status", "started_at", "finished_at", "error", "updated_at"])
+    if enqueue:
+        _enqueue_jobs(list(run.jobs.filter(status=Job.PENDING).order_by("pk").values_list("pk", flat=True)))
+    return run
+
+
+@transaction.atomic
+def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
+    """Cancel pending jobs; jobs already running finish (workers check the run before claiming)."""
+    run = _lock_run(run)
+    if run.status not in (Run.PENDING, Run.RUNNING):
+        raise ValidationError(f"run #{run.pk} is {run.status}; only a pending or running run can be cancelled")
+    now = timezone.now()
+    run.jobs.filter(status=Job.PENDING).update(status=Job.CANCELLED, finished_at=now, updated_at=now)
+    run.status, run.finished_at = Run.CANCELLED, now
+    run.save(update_fields=["status", "finished_at", "updated_at"])
+    return run
+
+
+@transaction.atomic
+def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
+    """Re-enqueue pending, failed and cancelled jobs, jobs a dead worker left running, and done
+    jobs whose report's score card counts items the judge failed on.
+
+    Verdicts already stored are reused, so resuming makes calls only for what is missing
+    or errored. A run with nothing left to do is finalized again at once."""
+    run = _lock_run(run)
+    if run.status == Run.PENDING:
+        raise ValidationError(f"run #{run.pk} has not started; start it instead")
+    retry = set(run.jobs.filter(status__in=[Job.PENDING, Job.FAILED, Job.CANCELLED]).values_list("pk", flat=True))
+    incomplete = run.score_cards.filter(report__isnull=False, items_failed__gt=0).values("report_id")
+    retry |= set(run.jobs.filter(status=Job.DONE, report_id__in=incomplete).values_list("pk", flat=True))
+    retry |= _orphaned_jobs(run.jobs.filter(status=Job.RUNNING))
+    now = timezone.now()
+    RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", finished_at=None, updated_at=now)
+    run.status, run.finished_at, run.error = Run.RUNNING, None, ""
+    run.save(update_fields=["status", "finished_at", "error", "updated_at"])
+    if enqueue:
+        _enqueue_jobs(sorted(retry))
+    if not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists():
+        run = run_finalize(run=run)
+    return run
+
+
+def jobs_recover() -> dict[str, int]:
+    """Re-enqueue jobs of running runs that a dead worker left ``running`` (PostgreSQL only:
+    elsewhere a live worker's job cannot be told apart), and finalize runs whose jobs have
+    all settled but whose finalization was lost. Called when a worker starts."""
+    requeued, finalized = [], 0
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
+            requeued = sorted(_orphaned_jobs(running))
+            now = timezone.now()
+            RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, updated_at=now)
+            _enqueue_jobs(requeued)
+    active = RunJob.objects.filter(run=OuterRef("pk"), status__in=ACTIVE_JOB_STATUSES)
+    for run in EvaluationRun.objects.filter(status=Run.RUNNING).exclude(Exists(active)):
+        run_finalize(run=run)
+        finalized += 1
+    if requeued or finalized:
+        logger.warning("recovered %d orphaned job(s), finalized %d settled run(s)", len(requeued), finalized)
+    return {"requeued": len(requeued), "finalized": finalized}
+
+
+# --- executing one job -------------------------------------------------------------------
+
+
+def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
+    """Execute one job at most once at a time; idempotent. Returns what happened:
+
+    ``done`` / ``failed`` (executed; a failure's error is on the job), ``busy`` (another
+    worker executes it now), ``cancelled`` (its run was cancelled before it started),
+    ``skipped`` (already settled, or its run is not running), ``missing``.
+
+    ``judge`` replaces the configured judge (tests, benchmarks); ``enqueue=False`` does not
+    enqueue the finalization when this job settles the run (``evaluate --inline``).
+    Transient database errors put the job back to pending and propagate, so the Celery
+    task retries it."""
+    with _job_lock(job_id) as acquired:
+        if not acquired:
+            return "busy"
+        outcome = _job_claim(job_id, orphan_claimable=connection.vendor == "postgresql")
+        if outcome != "claimed":
+            return outcome
+        job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
+        try:
+            pipeline = pipeline_for(job.run.protocol)
+            pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=judge or _judge_for(job.run.judge_config))
+        except TRANSIENT_DB_ERRORS:
+            _job_release(job_id)
+            raise
+        except Exception as exc:
+            logger.exception("job %s (%s on report %s) failed", job_id, job.step, job.report_id)
+            _job_settle(job, status=Job.FAILED, error=f"{type(exc).__name__}: {exc}", enqueue=enqueue)
+            return "failed"
+        except BaseException:  # worker shutdown: let the next delivery run it
+            _job_release(job_id)
+            raise
+        _job_settle(job, status=Job.DONE, error="", enqueue=enqueue)
+        return "done"
+
+
+def _judge_for(config: JudgeConfig):
+    try:
+        from scoring.judges import judge_for
+    except ImportError as exc:
+        raise JudgeUnavailable(
+            "the judge backends are not installed: scoring.judges.judge_for is missing"
+        ) from exc
+    return judge_for(config)
+
+
+@contextlib.contextmanager
+def _job_lock(job_id: int) -> Iterator[bool]:
+    """Hold the job's session advisory lock while executing it (PostgreSQL; elsewhere always granted)."""
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    key = _LOCK_NAMESPACE + int(job_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        acquired = bool(cursor.fetchone()[0])
+    try:
+        yield acquired
+    finally:
+        if acquired:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            except DatabaseError:  # the connection is gone, and with it the lock
+                logger.warning("could not release the lock of job %s; the connection was lost", job_id)
+
+
+def _orphaned_jobs(running_jobs) -> set[int]:
+    """Of these running jobs, those no live worker executes. On PostgreSQL: those whose advisory
+    lock is free, taken with a transaction lock so no worker claims them until the caller commits.
+    Elsewhere: all of them (see the module doc)."""
+    ids = list(running_jobs.values_list("pk", flat=True))
+    if connection.vendor != "postgresql" or not ids:
+        return set(ids)
+    orphans = set()
+    with connection.cursor() as cursor:
+        for job_id in ids:
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_LOCK_NAMESPACE + job_id])
+            if cursor.fetchone()[0]:
+                orphans.add(job_id)
+    return orphans
+
+
+def _job_claim(job_id: int, *, orphan_claimable: bool) -> str:
+    """Conditional UPDATE pending (or, under our lock, orphaned running) → running."""
+    now = timezone.now()
+    claimable = [Job.PENDING, Job.RUNNING] if orphan_claimable else [Job.PENDING]
+    run_running = EvaluationRun.objects.filter(pk=OuterRef("run_id"), status=Run.RUNNING)
+    claimed = (
+        RunJob.objects.filter(pk=job_id, status__in=claimable)
+        .filter(Exists(run_running))
+        .update(status=Job.RUNNING, attempts=F("attempts") + 1, started_at=now, finished_at=None, error="", updated_at=now)
+    )
+    if claimed:
+        return "claimed"
+    row = RunJob.objects.filter(pk=job_id).values("status", "run__status").first()
+    if row is None:
+        return "missing"
+    if row["status"] == Job.PENDING and row["run__status"] == Run.CANCELLED:
+        RunJob.objects.filter(pk=job_id, status=Job.PENDING).update(status=Job.CANCELLED, finished_at=now, updated_at=now)
+        return "cancelled"
+    return "skipped"
+
+
+def _job_release(job_id: int) -> None:
+    try:
+        RunJob.objects.filter(pk=job_id, status=Job.RUNNING).update(status=Job.PENDING, updated_at=timezone.now())
+    except DatabaseError:
+        logger.warning("could not put job %s back to pending; it will be recovered as an orphan", job_id)
+
+
+def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
+    """Mark the job settled; the job that settles the run's last one enqueues its finalization.
+    Locking the run row serializes settling jobs, so exactly one sees the run settled."""
+    from scoring.tasks import finalize_run
+
+    with transaction.atomic():
+        run = _lock_run(job.run)
+        now = timezone.now()
+        RunJob.objects.filter(pk=job.pk, status=Job.RUNNING).update(
+            status=status, error=error, finished_at=now, updated_at=now
+        )
+        settled = run.status == Run.RUNNING and not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists()
+        if settled and enqueue:
+            transaction.on_commit(lambda: finalize_run.delay(run.pk))
+
+
+def _enqueue_jobs(job_ids: Sequence[int]) -> None:
+    from scoring.tasks import execute_job
+
+    if job_ids:
+        transaction.on_commit(lambda: [execute_job.delay(job_id) for job_id in job_ids])
+
+
+# --- scores ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
+    """When every job has settled: store the score cards and mark the run finished (or failed,
+    when every job failed or the scores cannot be computed). Does nothing for a run that is
+    not running or not settled."""
+    run = _lock_run(run)
+    if run.status != Run.RUNNING or run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists():
+        return run
+    counts = dict(run.jobs.values_list("status").annotate(n=Count("pk")).order_by())
+    total, failed = sum(counts.values()), counts.get(Job.FAILED, 0)
+    run.status = Run.FAILED if total and failed == total else Run.FINISHED
+    run.error = f"{failed} of {total} jobs failed (see their errors; resume the run to retry them)" if failed else ""
+    try:
+        with transaction.atomic():
+            _score_cards_write(run)
+    except TRANSIENT_DB_ERRORS:
+        raise
+    except Exception as exc:  # e.g. a checklist the metrics refuse: say so on the run instead of retrying forever
+        logger.exception("scoring run %s failed", run.pk)
+        run.status, run.error = Run.FAILED, f"scoring failed: {type(exc).__name__}: {exc}"
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    return run
+
+
+@transaction.atomic
+def run_rescore(*, run: EvaluationRun) -> list[ScoreCard]:
+    """Recompute the run's score cards from the verdicts stored now, without any judge call."""
+    run = _lock_run(run)
+    if run.status == Run.RUNNING and run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists():
+        raise ValidationError(f"run #{run.pk} still has jobs to execute; rescore it once they have settled")
+    return _score_cards_write(run)
+
+
+def _score_cards_write(run: EvaluationRun) -> list[ScoreCard]:
+    """One card per report and one per system (the pipeline's aggregate of its report cards)."""
+    pipeline = pipeline_for(run.protocol)
+    reports = (
+        Report.objects.filter(pk__in=run.jobs.values("report_id"))
+        .select_related("task", "system")
+        .defer("parsed")
+        .order_by("task__key", "system__name", "system__version")
+    )
+    cards, per_system = [], defaultdict(list)
+    for report in reports:
+        score = pipeline.score_report(run=run, report=report)
+        per_system[report.system_id].append(score)
+        cards.append(_card(run, report.system_id, report, score))
+    for system_id, scores in per_system.items():
+        cards.append(_card(run, system_id, None, pipeline.score_system(report_scores=scores)))
+    ScoreCard.objects.filter(run=run).delete()
+    return ScoreCard.objects.bulk_create(cards)
+
+
+def _card(run: EvaluationRun, system_id: int, report: Report | None, score: dict) -> ScoreCard:
+    return ScoreCard(
+        run=run, system_id=system_id, report=report, metrics=score["metrics"],
+        items_judged=score["items_judged"], items_failed=score["items_failed"],
+    )
+
+
+def _lock_run(run: EvaluationRun) -> EvaluationRun:
+    return EvaluationRun.objects.select_for_update(of=("self",)).select_related("judge_config").get(pk=run.pk)

@@ -1,0 +1,45 @@
+"""Celery tasks of the scoring app: each takes ids, loads, calls one service, handles retry.
+
+``execute_job`` is enqueued per job by ``scoring.services.runs`` after the transaction
+commits; ``finalize_run`` by the job that settles a run's last one; ``recover_jobs`` by
+every worker as it starts, so jobs a killed worker left behind are executed again.
+"""
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.db import InterfaceError, OperationalError
+
+from .models import EvaluationRun
+from .services.runs import job_execute, jobs_recover, run_finalize
+
+RETRY = dict(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),  # transient database errors
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+    max_retries=8,
+)
+
+
+@shared_task(name="scoring.execute_job", **RETRY)
+def execute_job(job_id: int) -> str:
+    return job_execute(job_id=job_id)
+
+
+@shared_task(name="scoring.finalize_run", **RETRY)
+def finalize_run(run_id: int) -> str:
+    run = EvaluationRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return "missing"
+    return run_finalize(run=run).status
+
+
+@shared_task(name="scoring.recover_jobs", **RETRY)
+def recover_jobs() -> dict:
+    return jobs_recover()
+
+
+@worker_ready.connect
+def recover_on_worker_start(sender=None, **kwargs) -> None:
+    recover_jobs.delay()
