@@ -15,14 +15,10 @@ from django.utils import timezone
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Label
 from .services.audit import audit_record
+from .services.claims import claim_create, claim_expire, item_has_free_slot
 from .services.errors import AnnotationError
 from .services.labels import require_labeller
 from .services.locking import first_unlocked, item_lock
-
-
-def _claim_expire(assignment: Assignment, now) -> None:
-    assignment.status, assignment.ended_at = Assignment.Status.EXPIRED, now
-    assignment.save(update_fields=["status", "ended_at"])
 
 
 def _candidates(*, project: AnnotationProject, user, now):
@@ -43,16 +39,6 @@ def _candidates(*, project: AnnotationProject, user, now):
     )
 
 
-def _has_free_slot(item: AnnotationItem, now) -> bool:
-    """Count under the item's lock: every claimer and submitter takes this lock first."""
-    claims = Assignment.objects.filter(item=item, status=Assignment.Status.ACTIVE)
-    stale = list(claims.filter(expires_at__lte=now))
-    for claim in stale:
-        _claim_expire(claim, now)
-    active = claims.filter(expires_at__gt=now).count()
-    return item.status == AnnotationItem.Status.OPEN and item.labels_done + active < item.labels_needed
-
-
 @transaction.atomic
 def next_item_for(*, project: AnnotationProject, user) -> Assignment | None:
     """Claim the user's next item and return the claim (``assignment.item``), or None when
@@ -69,24 +55,17 @@ def next_item_for(*, project: AnnotationProject, user) -> Assignment | None:
     if held is not None:
         if held.expires_at > now and held.item.status == AnnotationItem.Status.OPEN:
             return held
-        _claim_expire(held, now)
+        claim_expire(held, now)
     candidates = _candidates(project=project, user=user, now=now)
     passed_over: list[int] = []
     while True:
         item = first_unlocked(candidates.exclude(pk__in=passed_over))
         if item is None:
             return None
-        if _has_free_slot(item, now):
+        if item_has_free_slot(item, now):
             break
         passed_over.append(item.pk)
-    assignment = Assignment.objects.create(
-        project=project, item=item, user=user, claimed_at=now, expires_at=now + project.hold_duration
-    )
-    audit_record(
-        actor=user, action="assignment.claim", target_kind="annotation_item", target_id=item.pk, project=project,
-        after={"assignment_id": assignment.pk, "expires_at": assignment.expires_at.isoformat()},
-    )
-    return assignment
+    return claim_create(project=project, item=item, user=user, now=now)
 
 
 def _claim_end(*, assignment: Assignment, user, status: str, action: str) -> Assignment:
@@ -106,9 +85,26 @@ def _claim_end(*, assignment: Assignment, user, status: str, action: str) -> Ass
     return current
 
 
+def _active_claim(*, item: AnnotationItem, user) -> Assignment | None:
+    return Assignment.objects.filter(item=item, user=user, status=Assignment.Status.ACTIVE).first()
+
+
 @transaction.atomic
-def assignment_skip(*, assignment: Assignment, user) -> Assignment:
-    """Give the item back and never be offered it again (undo with ``label_undo_last``)."""
+def assignment_skip(
+    *, user, item: AnnotationItem | None = None, assignment: Assignment | None = None
+) -> Assignment | None:
+    """Give the item back and never be offered it again (undo with ``label_undo_last``).
+
+    Pass the ``item``: the user's active claim on it is looked up here, and None is returned
+    when they hold none (nothing to skip). ``assignment`` (a claim the caller already has,
+    e.g. the API's claim URLs) is accepted too.
+    """
+    if (item is None) == (assignment is None):
+        raise TypeError("assignment_skip takes either item or assignment")
+    if assignment is None:
+        assignment = _active_claim(item=item, user=user)
+        if assignment is None:
+            return None
     if Assignment.objects.filter(item_id=assignment.item_id, user=user, status=Assignment.Status.SKIPPED).exists():
         raise AnnotationError("you already skipped this item")
     return _claim_end(assignment=assignment, user=user, status=Assignment.Status.SKIPPED, action="assignment.skip")

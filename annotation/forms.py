@@ -8,9 +8,14 @@ import re
 import uuid
 
 from django import forms
+from django.core.exceptions import FieldDoesNotExist
+from django.db.models import URLField
 from django.forms.models import fields_for_model
 
-from .models import VERIFY_TARGETS, AnnotationProject
+from benchmark.models import BibEntry, GoldReference
+
+from .models import VERIFY_TARGETS, AnnotationProject, TargetKind
+from .services.additions import ADD_FIELDS, BIB_FIELDS
 
 Kind = AnnotationProject.Kind
 
@@ -270,7 +275,9 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         if data["pick"] != "custom":
             return dict(self.candidates[data["pick"]]["value"])
         if self.kind == Kind.VERIFY:
-            return {"decision": data["custom"], "reason": data["reason"] if data["custom"] == "reject" else ""}
+            rejected = data["custom"] == "reject"
+            # The curator's note explains a reject for reason "other" (the service requires one).
+            return {"decision": data["custom"], "reason": data["reason"] if rejected else "", "note": data["note"]}
         return {self.MAIN_FIELD[self.kind]: data["custom"]}
 
 
@@ -295,3 +302,88 @@ def service_error_attach(form: forms.Form, exc: ValueError) -> None:
             form.add_error(field, match["message"])
             return
     form.add_error(None, message)
+
+
+# --- Adding a missing item (verify) ------------------------------------------------------------
+
+ADD_DEFAULT_KIND = TargetKind.NUGGET
+
+
+def _https_urls(model_field, **kwargs):
+    if isinstance(model_field, URLField):
+        kwargs["assume_scheme"] = "https"  # a URL typed without a scheme (the Django 6 default)
+    return model_field.formfield(**kwargs)
+
+
+def _has_default(kind: str, name: str) -> bool:
+    """Whether the model field behind an add-form field has a default (a gold reference's
+    fields are its publication's, but ``important``)."""
+    models = (BibEntry, GoldReference) if kind == TargetKind.GOLD_REFERENCE else (VERIFY_TARGETS[kind][0],)
+    for model in models:
+        try:
+            return model._meta.get_field(name).has_default()
+        except FieldDoesNotExist:
+            continue
+    return False
+
+
+class ProposableAddForm(forms.Form):
+    """The fields of the kind being added (``ADD_FIELDS``), typed and labelled from the models;
+    the rules (the group belongs to the task, no duplicate reference …) are the service's.
+    Changing ``kind`` re-renders the form with that kind's fields."""
+
+    kind = forms.ChoiceField(label="What is missing")
+
+    def __init__(self, *args, kinds: list[str], task, kind: str = "", **kwargs):
+        kwargs.setdefault("prefix", "add")
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].choices = [(k, TargetKind(k).label) for k in kinds]
+        chosen = (self.data.get(self.add_prefix("kind")) if self.is_bound else "") or kind
+        if chosen not in kinds:
+            chosen = ADD_DEFAULT_KIND if ADD_DEFAULT_KIND in kinds else (kinds[0] if kinds else "")
+        self.initial["kind"] = self.chosen = chosen
+        for name, field in self._kind_fields(chosen, task).items():
+            if name != "group" and _has_default(chosen, name):
+                field.required = False  # left empty: the model's default (importance "okay", weight 1 …)
+            if isinstance(field.widget, forms.Textarea):
+                field.widget.attrs["rows"] = 2
+            self.fields[name] = field
+
+    @staticmethod
+    def _kind_fields(kind: str, task) -> dict[str, forms.Field]:
+        if not kind:
+            return {}
+        names = ADD_FIELDS[kind]
+        if kind == TargetKind.GOLD_REFERENCE:
+            fields = fields_for_model(BibEntry, fields=list(BIB_FIELDS), formfield_callback=_https_urls)
+            fields.update(fields_for_model(GoldReference, fields=["important"]))
+            return fields
+        model = VERIFY_TARGETS[kind][0]
+        fields = fields_for_model(model, fields=[name for name in names if name != "group"])
+        if kind == TargetKind.CHECKLIST_ITEM:
+            group = forms.ModelChoiceField(
+                queryset=task.checklist_groups.order_by("position", "pk"), label="Checklist group",
+                empty_label=None,
+            )
+            fields = {"group": group, **fields}
+        return fields
+
+    def value(self) -> tuple[str, dict]:
+        """``(kind, fields)`` for ``proposable_add``."""
+        data = dict(self.cleaned_data)
+        kind = data.pop("kind")
+        if "group" in data:
+            data["group"] = data["group"].pk
+        return kind, {name: value for name, value in data.items() if value not in (None, "")}
+
+
+_ADD_FIELD = re.compile(r"^(?:fields\.)?(?P<field>\w+):\s*(?P<message>.*)$", re.S)
+
+
+def add_error_attach(form: ProposableAddForm, exc: ValueError) -> None:
+    """Put ``proposable_add``'s ``ValueError`` (``"fields.text: …"``, ``"kind: …"``) on its field."""
+    match = _ADD_FIELD.match(str(exc))
+    if match and match["field"] in form.fields and match["field"] not in form.errors:
+        form.add_error(match["field"], match["message"])
+    else:
+        form.add_error(None, match["message"] if match else str(exc))

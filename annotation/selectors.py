@@ -12,7 +12,8 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
+from benchmark import selectors as benchmark_selectors
+from benchmark.models import SETTLED_STATUSES, GoldReference, ReviewStatus, Task
 from benchmark.services.history import snapshot
 from scoring.models import Statement, Verdict
 
@@ -75,7 +76,66 @@ def projects_for(user) -> QuerySet[AnnotationProject]:
     return projects.filter(Exists(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user)))
 
 
+def projects_progress_for(*, user, projects) -> dict[int, dict]:
+    """Per project (id →): the user's ``role`` in it, ``is_curator``, their own label count
+    (``mine``) and the share of items settled (``percent``); for projects they curate also the
+    label totals (``labels_done``, ``labels_needed``), the number of ``annotators`` and the items
+    ``awaiting`` adjudication. For the project list: three queries whatever the number of
+    projects (``projects`` come from ``projects_for``, whose rows carry ``my_role``, ``n_items``
+    and ``n_settled``; other querysets are re-read through it, one query more).
+    """
+    projects = list(projects)
+    ids = [project.pk for project in projects]
+    if not ids:
+        return {}
+    if not all(hasattr(project, "n_items") for project in projects):
+        projects = list(projects_for(user).filter(pk__in=ids))
+    stats: dict[int, dict] = {}
+    for project in projects:
+        role = project.my_role or Role.CURATOR  # projects_for lists non-member projects to global curators only
+        stats[project.pk] = {
+            "role": role, "is_curator": role == Role.CURATOR, "mine": 0,
+            "percent": round(100 * project.n_settled / project.n_items) if project.n_items else 0,
+        }
+    curated = [pk for pk, row in stats.items() if row["is_curator"]]
+    mine = Label.objects.filter(annotator=user, project_id__in=list(stats)).values_list("project").annotate(
+        n=Count("pk")
+    )
+    for project_id, n in mine.order_by():
+        stats[project_id]["mine"] = n
+    totals = (
+        AnnotationItem.objects.filter(project_id__in=curated)
+        .values_list("project")
+        .annotate(
+            labels_done=Sum("labels_done"), labels_needed=Sum("labels_needed"),
+            awaiting=Count(
+                "pk", filter=Q(status=AnnotationItem.Status.COMPLETE) & (Q(disagreement=True) | ~Q(conflict=""))
+            ),
+        )
+        .order_by()
+    )
+    for project_id in curated:
+        stats[project_id].update(labels_done=0, labels_needed=0, awaiting=0, annotators=0)
+    for project_id, done, needed, awaiting in totals:
+        stats[project_id].update(labels_done=done, labels_needed=needed, awaiting=awaiting)
+    members = (
+        ProjectMembership.objects.filter(project_id__in=curated, role=Role.ANNOTATOR)
+        .values_list("project")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for project_id, n in members:
+        stats[project_id]["annotators"] = n
+    return stats
+
+
 # --- Targets --------------------------------------------------------------------------------
+
+
+def _proposables(kind: str) -> QuerySet:
+    """The rows of a verify kind, with what their ``str()`` reads (a gold reference is its bib entry)."""
+    model = VERIFY_TARGETS[kind][0]
+    return model.objects.select_related("bib_entry") if model is GoldReference else model.objects.all()
 
 
 def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
@@ -94,7 +154,7 @@ def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
                 "report__parsed", "raw_response"
             )
         else:
-            rows = VERIFY_TARGETS[kind][0].objects.all()
+            rows = _proposables(kind)
         found = rows.in_bulk([item.target_id for item in group])
         for item in group:
             out[item.pk] = found.get(item.target_id)
@@ -138,14 +198,26 @@ def _judge_view(verdict: Verdict) -> dict:
     }
 
 
-def _judged_text(verdict: Verdict) -> str:
-    """What the judge looked at (a checklist item, a nugget, a statement ...), when it has a row."""
-    if verdict.target_kind == "statement":
-        return Statement.objects.filter(pk=verdict.target_id).values_list("text", flat=True).first() or ""
-    if verdict.target_kind in VERIFY_TARGETS:
-        obj = VERIFY_TARGETS[verdict.target_kind][0].objects.filter(pk=verdict.target_id).first()
-        return str(obj) if obj else ""
-    return verdict.target_key
+def judged_texts(verdicts: list[Verdict]) -> dict[int, str]:
+    """verdict id → what the judge looked at (a checklist item, a nugget, a statement ...), in
+    words: one query per judged kind whatever the number of verdicts. Kinds without rows of
+    their own (a section, the whole report) read as the verdict's ``target_key``."""
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for verdict in verdicts:
+        if verdict.target_kind == "statement" or verdict.target_kind in VERIFY_TARGETS:
+            wanted[verdict.target_kind].add(verdict.target_id)
+    found: dict[tuple[str, int], str] = {}
+    for kind, ids in wanted.items():
+        if kind == "statement":
+            texts = dict(Statement.objects.filter(pk__in=ids).values_list("pk", "text"))
+        else:
+            texts = {pk: str(obj) for pk, obj in _proposables(kind).in_bulk(list(ids)).items()}
+        found.update({(kind, pk): text for pk, text in texts.items()})
+    return {
+        verdict.pk: found.get((verdict.target_kind, verdict.target_id), "") if verdict.target_kind in wanted
+        else verdict.target_key
+        for verdict in verdicts
+    }
 
 
 def label_view(label: Label) -> dict:
@@ -174,13 +246,32 @@ def _claim_view(*, item: AnnotationItem, user) -> dict | None:
     )
 
 
-def item_context_for(*, item: AnnotationItem, user) -> dict:
+def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
+    """The proposal's task with its survey and every sibling proposal, prefetched (a bounded
+    number of queries); None for discipline-wide rubric criteria and deleted targets."""
+    if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
+        return None
+    try:
+        return benchmark_selectors.task_detail(task_id=item.task_id)
+    except Task.DoesNotExist:
+        return None
+
+
+def item_context_for(*, item: AnnotationItem, user, with_task: bool = False) -> dict:
     """Everything the workspace may show ``user`` about ``item``.
 
     In a blind project, other annotators' labels, the judge's verdict (agreement) and the
     system names (pairwise) stay hidden until the user has committed their own label;
     curators also see them once the item has all its labels. Raises ``PermissionError``
     for users outside the project.
+
+    ``with_task`` (verify items): ``context["task"]`` is the proposal's task — its survey and
+    sibling proposals, which the workspace shows beside the proposal — else None. Blind mode
+    hides nothing of it: it is benchmark content, not anyone's label. A sibling's review
+    status changes only once its own item has settled (agreed labels or a curator's gold
+    label), and the current proposal's status stays "proposed" until this item settles, so it
+    reveals no label of this item. Off by default: the API and the adjudication queue do not
+    show it and need not pay its queries.
     """
     item = AnnotationItem.objects.select_related("project", "gold").get(pk=item.pk)
     project = item.project
@@ -213,6 +304,7 @@ def item_context_for(*, item: AnnotationItem, user) -> dict:
         "other_labels": [label_view(label) for label in labels if label is not own] if revealed else None,
         "judge": None,
         "gold": _gold_view(item) if revealed else None,
+        "task": _verify_task(item, target) if with_task else None,
     }
     if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
         for side in ("left", "right"):
@@ -220,7 +312,7 @@ def item_context_for(*, item: AnnotationItem, user) -> dict:
             outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]
             context["target"][side].update(text=report.text, outline=outline)
     if target is not None and item.target_kind == TargetKind.VERDICT:
-        context["target"]["judged_text"] = _judged_text(target)
+        context["target"]["judged_text"] = judged_texts([target])[target.pk]
         context["target"]["report_text"] = target.report.text
         if revealed:
             context["judge"] = _judge_view(target)
@@ -230,7 +322,9 @@ def item_context_for(*, item: AnnotationItem, user) -> dict:
 def adjudication_queue(*, project: AnnotationProject, limit: int = 200) -> list[dict]:
     """Items waiting for a curator: complete, and their labels disagree (with each other, or with
     the judge in agreement projects), or an agreed decision could not be applied (``conflict``).
-    Labels side by side; four queries whatever the length."""
+    Labels side by side, verdicts with the text of what the judge assessed (``judged_text``);
+    a bounded number of queries whatever the length (items, labels with their annotators, one
+    per target kind, one per judged kind)."""
     items = list(
         AnnotationItem.objects.filter(project=project, status=AnnotationItem.Status.COMPLETE)
         .filter(Q(disagreement=True) | ~Q(conflict=""))
@@ -238,6 +332,10 @@ def adjudication_queue(*, project: AnnotationProject, limit: int = 200) -> list[
         .order_by("position", "id")[:limit]
     )
     targets = item_targets(items)
+    verdicts = [
+        targets[item.pk] for item in items if item.target_kind == TargetKind.VERDICT and targets[item.pk] is not None
+    ]
+    judged = judged_texts(verdicts)
     rows = []
     for item in items:
         target = targets[item.pk]
@@ -246,6 +344,7 @@ def adjudication_queue(*, project: AnnotationProject, limit: int = 200) -> list[
             "target": target_brief(item, target), "labels": [label_view(label) for label in item.labels.all()],
         }
         if item.target_kind == TargetKind.VERDICT and target is not None:
+            row["target"]["judged_text"] = judged[target.pk]
             row["judge"] = _judge_view(target)
         rows.append(row)
     return rows

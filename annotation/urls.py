@@ -11,6 +11,7 @@ urlpatterns = [
     path("<int:project_id>/items/<int:item_id>/", workspace.item_detail, name="item"),
     path("<int:project_id>/items/<int:item_id>/label/", workspace.label_create, name="label"),
     path("<int:project_id>/items/<int:item_id>/skip/", workspace.item_skip, name="skip"),
+    path("<int:project_id>/items/<int:item_id>/add/", workspace.item_add, name="add_item"),
     path("<int:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
     path("<int:project_id>/items/<int:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
 ]

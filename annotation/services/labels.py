@@ -17,6 +17,7 @@ from benchmark.services.history import StaleEditError, proposable_update
 from ..models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label, PairwisePreference, ReportPair
 from ..selectors import LABELLING_ROLES, item_target, project_role
 from .audit import audit_record
+from .claims import claim_create, claim_release, item_has_free_slot
 from .errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
 from .locking import item_lock
 from .review import item_complete, task_uncurate
@@ -90,7 +91,7 @@ def label_submit(*, item: AnnotationItem, annotator, value: dict, client_token) 
         return first
     if Label.objects.filter(item=locked, annotator=annotator).exists():
         raise AlreadyLabelledError(
-            f"you already labelled item {locked.pk}; undo your last label (label_undo_last) to change it"
+            f"you already labelled item {locked.pk}; undo your last label to change it"
         )
     if locked.status != AnnotationItem.Status.OPEN:
         raise ItemNotOpenError(f"item {locked.pk} already has all {locked.labels_needed} labels it needs")
@@ -143,17 +144,34 @@ def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment
     return label
 
 
+def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> Assignment | None:
+    """Reserve the undone item for the annotator again (under the item's lock), so the
+    workspace shows it as theirs. Same rules as ``next_item_for``: one claim per user and
+    project (the claim they held meanwhile is released, and may be offered to them again
+    after this item), never beyond overlap k, nothing in a paused or closed project."""
+    now = timezone.now()
+    if project.status != AnnotationProject.Status.OPEN or not item_has_free_slot(item, now):
+        return None
+    held = Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.ACTIVE).first()
+    if held is not None:
+        claim_release(assignment=held, user=annotator, now=now)
+    return claim_create(project=project, item=item, user=annotator, now=now)
+
+
 def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditEvent:
+    locked = item_lock(item_id=skip.item_id)
     updated = Assignment.objects.filter(pk=skip.pk, status=Assignment.Status.SKIPPED).update(
         status=Assignment.Status.UNDONE
     )
     if not updated:
         raise UndoRefusedError("that skip was already undone")
-    return audit_record(
+    event = audit_record(
         actor=annotator, action="assignment.skip_undo", target_kind="annotation_item", target_id=skip.item_id,
         project=project, before={"assignment_id": skip.pk, "status": Assignment.Status.SKIPPED},
         after={"status": Assignment.Status.UNDONE},
     )
+    _reclaim(item=locked, annotator=annotator, project=project)
+    return event
 
 
 def _review_revert(*, item: AnnotationItem, annotator) -> None:
@@ -199,10 +217,12 @@ def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> Audit
     locked.status = AnnotationItem.Status.OPEN
     locked.disagreement, locked.conflict, locked.completed_at = False, "", None
     locked.save()
-    return audit_record(
+    event = audit_record(
         actor=annotator, action="label.undo", target_kind="annotation_item", target_id=locked.pk, project=project,
         before=before, after={"labels_done": locked.labels_done, "status": locked.status},
     )
+    _reclaim(item=locked, annotator=annotator, project=project)
+    return event
 
 
 @transaction.atomic
@@ -213,7 +233,11 @@ def label_undo_last(*, annotator, project: AnnotationProject) -> AuditEvent | No
     decision it caused, which is reverted through ``proposable_update`` (a task curated by it
     goes back to in review). Refused (``UndoRefusedError``) once a curator adjudicated the
     item, when the benchmark row changed since, or when the task is in a frozen task set.
+
+    The undone item is reserved for the annotator again (a new claim, see ``_reclaim``) when
+    it has a free slot, so they can label it anew right away.
     """
+    project = AnnotationProject.objects.get(pk=project.pk)  # its current status decides the re-claim
     action = _last_action(annotator=annotator, project=project)
     if action is None:
         return None

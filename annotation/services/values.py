@@ -1,6 +1,7 @@
 """What a label's value may contain, per project kind; every refusal names the field.
 
-verify    {decision: accept|edit|reject, reason, note, edits}   (DeepSynth §3.2 screening reasons)
+verify    {decision: accept|edit|reject, reason, note, edits}   (DeepSynth §3.2 screening reasons;
+                                                                 a reject for reason "other" needs a note)
 pairwise  {choice: left|right|tie, dimensions: {name: choice}, reason, seconds_taken,
            left_report_id, right_report_id}                     (positions as shown to the annotator)
 agreement {label, judge_correct, correction, note}              (label from the judge's label set)
@@ -116,12 +117,15 @@ def _verify(project: AnnotationProject, value: Any, target) -> dict:
     value = _only(value, {"decision", "reason", "note", "edits"})
     decision = _choice(value, "decision", project.label_set.get("decision"), required=True)
     reason = _choice(value, "reason", project.label_set.get("reason"), required=decision == "reject")
+    note = _text(value, "note")
+    if decision == "reject" and reason == "other" and not note.strip():
+        raise ValueError("value.note: say what is wrong when the reason is “other”")
     edits = value.get("edits") or {}
     if decision == "edit":
         edits = _edits_clean(edits, target)
     elif edits:
         raise ValueError("value.edits: only allowed with decision 'edit'")
-    return {"decision": decision, "reason": reason, "note": _text(value, "note"), "edits": edits}
+    return {"decision": decision, "reason": reason, "note": note, "edits": edits}
 
 
 def _report_id(value: dict, field: str, default: int) -> int:

@@ -1,17 +1,13 @@
 """The curators' adjudication queue: disagreements side by side, a gold label per item."""
 
 import json
-from collections import defaultdict
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from ..forms import AdjudicationForm, service_error_attach
-from benchmark.models import GoldReference
-from scoring.models import Statement
-
-from ..models import VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+from ..models import AnnotationProject, Role, TargetKind
 from ..selectors import adjudication_queue, item_context_for
 from ..services.errors import AnnotationError, ReviewConflictError
 from ..services.review import item_adjudicate
@@ -72,40 +68,12 @@ def _row_from_context(context: dict) -> dict:
     }
 
 
-def _judged_texts_fill(rows: list[dict]) -> None:
-    """Stop-gap read helper: ``adjudication_queue`` verdict rows say what the judge assessed
-    only by kind and id. Fill ``target["judged_text"]`` with one query per judged kind (the
-    selector's ``_judged_text`` does it one row at a time); asked for in the hand-over report."""
-    wanted: dict[str, set[int]] = defaultdict(set)
-    for row in rows:
-        target = row["target"]
-        if target.get("kind") == TargetKind.VERDICT and "judged_text" not in target and target.get("judged_id"):
-            wanted[target["judged_kind"]].add(target["judged_id"])
-    texts: dict[tuple[str, int], str] = {}
-    for kind, ids in wanted.items():
-        if kind == "statement":
-            found = dict(Statement.objects.filter(pk__in=ids).values_list("pk", "text"))
-        elif kind in VERIFY_TARGETS:
-            model = VERIFY_TARGETS[kind][0]
-            rows_of_kind = model.objects.select_related("bib_entry") if model is GoldReference else model.objects
-            found = {pk: str(obj) for pk, obj in rows_of_kind.in_bulk(list(ids)).items()}
-        else:
-            continue
-        texts.update({(kind, pk): text for pk, text in found.items()})
-    for row in rows:
-        target = row["target"]
-        if target.get("kind") == TargetKind.VERDICT and "judged_text" not in target:
-            target["judged_text"] = texts.get((target.get("judged_kind"), target.get("judged_id")), "")
-
-
 @login_required
 def queue(request, project_id: int):
     project, refused = _curator_project(request, project_id)
     if refused:
         return refused
-    found = adjudication_queue(project=project)
-    _judged_texts_fill(found)
-    rows = [_row_view(project, row) for row in found]
+    rows = [_row_view(project, row) for row in adjudication_queue(project=project)]
     return render(request, "annotation/adjudication.html", {"project": project, "rows": rows})
 
 

@@ -9,30 +9,18 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from benchmark import selectors as benchmark_selectors
-from benchmark.models import Task
-
 from ..assignment import assignment_skip, next_item_for
-from ..forms import label_form_for, service_error_attach
-from ..models import AnnotationItem, AnnotationProject, Assignment, TargetKind
+from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
+from ..models import AnnotationItem, AnnotationProject, TargetKind
 from ..selectors import LABELLING_ROLES, item_context_for, project_progress
+from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import label_submit, label_undo_last
 from . import display
 from .access import alert, item_in, project_for, refuse
 
 Kind = AnnotationProject.Kind
-
-
-def _task_of(context: dict):
-    """Verify panels show the proposal's task (its survey and sibling proposals) beside it."""
-    task_id = context["item"]["task_id"]
-    if context["project"]["kind"] != Kind.VERIFY or not task_id or context["target"].get("missing"):
-        return None
-    try:
-        return benchmark_selectors.task_detail(task_id=task_id)
-    except Task.DoesNotExist:
-        return None
+ADD_REFUSED = "Missing items are added beside a verify proposal of a task, by the project's reviewers."
 
 
 def _own_progress(project: AnnotationProject, user) -> dict:
@@ -41,9 +29,9 @@ def _own_progress(project: AnnotationProject, user) -> dict:
     return {"mine": mine, "settled": stats["items"] - stats["open"], "items": stats["items"]}
 
 
-def _render(request, project, *, item=None, form=None, flash="", notice="", status=200):
+def _render(request, project, *, item=None, form=None, add_form=None, add_kind="", flash="", notice="", status=200):
     """The panel for ``item`` (or the "nothing left" panel), as a page or an htmx partial."""
-    context = item_context_for(item=item, user=request.user) if item is not None else None
+    context = item_context_for(item=item, user=request.user, with_task=True) if item is not None else None
     page = {"project": project, "ctx": context, "flash": flash, "notice": notice, "oob": bool(request.htmx)}
     if context is not None:
         can_label = (
@@ -54,16 +42,43 @@ def _render(request, project, *, item=None, form=None, flash="", notice="", stat
         )
         if form is None and can_label:
             form = label_form_for(context)  # a form passed in carries the user's input: always shown
-        shown = display.kind_view(context, task=_task_of(context))
+        shown = display.kind_view(context, task=context["task"])
         if form is not None and context["project"]["kind"] == Kind.VERIFY:
             shown["fields"] = [dict(row, edit=form.edit_form[row["name"]]) for row in shown.get("fields", [])]
         page.update(
             kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
             display=shown, labels=display.labels_view(context), form=form,
+            add_form=add_form if add_form is not None else _add_form(project, context, kind=add_kind),
+            add_open=add_form is not None or bool(add_kind),
         )
     page["progress"] = _own_progress(project, request.user)
     template = "annotation/_panel.html" if request.htmx else "annotation/workspace.html"
     return render(request, template, page, status=status)
+
+
+def _add_form(project: AnnotationProject, context: dict, *, data=None, kind: str = "") -> ProposableAddForm | None:
+    """The "add a missing item" form beside a verify proposal of a task, for those who may label."""
+    kinds = addable_kinds(project)
+    task = context["task"]
+    if not kinds or task is None or context["role"] not in LABELLING_ROLES:
+        return None
+    if project.status != AnnotationProject.Status.OPEN:
+        return None
+    return ProposableAddForm(data, kinds=kinds, task=task, kind=kind)
+
+
+def _add_response(request, project, item, *, form=None, kind="", added=None, status=200):
+    """The add card alone for htmx (it swaps ``#ws-add``: a kind switch, an error, a success),
+    else the whole workspace page around it."""
+    if not request.htmx:
+        return _render(request, project, item=item, add_form=form, add_kind=kind, status=status)
+    context = item_context_for(item=item, user=request.user, with_task=True)
+    form = form or _add_form(project, context, kind=kind)
+    if form is None:
+        return refuse(request, ADD_REFUSED)
+    page = {"project": project, "ctx": context, "add_form": form, "added": added, "add_open": added is None,
+            "add_swap": True}
+    return render(request, "annotation/_add_item.html", page, status=status)
 
 
 def _next(request, project, *, flash: str = "", status: int = 200):
@@ -119,27 +134,20 @@ def label_create(request, project_id: int, item_id: int):
     return _next(request, project, flash=f"Saved your label on item {item.position}. Press u to undo it.")
 
 
-def _held_claim(project, item_id: int, user) -> Assignment | None:
-    return Assignment.objects.filter(
-        project=project, item_id=item_id, user=user, status=Assignment.Status.ACTIVE
-    ).first()
-
-
 @require_POST
 @login_required
 def item_skip(request, project_id: int, item_id: int):
     project, _ = project_for(request, project_id)
     item = item_in(project, item_id)
-    claim = _held_claim(project, item.pk, request.user)
-    if claim is None:
+    try:
+        skipped = assignment_skip(item=item, user=request.user)
+    except PermissionError as exc:
+        return refuse(request, str(exc))
+    except AnnotationError as exc:
+        return alert(request, str(exc))
+    if skipped is None:
         flash = f"Item {item.position} was not reserved for you, so there was nothing to skip; here is your next item."
     else:
-        try:
-            assignment_skip(assignment=claim, user=request.user)
-        except PermissionError as exc:
-            return refuse(request, str(exc))
-        except AnnotationError as exc:
-            return alert(request, str(exc))
         flash = f"Skipped item {item.position}. Press u to undo."
     if not request.htmx:
         return redirect("annotation:workspace", project_id=project.pk)
@@ -149,8 +157,9 @@ def item_skip(request, project_id: int, item_id: int):
 @require_POST
 @login_required
 def undo(request, project_id: int):
-    """Undo the user's last label or skip and show that item again, ready to be labelled anew.
-    The claim the user held meanwhile stays theirs: it comes back after this item."""
+    """Undo the user's last label or skip and show that item again, reserved for them and ready
+    to be labelled anew (``label_undo_last`` claims it again; the claim held meanwhile is
+    released and usually comes back after this item)."""
     project, _ = project_for(request, project_id)
     try:
         event = label_undo_last(annotator=request.user, project=project)
@@ -165,3 +174,32 @@ def undo(request, project_id: int):
     if not request.htmx:
         return redirect("annotation:item", project_id=project.pk, item_id=item.pk)
     return _render(request, project, item=item, flash=f"Undid your {what} on item {item.position}; label it again.")
+
+
+@login_required
+def item_add(request, project_id: int, item_id: int):
+    """Add a missing item to the task of ``item`` (verify). GET switches the form's kind."""
+    project, _ = project_for(request, project_id)
+    item = item_in(project, item_id)
+    if request.method != "POST":
+        return _add_response(request, project, item, kind=request.GET.get("add-kind", ""))
+    context = item_context_for(item=item, user=request.user, with_task=True)
+    form = _add_form(project, context, data=request.POST)
+    if form is None:
+        return refuse(request, ADD_REFUSED)
+    if not form.is_valid():
+        return _add_response(request, project, item, form=form, status=422)
+    kind, fields = form.value()
+    try:
+        row = proposable_add(task=context["task"], kind=kind, fields=fields, actor=request.user, project=project)
+    except ValueError as exc:
+        add_error_attach(form, exc)
+        return _add_response(request, project, item, form=form, status=422)
+    except PermissionError as exc:
+        return refuse(request, str(exc))
+    except AnnotationError as exc:
+        form.add_error(None, str(exc))
+        return _add_response(request, project, item, form=form, status=409)
+    if not request.htmx:
+        return redirect("annotation:item", project_id=project.pk, item_id=item.pk)
+    return _add_response(request, project, item, added={"kind": TargetKind(kind).label, "text": str(row)})

@@ -148,6 +148,8 @@
     }
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const key = event.key;
+    // The add-a-missing-item card has its own controls: only ? and n/+ (to close it) act there.
+    if (target.closest && target.closest("[data-ws-aside]") && !["?", "n", "+"].includes(key)) return;
     if (key === "?") {
       event.preventDefault();
       toggleHelp();
@@ -199,10 +201,44 @@
     }
   }
 
+  // --- Adding a missing item (verify) -----------------------------------------------------------
+
+  function addFields(card) {
+    return Array.from(card.querySelectorAll("form select, form textarea, form input:not([type=hidden])"));
+  }
+
+  function onAddToggle(event) {
+    const details = event.target;
+    if (!details.matches || !details.matches("details[data-add]")) return;
+    if (details.open) addFields(details)[0]?.focus();
+    else details.closest(".ws-item")?.focus({ preventScroll: true });
+  }
+
+  // After the card was swapped: the kind's first field, the first invalid field, or (added) the item.
+  function focusAddCard() {
+    const card = document.querySelector("#ws-add[data-focus]");
+    if (!card) return false;
+    const how = card.dataset.focus;
+    card.removeAttribute("data-focus");
+    if (how === "item") {
+      card.closest(".ws-item")?.focus({ preventScroll: true });
+      return true;
+    }
+    const fields = addFields(card);
+    const invalid = card.querySelector(".invalid textarea, .invalid input, .invalid select");
+    (how === "error" && invalid ? invalid : fields[1] || fields[0])?.focus();
+    return true;
+  }
+
   function afterSettle(event) {
     initPanel();
+    if (focusAddCard()) return; // the add card was swapped alone
     const swapped = event.detail.target;
     if (!swapped || swapped.id !== "workspace") return;
+    // A key pressed between the swap and now (e focusing a field) already put the user to
+    // work in the new panel: moving the focus would send what they type next to shortcuts.
+    const active = document.activeElement;
+    if (active && active !== swapped && swapped.contains(active) && !active.matches(".ws-item")) return;
     const invalid = swapped.querySelector(".error, .ws-errors");
     const field = invalid && invalid.closest("label, .ws-field, .ws-note")?.querySelector("textarea, input:not([type=radio])");
     if (field && isTextField(field)) field.focus();
@@ -218,6 +254,7 @@
   }
 
   document.addEventListener("keydown", onKeyDown);
+  document.addEventListener("toggle", onAddToggle, true); // toggle does not bubble: capture it
   document.addEventListener("submit", onSubmitCapture, true);
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-help-open]")) toggleHelp();

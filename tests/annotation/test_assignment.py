@@ -125,3 +125,14 @@ def test_only_labellers_of_open_projects_get_items(owner, alice):
     project_set_status(project=project, status="paused", actor=owner)
     with pytest.raises(ProjectNotOpenError):
         next_item_for(project=project, user=alice)
+
+
+def test_skipping_by_item_looks_up_the_users_claim(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], overlap=2)
+    claim = next_item_for(project=project, user=alice)
+    assert assignment_skip(item=claim.item, user=bob) is None  # bob holds no claim on it: nothing to skip
+    skipped = assignment_skip(item=claim.item, user=alice)
+    assert (skipped.pk, skipped.status) == (claim.pk, Assignment.Status.SKIPPED)
+    assert assignment_skip(item=claim.item, user=alice) is None
+    with pytest.raises(TypeError):
+        assignment_skip(user=alice)

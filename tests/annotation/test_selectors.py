@@ -87,9 +87,11 @@ def test_adjudication_queue_uses_a_bounded_number_of_queries(owner, django_asser
         for n, user in enumerate(users):
             value = {"label": ["correct", "omitted"][n % 2]}
             label_submit(item=item, annotator=user, value=value, client_token=token())
-    with django_assert_max_num_queries(4):
+    # items, labels, annotators, verdicts, the judged checklist items
+    with django_assert_max_num_queries(5):
         rows = adjudication_queue(project=project)
     assert len(rows) == 6 and all(len(row["labels"]) == 3 and row["judge"]["label"] == "correct" for row in rows)
+    assert all("judged_text" in row["target"] for row in rows)
 
 
 def test_progress_per_role_with_bounded_queries(owner, alice, bob, django_assert_max_num_queries):
@@ -122,3 +124,83 @@ def test_context_carries_the_users_claim_for_the_countdown(owner, alice, bob):
     claim = next_item_for(project=project, user=alice)
     assert item_context_for(item=claim.item, user=alice)["claim"]["expires_at"] == claim.expires_at
     assert item_context_for(item=claim.item, user=bob)["claim"] is None
+
+
+# --- Reads added for the workspace's views --------------------------------------------------------
+
+
+def test_projects_progress_for_with_bounded_queries(owner, alice, bob, django_assert_max_num_queries):
+    from annotation.selectors import projects_progress_for
+    from tests.annotation_factories import label_all
+
+    projects = []
+    for n in range(3):
+        project = agreement_project(owner, [alice, bob], name=f"p{n}", labels=["correct", "omitted"], overlap=2)
+        label_all(project.items.first(), [alice, bob], {"label": "correct"}, {"label": "omitted"})
+        projects.append(project)
+    mine = list(projects_for(alice))
+    with django_assert_max_num_queries(3):
+        stats = projects_progress_for(user=alice, projects=mine)
+    assert {row["mine"] for row in stats.values()} == {1} and not any(row["is_curator"] for row in stats.values())
+    assert all(row["percent"] == 50 and "awaiting" not in row for row in stats.values())
+    curated = list(projects_for(owner))
+    with django_assert_max_num_queries(3):
+        stats = projects_progress_for(user=owner, projects=curated)
+    row = stats[projects[0].pk]
+    assert (row["role"], row["mine"], row["labels_done"], row["labels_needed"], row["annotators"], row["awaiting"]) == (
+        "curator", 0, 2, 4, 2, 1
+    )
+    # Plain projects (without projects_for's annotations) are read through it: one query more.
+    assert projects_progress_for(user=owner, projects=projects)[projects[0].pk] == row
+    assert projects_progress_for(user=owner, projects=[]) == {}
+
+
+def test_item_targets_reads_gold_references_with_their_publication(owner, alice, django_assert_num_queries):
+    from annotation.selectors import item_targets
+    from annotation.services.projects import project_create
+    from tests.factories import GoldReferenceFactory, TaskFactory
+
+    task = TaskFactory()
+    for _ in range(4):
+        GoldReferenceFactory(task=task)
+    project = project_create(name="refs", kind="verify", created_by=owner, tasks=[task], item_kinds=["gold_reference"])
+    items = list(project.items.all())
+    with django_assert_num_queries(1):
+        texts = [str(target) for target in item_targets(items).values()]
+    assert len(texts) == 4 and all(text.startswith("A Study of Topic") for text in texts)
+
+
+def test_adjudication_rows_carry_the_text_the_judge_assessed(owner, alice, bob):
+    from tests.annotation_factories import JudgeConfigFactory, VerdictFactory, members_add
+    from tests.factories import ChecklistItemFactory, ReportFactory, TaskFactory
+    from annotation.services.projects import project_create
+
+    task = TaskFactory()
+    report = ReportFactory(task=task)
+    judge = JudgeConfigFactory()
+    checked = ChecklistItemFactory(group__task=task, text="The report compares radar datasets.")
+    VerdictFactory(report=report, judge_config=judge, target_id=checked.pk, label="omitted")
+    VerdictFactory(report=report, judge_config=judge, target_kind="section", target_id=1, target_key="Datasets",
+                   step="structure", label="correct")
+    project = project_create(name="judge", kind="agreement", created_by=owner, tasks=[task], judge_config=judge,
+                             overlap=2, label_set={"label": ["correct", "omitted", "incorrect"]})
+    members_add(project, owner, [alice, bob])
+    for item in project.items.all():
+        for user, label in ((alice, "correct"), (bob, "incorrect")):
+            label_submit(item=item, annotator=user, value={"label": label}, client_token=token())
+    texts = {row["target"]["judged_kind"]: row["target"]["judged_text"] for row in adjudication_queue(project=project)}
+    assert texts == {"checklist_item": "The report compares radar datasets.", "section": "Datasets"}
+
+
+def test_verify_context_carries_the_task_only_when_asked(owner, alice, django_assert_max_num_queries):
+    from tests.annotation_factories import checklist_task, verify_project
+
+    task, _ = checklist_task(2)
+    project = verify_project(owner, [alice], tasks=[task])
+    item = project.items.first()
+    assert item_context_for(item=item, user=alice)["task"] is None
+    context = item_context_for(item=item, user=alice, with_task=True)
+    assert context["task"] == task
+    with django_assert_max_num_queries(0):  # prefetched: the panel reads every sibling proposal for free
+        groups = list(context["task"].checklist_groups.all())
+        assert sum(len(group.items.all()) for group in groups) == 2 and context["task"].survey.title

@@ -49,8 +49,9 @@ def test_a_second_different_submission_is_an_error(owner, alice):
     project = agreement_project(owner, [alice], overlap=2)
     item = project.items.first()
     label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
-    with pytest.raises(AlreadyLabelledError, match="undo"):
+    with pytest.raises(AlreadyLabelledError, match="undo") as refused:
         label_submit(item=item, annotator=alice, value={"label": "omitted"}, client_token=token())
+    assert "label_undo_last" not in str(refused.value)  # shown to users: no internal names
 
 
 def test_complete_items_take_no_more_labels(owner, alice, bob):
@@ -238,7 +239,7 @@ def test_undo_reverts_an_applied_review(owner, alice, bob):
     item.refresh_from_db()
     assert item.applied_revision is None and item.target_version == 3
     actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
-    assert actions[-2:] == ["task.uncurate", "label.undo"]
+    assert actions[-3:] == ["task.uncurate", "label.undo", "assignment.claim"]  # bob holds the item again
 
 
 def test_undo_is_refused_when_the_item_was_edited_since(owner, alice, bob):
@@ -257,3 +258,68 @@ def test_paused_projects_accept_no_labels(owner, alice):
     project_set_status(project=project, status="paused", actor=owner)
     with pytest.raises(ProjectNotOpenError):
         label_submit(item=project.items.first(), annotator=alice, value={"label": "correct"}, client_token=token())
+
+
+# --- Undo hands the item back to its annotator -------------------------------------------------
+
+
+def test_undoing_a_label_reserves_the_item_again_and_releases_the_claim_held_meanwhile(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob], overlap=2)
+    first = next_item_for(project=project, user=alice).item
+    label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=token())
+    held = next_item_for(project=project, user=alice)
+    assert held.item != first
+
+    label_undo_last(annotator=alice, project=project)
+    claim = Assignment.objects.get(project=project, user=alice, status=Assignment.Status.ACTIVE)
+    assert claim.item == first and claim.expires_at - claim.claimed_at == project.hold_duration
+    held.refresh_from_db()
+    assert held.status == Assignment.Status.RELEASED
+    actions = list(AuditEvent.objects.order_by("-id").values_list("action", flat=True)[:3])
+    assert actions == ["assignment.claim", "assignment.release", "label.undo"]
+    # the released item comes back after this one
+    label_submit(item=first, annotator=alice, value={"label": "omitted"}, client_token=token())
+    assert next_item_for(project=project, user=alice).item == held.item
+
+
+def test_undoing_a_skip_reserves_the_item_again_unless_its_slots_are_taken(owner, alice, bob, carol):
+    project = agreement_project(owner, [alice, bob, carol], labels=["correct"] * 2, overlap=1)
+    skipped = next_item_for(project=project, user=alice)
+    assignment_skip(item=skipped.item, user=alice)
+    label_undo_last(annotator=alice, project=project)
+    claim = Assignment.objects.get(project=project, user=alice, status=Assignment.Status.ACTIVE)
+    assert claim.item == skipped.item
+
+    assignment_skip(item=skipped.item, user=alice)
+    other = next_item_for(project=project, user=bob)  # overlap 1: bob takes the only slot of one item
+    while other.item != skipped.item:
+        assignment_skip(item=other.item, user=bob)
+        other = next_item_for(project=project, user=bob)
+    label_undo_last(annotator=alice, project=project)
+    assert not Assignment.objects.filter(item=skipped.item, user=alice, status=Assignment.Status.ACTIVE).exists()
+    assert Assignment.objects.filter(item=skipped.item, status=Assignment.Status.ACTIVE).count() == 1
+
+
+def test_undo_reserves_nothing_in_a_paused_project(owner, alice):
+    project = agreement_project(owner, [alice], overlap=1)
+    item = next_item_for(project=project, user=alice).item
+    label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
+    project_set_status(project=project, status="paused", actor=owner)
+    label_undo_last(annotator=alice, project=project)
+    assert not Assignment.objects.filter(project=project, status=Assignment.Status.ACTIVE).exists()
+
+
+# --- "other" needs a note (the service's rule, not only the form's) --------------------------------
+
+
+def test_a_reject_for_reason_other_needs_a_note(owner, alice):
+    task, _ = checklist_task(1)
+    project = verify_project(owner, [alice], tasks=[task])
+    item = next_item_for(project=project, user=alice).item
+    for note in ("", "   "):
+        with pytest.raises(ValueError, match=r"^value\.note: "):
+            label_submit(item=item, annotator=alice, value={"decision": "reject", "reason": "other", "note": note},
+                         client_token=token())
+    label = label_submit(item=item, annotator=alice, client_token=token(),
+                         value={"decision": "reject", "reason": "other", "note": "It is the survey's motivation."})
+    assert label.value["note"] == "It is the survey's motivation."

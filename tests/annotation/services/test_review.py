@@ -200,7 +200,8 @@ def test_edits_are_checked_when_applied_by_a_curator(owner, alice, bob):
     task, (checklist_item,) = checklist_task(1)
     project = verify_project(owner, [alice, bob], tasks=[task])
     item = both_review(
-        project.items.get(), alice, bob, {"decision": "accept"}, {"decision": "reject", "reason": "other"}
+        project.items.get(), alice, bob, {"decision": "accept"},
+        {"decision": "reject", "reason": "other", "note": "not in the survey"},
     )
     with pytest.raises(ValueError, match="value.edits.text"):
         item_adjudicate(item=item, curator=owner, value={"decision": "edit", "edits": {"text": ""}})

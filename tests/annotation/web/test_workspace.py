@@ -197,6 +197,7 @@ def test_undo_removes_the_label_and_shows_the_item_for_labelling_again(as_user, 
     response = client.post(url("undo", verify))
     assert not Label.objects.exists()
     assert f'data-item="{item.pk}"' in body(response) and 'name="decision"' in body(response)
+    assert claim_of(alice, verify).item == item and "reserved for you until" in body(response)  # claimed again
     nothing = as_user(annotator("newbie"))
     membership_add(project=verify, user=annotator("newbie"), role=Role.ANNOTATOR, actor=verify.created_by)
     empty = nothing.post(url("undo", verify))
@@ -350,3 +351,121 @@ def test_curators_see_a_complete_item_with_every_label(as_user, verify, owner, a
     html = body(as_user(owner).get(url("item", verify, item)))
     assert "Reject — Duplicate" in html and "Accept" in html and 'name="decision"' not in html
     assert "Undo my label" not in html  # the curator gave no label here
+
+
+# --- Adding a missing item (verify) ------------------------------------------------------------
+
+
+@pytest.fixture
+def verify_all(owner, alice, bob):
+    from annotation.services.projects import project_create
+    from tests.annotation_factories import checklist_task, members_add
+
+    task, _ = checklist_task(2)
+    project = project_create(name="verify all", kind="verify", created_by=owner, tasks=[task])
+    members_add(project, owner, [alice, bob])
+    return project
+
+
+def add_data(**fields):
+    return {f"add-{name}": value for name, value in fields.items()}
+
+
+def test_the_verify_panel_offers_to_add_a_missing_item_with_n(as_user, verify_all, alice):
+    html = body(as_user(alice, hx=False).get(url("workspace", verify_all)))
+    assert 'id="ws-add"' in html and 'data-key="+ n"' in html
+    assert 'name="add-kind"' in html and 'name="add-text"' in html  # a nugget by default
+    assert "add a missing item to the task" in html  # documented in the ? overlay
+    # the add form is never nested in the label form
+    assert html.index('id="ws-add"') > html.index("</form>", html.index('id="label-form"'))
+
+
+def test_switching_the_kind_shows_its_fields(as_user, verify_all, alice):
+    client = as_user(alice)
+    client.get(url("workspace", verify_all))
+    item = claim_of(alice, verify_all).item
+    response = client.get(url("add_item", verify_all, item), {"add-kind": "checklist_item"})
+    html = body(response)
+    assert response.status_code == 200 and html.lstrip().startswith("<section id=\"ws-add\"")
+    assert 'name="add-group"' in html and 'name="add-reward"' in html and 'data-focus="field"' in html
+    html = body(client.get(url("add_item", verify_all, item), {"add-kind": "gold_reference"}))
+    assert 'name="add-title"' in html and 'name="add-doi"' in html and 'name="add-important"' in html
+
+
+def test_adding_an_item_swaps_the_card_and_queues_the_item(as_user, verify_all, alice):
+    from benchmark.models import Nugget
+
+    client = as_user(alice)
+    client.get(url("workspace", verify_all))
+    item = claim_of(alice, verify_all).item
+    response = client.post(
+        url("add_item", verify_all, item), add_data(kind="nugget", text="Radar works in fog.", importance="vital")
+    )
+    html = body(response)
+    assert response.status_code == 200 and "Added nugget “Radar works in fog.”" in html
+    assert 'data-focus="item"' in html
+    nugget = Nugget.objects.get(text="Radar works in fog.")
+    assert (nugget.origin, nugget.proposed_by, nugget.importance) == ("human", "alice", "vital")
+    assert verify_all.items.filter(target_kind="nugget", target_id=nugget.pk).exists()
+    assert claim_of(alice, verify_all).item == item  # the item being labelled is untouched
+
+
+def test_an_invalid_addition_comes_back_with_field_errors(as_user, verify_all, alice):
+    client = as_user(alice)
+    client.get(url("workspace", verify_all))
+    item = claim_of(alice, verify_all).item
+    response = client.post(url("add_item", verify_all, item), add_data(kind="nugget", text=""))
+    html = body(response)
+    assert response.status_code == 422 and "This field is required." in html and 'data-focus="error"' in html
+    # the service's refusal lands on its field too
+    client.post(url("add_item", verify_all, item), add_data(kind="prompt", level="general", text="A"))
+    response = client.post(url("add_item", verify_all, item), add_data(kind="prompt", level="general", text="B"))
+    assert response.status_code == 422
+    assert re.search(r'class="ws-add-field invalid">\s*<label for="id_add-level"', body(response))
+    assert "already has a general prompt" in body(response)
+
+
+def test_viewers_and_outsiders_may_not_add(as_user, verify_all, owner, alice):
+    item = verify_all.items.first()
+    outsider = as_user(annotator("mallory"))
+    assert outsider.post(url("add_item", verify_all, item), add_data(kind="nugget", text="x")).status_code == 404
+    viewer = annotator("vera")
+    membership_add(project=verify_all, user=viewer, role=Role.VIEWER, actor=owner)
+    response = as_user(viewer).post(url("add_item", verify_all, item), add_data(kind="nugget", text="x"))
+    assert response.status_code == 403
+
+
+def test_non_htmx_add_redirects_back_to_the_item(as_user, verify_all, alice):
+    client = as_user(alice, hx=False)
+    client.get(url("workspace", verify_all))
+    item = claim_of(alice, verify_all).item
+    response = client.post(url("add_item", verify_all, item), add_data(kind="nugget", text="Radar works in fog."))
+    assert response.status_code == 302 and response["Location"] == url("item", verify_all, item)
+    invalid = client.post(url("add_item", verify_all, item), add_data(kind="nugget", text=""))
+    assert invalid.status_code == 422 and "<html" in body(invalid) and "This field is required." in body(invalid)
+
+
+def test_skip_without_a_claim_says_so(as_user, verify, alice):
+    client = as_user(alice)
+    item = verify.items.first()
+    response = client.post(url("skip", verify, item))
+    assert "was not reserved for you, so there was nothing to skip" in body(response)
+
+
+def test_other_without_a_note_is_refused_by_the_service_too(as_user, verify, alice):
+    """The form checks it first; the rule itself lives in the label service (API clients too)."""
+    from annotation.forms import VerifyForm
+
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    clean = VerifyForm.clean
+    try:
+        VerifyForm.clean = lambda self: self.cleaned_data  # as if the form forgot the rule
+        response = client.post(url("label", verify, item), {
+            "client_token": form_token(html), "decision": "reject", "reason": "other", "note": " ",
+        })
+    finally:
+        VerifyForm.clean = clean
+    assert response.status_code == 422 and "say what is wrong when the reason is “other”" in body(response)
+    assert not Label.objects.exists()

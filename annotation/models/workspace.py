@@ -1,9 +1,7 @@
-"""People's judgments: annotator profiles, pairwise preferences, and the annotation workspace.
-
-The workspace: an ``AnnotationProject`` holds ``AnnotationItem`` rows (one per thing to
-label), annotators claim items through ``Assignment`` rows, submit ``Label`` rows, and
-curators settle disagreements with a ``GoldLabel``. Every change writes an ``AuditEvent``
-in the same transaction (see ``annotation.services``).
+"""The annotation workspace: an ``AnnotationProject`` holds ``AnnotationItem`` rows (one per
+thing to label), annotators claim items through ``Assignment`` rows, submit ``Label`` rows, and
+curators settle disagreements with a ``GoldLabel``. Every change writes an ``AuditEvent`` in
+the same transaction (see ``annotation.services``).
 """
 
 from datetime import timedelta
@@ -18,7 +16,6 @@ from benchmark.models import (
     ChecklistGroup,
     ChecklistItem,
     ConstraintQuestion,
-    Discipline,
     GoldReference,
     Nugget,
     Report,
@@ -30,70 +27,9 @@ from benchmark.models import (
     TimeStamped,
 )
 
+from .people import Role
+from .preferences import PairwisePreference
 
-class Role(models.TextChoices):
-    CURATOR = "curator", "Curator"
-    ANNOTATOR = "annotator", "Annotator"
-    VIEWER = "viewer", "Viewer"
-
-
-class AnnotatorProfile(TimeStamped):
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
-    role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
-    disciplines = models.ManyToManyField(Discipline, blank=True, related_name="annotators")
-    qualification = models.JSONField(default=list, blank=True, help_text="answers to qualification questions")
-    external_id = models.CharField(max_length=200, blank=True, help_text="annotator id in an imported dataset")
-
-    def __str__(self) -> str:
-        return f"{self.user} ({self.role})"
-
-
-class PairwisePreference(TimeStamped):
-    """One annotator's choice between two reports on the same task.
-
-    ``report_left`` is the report shown on the left; the choice is recorded in those
-    positional terms so position bias can be measured.
-    """
-
-    class Choice(models.TextChoices):
-        LEFT = "left", "Left better"
-        RIGHT = "right", "Right better"
-        TIE = "tie", "Tie"
-
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="preferences")
-    report_left = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="+")
-    report_right = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="+")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="preferences")
-    component = models.CharField(max_length=30, default="report", help_text="report, outline, section ...")
-    choice = models.CharField(max_length=10, choices=Choice.choices)
-    dimensions = models.JSONField(default=dict, blank=True, help_text="per-dimension choices")
-    reason = models.TextField(blank=True)
-    seconds_taken = models.FloatField(null=True, blank=True)
-    labeled_at = models.DateTimeField()
-    source = models.CharField(max_length=100, blank=True)
-    external_id = models.CharField(max_length=200, blank=True)
-    # Set only on rows the annotation workspace wrote (``label_submit``); importers leave them empty.
-    project = models.ForeignKey(
-        "AnnotationProject", null=True, blank=True, on_delete=models.SET_NULL, related_name="preferences"
-    )
-    label = models.OneToOneField("Label", null=True, blank=True, on_delete=models.SET_NULL, related_name="preference")
-
-    class Meta:
-        constraints = [
-            models.CheckConstraint(condition=~Q(report_left=models.F("report_right")), name="preference_distinct_reports"),
-            models.UniqueConstraint(
-                fields=["source", "annotator", "external_id"],
-                condition=~Q(external_id=""),
-                name="preference_unique_external_id",
-            ),
-        ]
-        ordering = ["-labeled_at"]
-
-    def __str__(self) -> str:
-        return f"{self.annotator}: {self.report_left.system} vs {self.report_right.system} → {self.choice}"
-
-
-# --- The annotation workspace ---------------------------------------------------------------
 
 
 class TargetKind(models.TextChoices):

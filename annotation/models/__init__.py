@@ -1,0 +1,39 @@
+"""People's judgments: annotator profiles, pairwise preferences, and the annotation workspace.
+
+Split by concept (``people``, ``preferences``, ``workspace``); every model and constant is
+re-exported here, so ``from annotation.models import X`` keeps working and Django finds the
+models under the ``annotation`` app as before (no migration change).
+"""
+
+from .people import AnnotatorProfile, Role
+from .preferences import PairwisePreference
+from .workspace import (
+    DEFAULT_HOLD,
+    VERIFY_TARGETS,
+    AnnotationItem,
+    AnnotationProject,
+    Assignment,
+    AuditEvent,
+    GoldLabel,
+    Label,
+    ProjectMembership,
+    ReportPair,
+    TargetKind,
+)
+
+__all__ = [
+    "DEFAULT_HOLD",
+    "VERIFY_TARGETS",
+    "AnnotationItem",
+    "AnnotationProject",
+    "AnnotatorProfile",
+    "Assignment",
+    "AuditEvent",
+    "GoldLabel",
+    "Label",
+    "PairwisePreference",
+    "ProjectMembership",
+    "ReportPair",
+    "Role",
+    "TargetKind",
+]
