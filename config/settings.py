@@ -135,6 +135,17 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 
+# Dashboards cache expensive figures (bootstrap refits); share the cache between processes
+# in production with CACHE_URL=redis://host:6379/1.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 # --- Celery -------------------------------------------------------------------------------
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
@@ -178,6 +189,13 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Survey Eval Studio API",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Several models name a choice field status/kind/format; give each set its own schema name.
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "benchmark.models.Task.Status",
+        "SurveyKindEnum": "benchmark.models.Survey.Kind",
+        "ChecklistGroupKindEnum": "benchmark.models.ChecklistGroup.Kind",
+        "ReportFormatEnum": "benchmark.models.Report.Format",
+    },
 }
 
 # --- Production hardening (active whenever DEBUG is off) ----------------------------------

@@ -1,0 +1,18 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("projects/", views.ProjectListApi.as_view(), name="project-list"),
+    path("projects/<int:pk>/", views.ProjectDetailApi.as_view(), name="project-detail"),
+    path("projects/<int:pk>/progress/", views.ProjectProgressApi.as_view(), name="project-progress"),
+    path("projects/<int:pk>/items/", views.ProjectItemListApi.as_view(), name="project-items"),
+    path("projects/<int:pk>/next/", views.NextItemApi.as_view(), name="project-next"),
+    path("annotation-items/<int:pk>/", views.ItemDetailApi.as_view(), name="item-detail"),
+    path("annotation-items/<int:pk>/adjudicate/", views.ItemAdjudicateApi.as_view(), name="item-adjudicate"),
+    path("assignments/", views.AssignmentListApi.as_view(), name="assignment-list"),
+    path("assignments/<int:pk>/skip/", views.AssignmentSkipApi.as_view(), name="assignment-skip"),
+    path("labels/", views.LabelListApi.as_view(), name="label-list"),
+    path("gold-labels/", views.GoldLabelListApi.as_view(), name="goldlabel-list"),
+    path("preferences/", views.PreferenceListApi.as_view(), name="preference-list"),
+]

@@ -1,0 +1,178 @@
+"""Judges, evaluation runs and their results. Curators create and steer runs; everyone signed in
+reads them. Verdicts are filtered by the blind rule of agreement projects (``visible_verdicts``)."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from annotation.api.visibility import visible_verdicts
+from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
+from benchmark.models import Protocol, System, Task, TaskSet
+
+from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
+from ..selectors import run_progress, run_score_cards
+from ..services.runs import run_cancel, run_create, run_resume, run_start
+
+
+class JudgeConfigListApi(ListApi):
+    class InputSerializer(serializers.ModelSerializer):
+        class Meta:
+            model = JudgeConfig
+            exclude = ["id", "created_at", "updated_at"]
+
+    class OutputSerializer(serializers.ModelSerializer):
+        is_heuristic = serializers.BooleanField(read_only=True)
+
+        class Meta:
+            model = JudgeConfig
+            fields = "__all__"
+
+    queryset = JudgeConfig.objects.order_by("name")
+    filter_fields = {"backend": "backend", "name": "name", "prompt_version": "prompt_version"}
+    ordering_fields = ("name", "created_at")
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return Response(self.OutputSerializer(serializer.save()).data, status=status.HTTP_201_CREATED)
+
+
+class JudgeConfigDetailApi(DetailApi):
+    OutputSerializer = JudgeConfigListApi.OutputSerializer
+    queryset = JudgeConfig.objects.all()
+
+
+class RunOutputSerializer(serializers.ModelSerializer):
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = EvaluationRun
+        fields = ["id", "name", "protocol", "task_set", "tasks", "systems", "judge_config", "status", "created_by",
+                  "started_at", "finished_at", "error", "created_at"]
+
+
+class ProgressSerializer(serializers.Serializer):
+    status = serializers.CharField()
+    total = serializers.IntegerField()
+    done = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    running = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    eta_seconds = serializers.FloatField(allow_null=True)
+
+
+class ScoreCardOutputSerializer(serializers.ModelSerializer):
+    system_name = serializers.CharField(source="system.__str__", read_only=True)
+
+    class Meta:
+        model = ScoreCard
+        fields = ["id", "run", "system", "system_name", "report", "metrics", "items_judged", "items_failed",
+                  "created_at"]
+
+
+class RunListApi(ListApi):
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+        protocol = serializers.ChoiceField(choices=Protocol.choices)
+        judge_config = serializers.PrimaryKeyRelatedField(queryset=JudgeConfig.objects.all())
+        systems = serializers.PrimaryKeyRelatedField(queryset=System.objects.all(), many=True)
+        task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
+        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
+        start = serializers.BooleanField(default=False, help_text="start the run at once")
+
+    OutputSerializer = RunOutputSerializer
+    queryset = EvaluationRun.objects.select_related("created_by").prefetch_related("tasks", "systems")
+    filter_fields = {"protocol": "protocol", "status": "status", "judge_config": "judge_config_id",
+                     "task_set": "task_set_id"}
+    ordering_fields = ("created_at", "started_at", "finished_at", "status")
+
+    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer})
+    def post(self, request):
+        """Create a run (one job per report × step); ``start: true`` also starts it."""
+        data = input_of(self, request)
+        run = run_create(
+            protocol=data["protocol"], judge_config=data["judge_config"], systems=data["systems"],
+            task_set=data.get("task_set"), tasks=data.get("tasks") if "tasks" in data else None,
+            name=data.get("name", ""), actor=request.user,
+        )
+        if data["start"]:
+            run = run_start(run=run)
+        return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
+
+
+class RunDetailApi(DetailApi):
+    OutputSerializer = RunOutputSerializer
+    queryset = RunListApi.queryset
+
+
+def _run_action(service):
+    class RunActionApi(GenericApi):
+        OutputSerializer = RunOutputSerializer
+        queryset = EvaluationRun.objects.all()
+
+        @extend_schema(request=None, responses={200: RunOutputSerializer})
+        def post(self, request, pk: int):
+            run = service(run=self.get_object())
+            run.refresh_from_db()
+            return Response(RunOutputSerializer(run).data)
+
+    RunActionApi.post.__doc__ = (service.__doc__ or "").strip().splitlines()[0]
+    return RunActionApi
+
+
+class RunStartApi(_run_action(run_start)):
+    pass
+
+
+class RunCancelApi(_run_action(run_cancel)):
+    pass
+
+
+class RunResumeApi(_run_action(run_resume)):
+    pass
+
+
+class RunProgressApi(GenericApi):
+    OutputSerializer = ProgressSerializer
+    queryset = EvaluationRun.objects.all()
+
+    def get(self, request, pk: int):
+        """Job counts by status and an ETA in seconds (null until a job has settled)."""
+        return Response(ProgressSerializer(run_progress(run=self.get_object())).data)
+
+
+class RunScoreCardsApi(ListApi):
+    OutputSerializer = ScoreCardOutputSerializer
+    filter_fields = {"system": "system_id"}
+    ordering_fields = ("system", "created_at")
+
+    def get_queryset(self):
+        run = get_object_or_404(EvaluationRun, pk=self.kwargs["pk"])
+        per_report = self.request.query_params.get("per_report", "").lower() in ("1", "true", "yes")
+        return run_score_cards(run=run, per_report=per_report)
+
+
+class ScoreCardListApi(ListApi):
+    OutputSerializer = ScoreCardOutputSerializer
+    queryset = ScoreCard.objects.select_related("system").order_by("run_id", "system_id", "report_id")
+    filter_fields = {"run": "run_id", "system": "system_id", "report": "report_id", "per_system": "report__isnull"}
+    ordering_fields = ("run", "system", "report", "created_at")
+
+
+class VerdictListApi(ListApi):
+    class OutputSerializer(serializers.ModelSerializer):
+        class Meta:
+            model = Verdict
+            fields = ["id", "report", "judge_config", "prompt_version", "step", "target_kind", "target_id",
+                      "target_key", "repeat", "label", "score", "confidence", "rationale", "evidence", "error",
+                      "created_at"]
+
+    filter_fields = {"report": "report_id", "judge_config": "judge_config_id", "step": "step",
+                     "target_kind": "target_kind", "label": "label"}
+    ordering_fields = ("report", "step", "created_at")
+
+    def get_queryset(self):
+        return visible_verdicts(user=self.request.user).order_by("pk")

@@ -1,0 +1,181 @@
+"""Behaviour of the API beyond permissions: optimistic edits, uploads, lists, tokens, CSRF, schema."""
+
+import io
+import json
+import uuid
+
+from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from benchmark.api import views as benchmark_api
+from benchmark.models import ChecklistItem, Report, Revision
+from tests.api.conftest import client_for
+
+
+def test_patch_goes_through_proposable_update_and_a_stale_edit_is_409(world):
+    curator = client_for(world.users["curator"])
+    item = world.objs["checklist-item"]
+    url = reverse("api:checklist-item-detail", kwargs={"pk": item.pk})
+    ok = curator.patch(url, {"text": "Mentions the baseline.", "expected_version": item.version}, format="json")
+    assert ok.status_code == 200, ok.content
+    assert ok.json()["version"] == item.version + 1
+    stale = curator.patch(url, {"text": "Another edit.", "expected_version": item.version}, format="json")
+    assert stale.status_code == 409
+    assert "changed by someone else" in stale.json()["detail"]
+    assert ChecklistItem.objects.get(pk=item.pk).text == "Mentions the baseline."
+    history = curator.get(reverse("api:checklist-item-revisions", kwargs={"pk": item.pk})).json()
+    assert [row["action"] for row in history["results"]] == ["edit"]
+    assert history["results"][0]["actor"] == "curator"
+
+
+def test_review_and_field_errors(world):
+    curator = client_for(world.users["curator"])
+    nugget = world.objs["nugget"]
+    url = reverse("api:nugget-review", kwargs={"pk": nugget.pk})
+    edited = curator.post(url, {"status": "edited", "expected_version": 1}, format="json")
+    assert edited.status_code == 400 and "edited" in json.dumps(edited.json())
+    accepted = curator.post(url, {"status": "accepted", "expected_version": 1}, format="json")
+    assert accepted.status_code == 200 and accepted.json()["review_status"] == "accepted"
+    bad = curator.patch(reverse("api:nugget-detail", kwargs={"pk": nugget.pk}),
+                        {"importance": "critical", "expected_version": 2}, format="json")
+    assert bad.status_code == 400 and "importance" in bad.json()
+
+
+def test_lists_filter_order_and_paginate(world):
+    client = client_for(world.users["ann_a"])
+    body = client.get(reverse("api:task-list"), {"protocol": world.task.protocol, "ordering": "-key"}).json()
+    assert {"count", "next", "previous", "results"} <= body.keys()
+    assert all(row["protocol"] == world.task.protocol for row in body["results"])
+    keys = [row["key"] for row in body["results"]]
+    assert keys == sorted(keys, reverse=True)
+    assert client.get(reverse("api:task-list"), {"ordering": "survey__abstract"}).status_code == 400
+    wrong = client.get(reverse("api:report-list"), {"task": "abc"})
+    assert wrong.status_code == 400 and "task" in wrong.json()
+    prompts = client.get(reverse("api:prompt-list"), {"task": world.task.pk, "review_status": "proposed"}).json()
+    assert [row["id"] for row in prompts["results"]] == [world.objs["prompt"].pk]
+
+
+def test_taskset_export_downloads_jsonl(world):
+    response = client_for(world.users["viewer"]).get(reverse("api:taskset-export", kwargs={"pk": world.task_set.pk}))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/x-ndjson")
+    assert "attachment" in response["Content-Disposition"]
+    lines = response.content.decode().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == [world.task.key]
+
+
+def _upload_url():
+    return reverse("api:report-list")
+
+
+def test_report_upload_json_single_batch_and_files(world):
+    curator = client_for(world.users["curator"])
+    single = {"task": world.task.pk, "system": world.report.system_id, "text": "# New\n\nText [1]."}
+    assert curator.post(_upload_url(), single, format="json").json() == {"created": 0, "updated": 1, "unchanged": 0}
+    other = client_for(world.users["curator"]).post(
+        reverse("api:system-list"), {"name": "sys-b", "workflow": "rag"}, format="json").json()
+    batch = {"reports": [dict(single, system=other["id"])]}
+    assert curator.post(_upload_url(), batch, format="json").status_code == 201
+    md = io.BytesIO(b"# File report\n\nBody.")
+    md.name = f"{world.task.key}.md"
+    response = curator.post(_upload_url(), {"system": other["id"], "protocol": world.task.protocol, "files": [md]},
+                            format="multipart")
+    assert response.status_code == 200 and response.json()["updated"] == 1
+
+
+def test_bad_uploads_are_refused_naming_the_problem_and_change_nothing(world, settings, monkeypatch):
+    curator = client_for(world.users["curator"])
+    before = list(Report.objects.values_list("pk", "content_hash"))
+    monkeypatch.setattr(benchmark_api, "REPORT_MAX_BYTES", 1000)
+    big = io.BytesIO(b"x" * 2000)
+    big.name = f"{world.task.key}.md"
+    system, protocol = world.report.system_id, world.task.protocol
+    response = curator.post(_upload_url(), {"system": system, "protocol": protocol, "files": [big]},
+                            format="multipart")
+    assert response.status_code == 413 and response.json()["file"] == big.name
+    too_long = {"task": world.task.pk, "system": system, "text": "y" * 2000}
+    response = curator.post(_upload_url(), too_long, format="json")
+    assert response.status_code == 413 and "limit is 1000 bytes" in response.json()["detail"]
+    exe = io.BytesIO(b"MZ\x90\x00")
+    exe.name = "report.exe"
+    response = curator.post(_upload_url(), {"system": system, "protocol": protocol, "files": [exe]},
+                            format="multipart")
+    assert response.status_code == 400 and response.json()["file"] == "report.exe"
+    garbage = io.BytesIO(b"\xff\xfe\x00\x81binary")
+    garbage.name = f"{world.task.key}.md"
+    response = curator.post(_upload_url(), {"system": system, "protocol": protocol, "files": [garbage]},
+                            format="multipart")
+    assert response.status_code == 400 and "not UTF-8" in response.json()["detail"]
+    unknown = io.BytesIO(b"# hi")
+    unknown.name = "no-such-task.md"
+    response = curator.post(_upload_url(), {"system": system, "protocol": protocol, "files": [unknown]},
+                            format="multipart")
+    assert response.status_code == 400 and "no-such-task" in response.json()["detail"]
+    response = curator.post(_upload_url(), data='{"task": 1, "text": ', content_type="application/json")
+    assert response.status_code == 400 and "JSON parse error" in response.json()["detail"]
+    response = curator.post(_upload_url(), {"task": world.task.pk, "text": "x"}, format="json")
+    assert response.status_code == 400 and "system" in response.json()
+    assert list(Report.objects.values_list("pk", "content_hash")) == before
+
+
+def test_import_endpoint_names_file_and_line(world):
+    curator = client_for(world.users["curator"])
+    upload = io.BytesIO(b'{"format_version": 1}\n{not json\n')
+    upload.name = "tasks.jsonl"
+    response = curator.post(reverse("api:import"), {"format": "native", "file": upload}, format="multipart")
+    assert response.status_code == 400, response.content
+    assert response.json()["file"] == "tasks.jsonl" and response.json()["line"] is not None
+    assert not Revision.objects.filter(action__startswith="import").exists()
+
+
+def test_token_issue_and_token_auth(world):
+    user = world.users["ann_a"]
+    user.set_password("s3cret-pass!")
+    user.save()
+    anon = APIClient()
+    response = anon.post(reverse("api:token"), {"username": "ann_a", "password": "s3cret-pass!"}, format="json")
+    assert response.status_code == 200
+    key = response.json()["token"]
+    assert Token.objects.get(user=user).key == key
+    scripted = APIClient()
+    scripted.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert scripted.get(reverse("api:project-list")).status_code == 200
+    scripted.credentials(HTTP_AUTHORIZATION="Token wrong")
+    assert scripted.get(reverse("api:project-list")).status_code in (401, 403)
+
+
+def test_session_post_without_csrf_token_is_refused(world):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world.users["curator"])
+    response = client.post(reverse("api:system-list"), {"name": "csrf"}, content_type="application/json")
+    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+    client.get(reverse("api:docs"))  # sets the CSRF cookie
+    token = client.cookies["csrftoken"].value if "csrftoken" in client.cookies else None
+    if token:
+        ok = client.post(reverse("api:system-list"), {"name": "csrf"}, content_type="application/json",
+                         HTTP_X_CSRFTOKEN=token)
+        assert ok.status_code == 201
+
+
+def test_label_submit_through_the_api_is_idempotent(world):
+    client = client_for(world.users["ann_b"])
+    body = {"item": world.item_b.pk, "value": {"decision": "accept"}, "client_token": str(uuid.uuid4())}
+    first = client.post(reverse("api:label-list"), body, format="json")
+    again = client.post(reverse("api:label-list"), body, format="json")
+    assert first.status_code == again.status_code == 201 and first.json()["id"] == again.json()["id"]
+    different = client.post(reverse("api:label-list"), dict(body, client_token=str(uuid.uuid4())), format="json")
+    assert different.status_code == 409
+    invalid = client.post(reverse("api:label-list"), dict(body, client_token="nope"), format="json")
+    assert invalid.status_code == 400 and "client_token" in invalid.json()
+
+
+def test_schema_validates_and_docs_page_uses_vendored_redoc(world):
+    call_command("spectacular", "--validate", stdout=io.StringIO())  # raises on schema errors
+    client = client_for(world.users["viewer"])
+    assert client.get(reverse("api:schema")).status_code == 200
+    page = client.get(reverse("api:docs")).content.decode()
+    assert "/static/vendor/redoc/redoc.standalone.js" in page
+    assert "cdn" not in page.lower() and "https://" not in page

@@ -1,0 +1,179 @@
+"""Authorization matrix: every API route and every HTML page × every kind of user.
+
+Routes are enumerated from the URLconf, so a route added without an entry here fails
+``test_every_route_has_a_matrix_entry``. A cell is the expected status code. Unsafe requests
+carry a body that is valid in shape but changes nothing harmful (or is invalid), so an allowed
+user gets 200/201/400/409 and a refused one 403/404.
+"""
+
+import uuid
+
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from tests.api.conftest import USER_KINDS, client_for
+
+# Columns: anon, ann_a (annotator of A), ann_b (annotator of B), viewer (viewer of A), curator, admin.
+READ = (403, 200, 200, 200, 200, 200)
+CURATE = (403, 403, 403, 403, 400, 400)  # an empty body: curators reach validation, others are refused
+PROJECT_A_READ = (403, 200, 404, 200, 200, 200)
+PAGE = (302, 200, 200, 200, 200, 200)
+
+
+def _pk(name):
+    return lambda w: {"pk": w.objs[name].pk}
+
+
+PROPOSABLE = ("prompt", "constraint-question", "checklist-group", "checklist-item", "gold-reference", "nugget",
+              "rubric-criterion")
+
+# url name → list of (method, kwargs(world), body(world), expected statuses)
+API = {
+    "survey-list": [("get", None, None, READ)],
+    "survey-detail": [("get", _pk("survey"), None, READ)],
+    "bibentry-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    "bibentry-detail": [("get", _pk("bibentry"), None, READ)],
+    "task-list": [("get", None, None, READ)],
+    "task-detail": [("get", lambda w: {"pk": w.task.pk}, None, READ)],
+    "taskset-list": [("get", None, None, READ)],
+    "taskset-detail": [("get", lambda w: {"pk": w.task_set.pk}, None, READ)],
+    "taskset-export": [("get", lambda w: {"pk": w.task_set.pk}, None, READ)],
+    "system-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    "system-detail": [("get", lambda w: {"pk": w.report.system_id}, None, READ)],
+    "report-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    "report-detail": [("get", lambda w: {"pk": w.report.pk}, None, READ)],
+    "import": [("post", None, {}, CURATE)],
+    "judgeconfig-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    "judgeconfig-detail": [("get", lambda w: {"pk": w.project_a.judge_config_id}, None, READ)],
+    "run-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    "run-detail": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
+    # A finished run cannot start or be cancelled, a pending one cannot resume: 400, nothing changes.
+    "run-start": [("post", lambda w: {"pk": w.run_finished.pk}, {}, CURATE)],
+    "run-cancel": [("post", lambda w: {"pk": w.run_finished.pk}, {}, CURATE)],
+    "run-resume": [("post", lambda w: {"pk": w.run_pending.pk}, {}, CURATE)],
+    "run-progress": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
+    "run-score-cards": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
+    "scorecard-list": [("get", None, None, READ)],
+    "verdict-list": [("get", None, None, READ)],
+    "project-list": [("get", None, None, READ)],
+    "project-detail": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
+    "project-progress": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
+    "project-items": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
+    # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
+    "project-next": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 200, 404, 403, 200, 200))],
+    "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, PROJECT_A_READ)],
+    # The item is open: the curator's gold label is refused with 409, annotators are not curators.
+    "item-adjudicate": [("post", lambda w: {"pk": w.item_a.pk}, {"value": {"label": "correct"}},
+                         (403, 403, 404, 403, 409, 409))],
+    "assignment-list": [("get", None, None, READ)],
+    # ann_a's own claim; everybody else cannot even see it.
+    "assignment-skip": [("post", lambda w: {"pk": w.assignment_a.pk}, {}, (403, 200, 404, 403, 404, 404))],
+    "label-list": [("get", None, None, READ),
+                   ("post", None, lambda w: {"item": w.item_b.pk, "value": {"decision": "accept"},
+                                             "client_token": str(uuid.uuid4())},
+                    # ann_b and the curator give item B its two labels; the admin then finds it complete.
+                    (403, 404, 201, 403, 201, 409))],
+    "goldlabel-list": [("get", None, None, READ)],
+    "preference-list": [("get", None, None, READ)],
+    "token": [("post", None, {}, (400, 400, 400, 400, 400, 400))],
+    "schema": [("get", None, None, READ)],
+    "docs": [("get", None, None, PAGE)],
+}
+for kind in PROPOSABLE:
+    API[f"{kind}-list"] = [("get", None, None, READ)]
+    API[f"{kind}-detail"] = [("get", _pk(kind), None, READ), ("patch", _pk(kind), {}, CURATE)]
+    API[f"{kind}-review"] = [("post", _pk(kind), {}, CURATE)]
+    API[f"{kind}-revisions"] = [("get", _pk(kind), None, READ)]
+
+
+def _item(w):
+    return {"project_id": w.project_a.pk, "item_id": w.item_a.pk}
+
+
+def _project(w):
+    return {"project_id": w.project_a.pk}
+
+
+PAGES = {
+    "home": [("get", None, PAGE)],
+    "benchmark:task_list": [("get", None, PAGE)],
+    "benchmark:task_detail": [("get", lambda w: {"task_id": w.task.pk}, PAGE)],
+    "benchmark:report_detail": [("get", lambda w: {"report_id": w.report.pk}, PAGE)],
+    "annotation:project_list": [("get", None, PAGE)],
+    "annotation:workspace": [("get", _project, None)],
+    "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
+    "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
+    "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    "annotation:undo": [("get", _project, (405,) * 6)],
+    "annotation:label": [("get", _item, (405,) * 6)],
+    "annotation:skip": [("get", _item, (405,) * 6)],
+    "annotation:adjudicate": [("get", _item, (405,) * 6)],
+    "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
+    **{f"dashboards:{name}": [("get", None, PAGE)] for name in (
+        "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto")},
+    "admin:index": [("get", None, (302, 302, 302, 302, 302, 200))],
+}
+
+
+def _names(resolver, prefix=""):
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            namespace = f"{prefix}{entry.namespace}:" if entry.namespace else prefix
+            yield from _names(entry, namespace)
+        elif isinstance(entry, URLPattern) and entry.name:
+            yield f"{prefix}{entry.name}"
+
+
+def test_every_route_has_a_matrix_entry():
+    names = set(_names(get_resolver()))
+    api = {n.removeprefix("api:") for n in names if n.startswith("api:")}
+    pages = {n for n in names if n.split(":")[0] in ("benchmark", "annotation", "dashboards")} | {"home"}
+    assert api - API.keys() == set(), "API routes without an authorization-matrix entry"
+    assert API.keys() - api == set(), "matrix entries for routes that do not exist"
+    assert pages - PAGES.keys() == set(), "HTML pages without an authorization-matrix entry"
+
+
+MULTIPART = {"import"}  # routes that only parse multipart bodies
+
+
+def _request(client, name, method, url, body):
+    if method == "get":
+        return client.get(url)
+    return getattr(client, method)(url, body, format="multipart" if name in MULTIPART else "json")
+
+
+def test_api_matrix(world):
+    """One world for every cell (building it per route would dominate the run time)."""
+    clients = {kind: client_for(user) for kind, user in world.users.items()}
+    failures, cells = [], 0
+    for name in sorted(API):
+        for method, kwargs, body, expected in API[name]:
+            url = reverse(f"api:{name}", kwargs=kwargs(world) if kwargs else None)
+            for kind, want in zip(USER_KINDS, expected, strict=True):
+                data = body(world) if callable(body) else body
+                response = _request(clients[kind], name, method, url, data)
+                cells += 1
+                if response.status_code != want:
+                    failures.append(f"{method.upper()} {url} as {kind}: {response.status_code}, expected {want}")
+    assert not failures, "\n".join(failures)
+    assert cells >= 6 * len(API)
+
+
+WORKSPACE = (302, 200, 404, 403, 200, 200)  # GET claims an item: labellers of A only
+
+
+def test_page_matrix(world):
+    clients = {}
+    for kind, user in world.users.items():
+        clients[kind] = Client()
+        if user is not None:
+            clients[kind].force_login(user)
+    failures = []
+    for name in sorted(PAGES):
+        for method, kwargs, expected in PAGES[name]:
+            url = reverse(name, kwargs=kwargs(world) if kwargs else None)
+            for kind, want in zip(USER_KINDS, expected or WORKSPACE, strict=True):
+                response = getattr(clients[kind], method)(url)
+                if response.status_code != want:
+                    failures.append(f"{method.upper()} {url} as {kind}: {response.status_code}, expected {want}")
+    assert not failures, "\n".join(failures)
