@@ -23,6 +23,7 @@ run: install
 	$(DEV_ENV) $(PY) manage.py migrate --noinput
 	$(DEV_ENV) $(PY) manage.py load_demo
 	$(DEV_ENV) $(PY) manage.py demo_accounts
+	$(DEV_ENV) $(PY) manage.py demo_judges
 	$(DEV_ENV) $(PY) manage.py studio
 
 test: install

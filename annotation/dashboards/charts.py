@@ -1,0 +1,220 @@
+"""Server-rendered, accessible inline SVG charts (no JavaScript).
+
+Each function takes already computed numbers and returns SVG markup (a ``SafeString``):
+``role="img"`` with ``<title>``/``<desc>``, axis labels, and a ``<title>`` tooltip on every
+mark giving its exact value. Colours are Okabe–Ito (distinguishable with colour-vision
+deficiencies) and every stacked segment also carries its percentage as text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+
+from django.utils.safestring import SafeString, mark_safe
+
+# Okabe–Ito palette; verdict labels get fixed, meaningful colours.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+LABEL_COLOURS = {"correct": "#009E73", "omitted": "#BBBBBB", "incorrect": "#D55E00", "(failed)": "#555555"}
+DARK_TEXT_ON = {"#BBBBBB", "#E69F00", "#F0E442", "#56B4E9"}
+FONT = 'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif"'
+
+
+def _e(text) -> str:
+    return escape(str(text), quote=True)
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    return f"{value:.{digits}f}"
+
+
+def _svg(width: int, height: int, title: str, desc: str, body: list[str], chart_id: str) -> SafeString:
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{_e(chart_id)}" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-labelledby="{_e(chart_id)}-title {_e(chart_id)}-desc" {FONT}>'
+        f'<title id="{_e(chart_id)}-title">{_e(title)}</title><desc id="{_e(chart_id)}-desc">{_e(desc)}</desc>'
+    )
+    return mark_safe(head + "".join(body) + "</svg>")
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round tick values covering [low, high]."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return [0.0, 1.0]
+    if high <= low:
+        high = low + 1.0
+    raw = (high - low) / max(1, count)
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(f * magnitude for f in (1, 2, 2.5, 5, 10) if f * magnitude >= raw)
+    start = math.floor(low / step) * step
+    ticks, value = [], start
+    while value <= high + step * 1e-9:
+        ticks.append(round(value, 10))
+        value += step
+    if ticks[-1] < high:
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def stacked_bars(rows: Sequence[dict], labels: Sequence[str], *, title: str, chart_id: str = "chart-verdicts") -> SafeString:
+    """Horizontal 100 % stacked bars: ``rows`` = [{"system", "total", "counts": [{"label", "n", "share"}]}]."""
+    left, bar_w, row_h, top = 190, 560, 34, 64
+    width, height = left + bar_w + 30, top + row_h * max(1, len(rows)) + 40
+    body = [f'<text x="{left}" y="22" font-size="15" font-weight="600" fill="#1d2430">{_e(title)}</text>']
+    x = left
+    for i, label in enumerate(labels):  # legend
+        colour = LABEL_COLOURS.get(label, PALETTE[i % len(PALETTE)])
+        body.append(f'<rect x="{x}" y="34" width="14" height="14" fill="{colour}" rx="2"/>'
+                    f'<text x="{x + 19}" y="46" font-size="13" fill="#1d2430">{_e(label)}</text>')
+        x += 30 + 8 * len(label)
+    for r, row in enumerate(rows):
+        y = top + r * row_h
+        body.append(f'<text x="{left - 10}" y="{y + row_h / 2 + 4:.1f}" font-size="13" text-anchor="end" fill="#1d2430">'
+                    f'{_e(row["system"])}</text>')
+        x = float(left)
+        for i, part in enumerate(row["counts"]):
+            w = bar_w * part["share"]
+            if w <= 0:
+                continue
+            colour = LABEL_COLOURS.get(part["label"], PALETTE[i % len(PALETTE)])
+            tip = f'{row["system"]} — {part["label"]}: {part["n"]} of {row["total"]} ({100 * part["share"]:.1f} %)'
+            body.append(f'<rect x="{x:.1f}" y="{y + 5}" width="{w:.1f}" height="{row_h - 10}" fill="{colour}" '
+                        f'stroke="#fff" stroke-width="1"><title>{_e(tip)}</title></rect>')
+            if w >= 38:
+                ink = "#1d2430" if colour in DARK_TEXT_ON else "#fff"
+                body.append(f'<text x="{x + w / 2:.1f}" y="{y + row_h / 2 + 4:.1f}" font-size="12" text-anchor="middle" '
+                            f'fill="{ink}" pointer-events="none">{100 * part["share"]:.0f}%</text>')
+            x += w
+        body.append(f'<text x="{left + bar_w + 6}" y="{y + row_h / 2 + 4:.1f}" font-size="11" fill="#667085">'
+                    f'{row["total"]}</text>')
+    axis_y = top + row_h * max(1, len(rows)) + 4
+    for pct in (0, 25, 50, 75, 100):
+        x = left + bar_w * pct / 100
+        body.append(f'<text x="{x:.1f}" y="{axis_y + 14}" font-size="11" text-anchor="middle" fill="#667085">{pct}%</text>')
+    desc = "; ".join(
+        f'{row["system"]}: ' + ", ".join(f'{p["label"]} {p["n"]}' for p in row["counts"]) for row in rows
+    ) or "no data"
+    return _svg(width, height, title, desc, body, chart_id)
+
+
+def _y_scale(low: float, high: float, top: int, bottom: int):
+    ticks = nice_ticks(low, high)
+    lo, hi = ticks[0], ticks[-1]
+
+    def y(value: float) -> float:
+        return bottom - (value - lo) / (hi - lo) * (bottom - top)
+
+    return ticks, y
+
+
+def strip_plot(groups: Sequence[dict], *, title: str, y_label: str, digits: int = 1,
+               chart_id: str = "chart-scores") -> SafeString:
+    """One column of points per system (one point per task) with the mean and its 95 % interval.
+
+    ``groups`` = [{"system", "points": [{"task", "value"}], "interval": {"estimate", "low", "high"} | None}]."""
+    left, top, col_w, plot_h = 70, 46, 120, 300
+    width = left + col_w * max(1, len(groups)) + 20
+    bottom = top + plot_h
+    height = bottom + 70
+    values = [p["value"] for g in groups for p in g["points"]]
+    ticks, y = _y_scale(min(values, default=0.0), max(values, default=1.0), top, bottom)
+    body = [f'<text x="{left}" y="22" font-size="15" font-weight="600" fill="#1d2430">{_e(title)}</text>']
+    for t in ticks:
+        body.append(f'<line x1="{left}" x2="{width - 20}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e3e6ea"/>'
+                    f'<text x="{left - 8}" y="{y(t) + 4:.1f}" font-size="11" text-anchor="end" fill="#667085">{t:g}</text>')
+    body.append(f'<text transform="translate(16 {(top + bottom) / 2:.0f}) rotate(-90)" font-size="12" text-anchor="middle" '
+                f'fill="#3b4452">{_e(y_label)}</text>')
+    for g_index, group in enumerate(groups):
+        cx = left + col_w * g_index + col_w / 2
+        colour = PALETTE[g_index % len(PALETTE)]
+        n = len(group["points"])
+        for p_index, point in enumerate(group["points"]):
+            jitter = ((p_index * 37) % 23 - 11) * 1.8 if n > 1 else 0.0  # deterministic spread
+            tip = f'{group["system"]} · {point["task"]}: {_fmt(point["value"], digits)}'
+            body.append(f'<circle cx="{cx + jitter:.1f}" cy="{y(point["value"]):.1f}" r="4" fill="{colour}" '
+                        f'fill-opacity="0.55" stroke="{colour}"><title>{_e(tip)}</title></circle>')
+        interval = group.get("interval")
+        if interval:
+            lo, hi, est = y(interval["low"]), y(interval["high"]), y(interval["estimate"])
+            tip = (f'{group["system"]}: mean {_fmt(interval["estimate"], digits)} '
+                   f'(95 % CI {_fmt(interval["low"], digits)}–{_fmt(interval["high"], digits)}, {n} tasks)')
+            body.append(f'<g><title>{_e(tip)}</title>'
+                        f'<line x1="{cx + 30:.1f}" x2="{cx + 30:.1f}" y1="{lo:.1f}" y2="{hi:.1f}" stroke="#1d2430" stroke-width="2"/>'
+                        f'<line x1="{cx + 24:.1f}" x2="{cx + 36:.1f}" y1="{lo:.1f}" y2="{lo:.1f}" stroke="#1d2430" stroke-width="2"/>'
+                        f'<line x1="{cx + 24:.1f}" x2="{cx + 36:.1f}" y1="{hi:.1f}" y2="{hi:.1f}" stroke="#1d2430" stroke-width="2"/>'
+                        f'<rect x="{cx + 25:.1f}" y="{est - 4:.1f}" width="10" height="8" fill="#1d2430"/></g>')
+        body.append(f'<text x="{cx:.1f}" y="{bottom + 20}" font-size="12" text-anchor="middle" fill="#1d2430">'
+                    f'{_e(group["system"][:18])}</text>'
+                    f'<text x="{cx:.1f}" y="{bottom + 36}" font-size="11" text-anchor="middle" fill="#667085">n = {n}</text>')
+    body.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{bottom}" stroke="#98a2b3"/>')
+    desc = "; ".join(
+        f'{g["system"]}: {len(g["points"])} tasks' + (f', mean {_fmt(g["interval"]["estimate"], digits)}' if g.get("interval") else "")
+        for g in groups
+    ) or "no data"
+    return _svg(width, height, title, desc, body, chart_id)
+
+
+def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, digits: int = 2,
+            chart_id: str = "chart-scatter") -> SafeString:
+    """Labelled scatter: ``points`` = [{"label", "x", "y"}]."""
+    left, top, plot_w, plot_h = 80, 46, 520, 320
+    right, bottom = left + plot_w, top + plot_h
+    width, height = right + 150, bottom + 60
+    xs = [p["x"] for p in points] or [0.0, 1.0]
+    ys = [p["y"] for p in points] or [0.0, 1.0]
+    x_ticks = nice_ticks(min(xs), max(xs))
+    y_ticks, y = _y_scale(min(ys), max(ys), top, bottom)
+
+    def x(value: float) -> float:
+        return left + (value - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
+
+    body = [f'<text x="{left}" y="22" font-size="15" font-weight="600" fill="#1d2430">{_e(title)}</text>']
+    for t in y_ticks:
+        body.append(f'<line x1="{left}" x2="{right}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e3e6ea"/>'
+                    f'<text x="{left - 8}" y="{y(t) + 4:.1f}" font-size="11" text-anchor="end" fill="#667085">{t:g}</text>')
+    for t in x_ticks:
+        body.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{bottom}" stroke="#eef0f3"/>'
+                    f'<text x="{x(t):.1f}" y="{bottom + 16}" font-size="11" text-anchor="middle" fill="#667085">{t:g}</text>')
+    body.append(f'<text x="{(left + right) / 2:.0f}" y="{bottom + 40}" font-size="12" text-anchor="middle" fill="#3b4452">'
+                f'{_e(x_label)}</text>'
+                f'<text transform="translate(18 {(top + bottom) / 2:.0f}) rotate(-90)" font-size="12" text-anchor="middle" '
+                f'fill="#3b4452">{_e(y_label)}</text>'
+                f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#98a2b3"/>')
+    for i, p in enumerate(points):
+        colour = PALETTE[i % len(PALETTE)]
+        tip = f'{p["label"]}: {x_label} {_fmt(p["x"], digits)}, {y_label} {_fmt(p["y"], digits)}'
+        body.append(f'<g><title>{_e(tip)}</title><circle cx="{x(p["x"]):.1f}" cy="{y(p["y"]):.1f}" r="6" fill="{colour}"/>'
+                    f'<text x="{x(p["x"]) + 9:.1f}" y="{y(p["y"]) + 4:.1f}" font-size="12" fill="#1d2430">{_e(p["label"])}</text></g>')
+    desc = "; ".join(f'{p["label"]}: ({_fmt(p["x"], digits)}, {_fmt(p["y"], digits)})' for p in points) or "no data"
+    return _svg(width, height, title, desc, body, chart_id)
+
+
+def interval_plot(rows: Sequence[dict], *, title: str, x_label: str, digits: int = 0,
+                  chart_id: str = "chart-intervals") -> SafeString:
+    """Forest plot: one horizontal 95 % interval per row, ``rows`` = [{"label", "estimate", "low", "high"}]."""
+    left, top, plot_w, row_h = 150, 40, 520, 28
+    bottom = top + row_h * max(1, len(rows))
+    width, height = left + plot_w + 40, bottom + 46
+    lows = [r["low"] for r in rows] or [0.0]
+    highs = [r["high"] for r in rows] or [1.0]
+    ticks = nice_ticks(min(lows), max(highs))
+
+    def x(value: float) -> float:
+        return left + (value - ticks[0]) / (ticks[-1] - ticks[0]) * plot_w
+
+    body = [f'<text x="10" y="22" font-size="15" font-weight="600" fill="#1d2430">{_e(title)}</text>']
+    for t in ticks:
+        body.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{top}" y2="{bottom}" stroke="#eef0f3"/>'
+                    f'<text x="{x(t):.1f}" y="{bottom + 16}" font-size="11" text-anchor="middle" fill="#667085">{t:g}</text>')
+    for i, r in enumerate(rows):
+        cy = top + i * row_h + row_h / 2
+        tip = f'{r["label"]}: {_fmt(r["estimate"], digits)} (95 % CI {_fmt(r["low"], digits)}–{_fmt(r["high"], digits)})'
+        body.append(f'<text x="{left - 10}" y="{cy + 4:.1f}" font-size="13" text-anchor="end" fill="#1d2430">{_e(r["label"])}</text>'
+                    f'<g><title>{_e(tip)}</title>'
+                    f'<line x1="{x(r["low"]):.1f}" x2="{x(r["high"]):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="#0072B2" stroke-width="3"/>'
+                    f'<circle cx="{x(r["estimate"]):.1f}" cy="{cy:.1f}" r="5" fill="#0072B2"/></g>')
+    body.append(f'<text x="{left + plot_w / 2:.0f}" y="{bottom + 38}" font-size="12" text-anchor="middle" fill="#3b4452">'
+                f'{_e(x_label)}</text>')
+    desc = "; ".join(f'{r["label"]}: {_fmt(r["estimate"], digits)}' for r in rows) or "no data"
+    return _svg(width, height, title, desc, body, chart_id)

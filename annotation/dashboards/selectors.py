@@ -1,0 +1,587 @@
+"""Reads behind the dashboards: leaderboards, human rankings, agreement, chart data.
+
+Every figure is computed by ``scoring.metrics`` over stored rows (``ScoreCard``,
+``Verdict``, ``PairwisePreference``, ``Label``, ``GoldLabel``); this module only
+selects the rows (a fixed number of queries whatever their number) and arranges
+them into the arrays those functions take.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from itertools import combinations
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from django.core.cache import cache
+from django.db.models import Count
+
+from annotation.models import AnnotationItem, AnnotationProject, Label, PairwisePreference, ProjectMembership, Role
+from annotation.selectors import is_global_curator
+from annotation.services.values import consensus_key
+from benchmark.models import Protocol, TaskSet
+from scoring import metrics as m
+from scoring.models import EvaluationRun, ScoreCard, Verdict
+
+# Columns shown first for a protocol; any other numeric key of the cards follows, sorted.
+PREFERRED_METRICS: dict[str, tuple[str, ...]] = {
+    Protocol.DEEPSYNTH: ("overall", "general", "constraint", "precision"),
+}
+# Keys of ``ScoreCard.metrics`` that are counts or bookkeeping, not scores.
+NOT_METRICS = frozenset(
+    {"correct", "omitted", "incorrect", "groups", "groups_scored", "items", "repeats", "reports", "reports_with"}
+)
+PERCENT_PROTOCOLS = frozenset({Protocol.DEEPSYNTH})  # DeepSynth-Eval reports in percent, the rest on 0–1
+SIGNIFICANCE = 0.05
+N_RESAMPLES = 1000
+DISAGREEMENT_LIMIT = 200
+VERDICT_ORDER = ("correct", "omitted", "incorrect")
+
+
+def metric_label(key: str) -> str:
+    return key.replace("_", " ").capitalize()
+
+
+def system_label(name: str, version: str = "") -> str:
+    return f"{name} {version}".strip()
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value)):
+        return float(value)
+    return None
+
+
+def _mean_of_rows(data: np.ndarray) -> Any:
+    """Mean over the last axis: ``bootstrap_ci``'s statistic (vectorised, one result per resample)."""
+    return data.mean(axis=-1)
+
+
+def _interval(values: list[float], n_resamples: int) -> dict:
+    ci = m.bootstrap_ci(_mean_of_rows, np.asarray(values, dtype=float), n_resamples=n_resamples, seed=0, vectorized=True)
+    return {"estimate": ci["estimate"], "low": ci["low"], "high": ci["high"]}
+
+
+# --------------------------------------------------------------------------- leaderboard
+
+
+def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_id: int | None = None) -> list[tuple]:
+    """Report-level cards, newest run first, one per (protocol, system, task): one query."""
+    cards = ScoreCard.objects.filter(report__isnull=False)
+    if protocol:
+        cards = cards.filter(run__protocol=protocol)
+    if run_id:
+        cards = cards.filter(run_id=run_id)
+    if task_set_id:
+        cards = cards.filter(report__task__task_sets=task_set_id)
+    rows = cards.order_by("-run__created_at", "-run_id", "pk").values_list(
+        "run__protocol", "run_id", "run__judge_config__name", "system_id", "system__name", "system__version",
+        "report__task_id", "report__task__key", "metrics", "items_judged", "items_failed",
+    )
+    seen: set[tuple] = set()
+    out = []
+    for row in rows:
+        key = (row[0], row[3], row[6])
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
+@dataclass
+class SystemScores:
+    system_id: int
+    name: str
+    values: dict[str, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))  # metric → task → value
+    tasks: set[int] = field(default_factory=set)
+    items_judged: int = 0
+    items_failed: int = 0
+
+
+def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], set[int], set[str]]:
+    systems: dict[int, SystemScores] = {}
+    keys: set[str] = set()
+    runs: set[int] = set()
+    judges: set[str] = set()
+    for _protocol, run_id, judge, system_id, name, version, task_id, _key, metrics, judged, failed in cards:
+        runs.add(run_id)
+        judges.add(judge)
+        scores = systems.setdefault(system_id, SystemScores(system_id, system_label(name, version)))
+        scores.tasks.add(task_id)
+        scores.items_judged += judged
+        scores.items_failed += failed
+        for key, value in (metrics or {}).items():
+            number = _number(value)
+            if key in NOT_METRICS or number is None:
+                continue
+            keys.add(key)
+            scores.values[key][task_id] = number
+    return sorted(keys), systems, runs, judges
+
+
+def _ordered_metrics(protocol: str, keys: list[str]) -> list[str]:
+    preferred = [k for k in PREFERRED_METRICS.get(protocol, ()) if k in keys]
+    return preferred + [k for k in keys if k not in preferred]
+
+
+def _best_vs_second(metric: str, ranked: list[SystemScores]) -> dict | None:
+    """DeepScholar Table 2's mark: paired t-test of the best against the second over their shared tasks."""
+    if len(ranked) < 2:
+        return None
+    best, second = ranked[0], ranked[1]
+    shared = sorted(set(best.values[metric]) & set(second.values[metric]))
+    out = {"best": best.system_id, "second": second.system_id, "n_shared": len(shared), "p_value": None,
+           "significant": False, "mean_difference": None}
+    if len(shared) < 2:
+        return out
+    test = m.paired_t_test([best.values[metric][t] for t in shared], [second.values[metric][t] for t in shared])
+    out.update(p_value=test["p_value"], mean_difference=test["mean_difference"])
+    out["significant"] = bool(test["p_value"] is not None and test["p_value"] < SIGNIFICANCE and test["mean_difference"] > 0)
+    return out
+
+
+def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
+    keys, systems, runs, judges = _collect(cards)
+    metric_keys = _ordered_metrics(protocol, keys)
+    summary: dict[int, dict[str, dict]] = {}
+    for scores in systems.values():
+        summary[scores.system_id] = {}
+        for key in metric_keys:
+            by_task = scores.values.get(key) or {}
+            if by_task:
+                cell = _interval(list(by_task.values()), n_resamples)
+                cell["n_tasks"] = len(by_task)
+                summary[scores.system_id][key] = cell
+    tests = {}
+    for key in metric_keys:
+        ranked = sorted(
+            (s for s in systems.values() if key in summary[s.system_id]),
+            key=lambda s: (-summary[s.system_id][key]["estimate"], s.name),
+        )
+        tests[key] = _best_vs_second(key, ranked)
+    first = metric_keys[0] if metric_keys else None
+    order = sorted(
+        systems.values(),
+        key=lambda s: (first is None or first not in summary[s.system_id],
+                       -(summary[s.system_id][first]["estimate"] if first and first in summary[s.system_id] else 0), s.name),
+    )
+    rows = []
+    for s in order:
+        cells = []
+        for key in metric_keys:
+            cell = summary[s.system_id].get(key)
+            test = tests.get(key)
+            mark = bool(cell and test and test["best"] == s.system_id and test["significant"])
+            cells.append({"metric": key, **(cell or {}), "empty": cell is None, "significant": mark,
+                          "best": bool(cell and test and test["best"] == s.system_id)})
+        rows.append({"system_id": s.system_id, "system": s.name, "cells": cells, "n_tasks": len(s.tasks),
+                     "items_judged": s.items_judged, "items_failed": s.items_failed})
+    test_rows = []
+    for key in metric_keys:
+        test = tests[key] or {}
+        test_rows.append({"label": metric_label(key), **test,
+                          "best_name": systems[test["best"]].name if test else "",
+                          "second_name": systems[test["second"]].name if test else ""})
+    return {
+        "protocol": protocol, "percent": protocol in PERCENT_PROTOCOLS, "test_rows": test_rows,
+        "metrics": [{"key": k, "label": metric_label(k)} for k in metric_keys],
+        "rows": rows, "tests": tests, "n_cards": len(cards), "n_runs": len(runs), "judges": sorted(judges),
+        "systems": systems,
+    }
+
+
+def leaderboard(*, protocol: str, run_id: int | None = None, task_set_id: int | None = None,
+                n_resamples: int = N_RESAMPLES) -> dict:
+    """Systems × the protocol's metrics from report-level score cards (one per system and task,
+    the newest run's when several runs scored it): mean with a percentile-bootstrap 95 % interval
+    over tasks (``bootstrap_ci``), tasks and judged items behind it, and whether the best system
+    beats the second at p < 0.05 (``paired_t_test`` over shared tasks)."""
+    return _summarise(protocol, _report_cards(protocol=protocol, run_id=run_id, task_set_id=task_set_id), n_resamples)
+
+
+def leaderboard_filters(*, protocol: str) -> dict:
+    """The runs and task sets a leaderboard can be narrowed to (two bounded queries)."""
+    runs = list(
+        EvaluationRun.objects.filter(protocol=protocol, score_cards__isnull=False).distinct()
+        .order_by("-created_at").values("id", "name", "judge_config__name")[:100]
+    )
+    for run in runs:
+        run["label"] = run["name"] or f"run #{run['id']}"
+    task_sets = list(TaskSet.objects.order_by("name", "-version").values("id", "name", "version")[:100])
+    return {"runs": runs, "task_sets": task_sets, "protocols": Protocol.choices}
+
+
+def automated_scores(*, n_resamples: int = N_RESAMPLES) -> dict[str, dict]:
+    """Every protocol's leaderboard at once (one query for all cards)."""
+    by_protocol: dict[str, list[tuple]] = defaultdict(list)
+    for row in _report_cards(protocol=None):
+        by_protocol[row[0]].append(row)
+    return {protocol: _summarise(protocol, cards, n_resamples) for protocol, cards in sorted(by_protocol.items())}
+
+
+def score_points(*, protocol: str, metric: str, run_id: int | None = None, task_set_id: int | None = None,
+                 n_resamples: int = N_RESAMPLES) -> dict:
+    """Per-task values of one metric per system (the strip plot), with the leaderboard's interval."""
+    cards = _report_cards(protocol=protocol, run_id=run_id, task_set_id=task_set_id)
+    board = _summarise(protocol, cards, n_resamples)
+    if not metric and board["metrics"]:
+        metric = board["metrics"][0]["key"]
+    task_keys = {row[6]: row[7] for row in cards}
+    groups = []
+    for row in board["rows"]:
+        scores = board["systems"][row["system_id"]]
+        by_task = scores.values.get(metric) or {}
+        cell = next((c for c in row["cells"] if c["metric"] == metric), None)
+        groups.append({
+            "system": row["system"],
+            "points": [{"task": task_keys.get(t, str(t)), "value": v} for t, v in sorted(by_task.items())],
+            "interval": None if cell is None or cell["empty"] else cell,
+        })
+    return {"protocol": protocol, "metric": metric, "metrics": board["metrics"], "groups": groups,
+            "percent": board["percent"]}
+
+
+# --------------------------------------------------------------------------- verdict breakdown
+
+
+def verdict_breakdown(*, protocol: str, run_id: int | None = None) -> dict:
+    """Judge decisions per system and label (DeepSynth Fig. 4/6): one aggregate query over ``Verdict``.
+
+    Every finished verdict row counts (each repeat is one decision); failed calls (``error``
+    set, no label) are counted apart."""
+    verdicts = Verdict.objects.filter(step__startswith=f"{protocol}.")
+    if run_id:
+        run = EvaluationRun.objects.filter(pk=run_id).values("judge_config_id").first()
+        if run is None:
+            return {"protocol": protocol, "labels": [], "rows": []}
+        verdicts = verdicts.filter(judge_config_id=run["judge_config_id"], report__score_cards__run_id=run_id)
+    counts = (
+        verdicts.values_list("report__system__name", "report__system__version", "label", "error")
+        .annotate(n=Count("pk")).order_by()
+    )
+    per_system: dict[str, Counter] = defaultdict(Counter)
+    for name, version, label, error, n in counts:
+        per_system[system_label(name, version)]["(failed)" if error or not label else label] += n
+    seen = {label for c in per_system.values() for label in c}
+    labels = [l for l in VERDICT_ORDER if l in seen] + sorted(seen - set(VERDICT_ORDER) - {"(failed)"})
+    if "(failed)" in seen:
+        labels.append("(failed)")
+    rows = []
+    for system, counter in per_system.items():
+        total = sum(counter.values())
+        rows.append({"system": system, "total": total,
+                     "counts": [{"label": l, "n": counter[l], "share": counter[l] / total if total else 0.0} for l in labels]})
+    first = labels[0] if labels else None
+    rows.sort(key=lambda r: (-(r["counts"][0]["share"] if first else 0), r["system"]))
+    return {"protocol": protocol, "labels": labels, "rows": rows}
+
+
+# --------------------------------------------------------------------------- agreement statistics
+
+
+def _level(values: list[Any]) -> tuple[str, list[Any]]:
+    """Krippendorff level for a set of labels: nominal for words, ordinal for 0/1/2 grades,
+    interval for other numbers (1–5 scores); numeric labels are returned as numbers."""
+    numbers = []
+    for value in values:
+        try:
+            numbers.append(float(value))
+        except (TypeError, ValueError):
+            return "nominal", [str(v) for v in values]
+    if not numbers:
+        return "nominal", []
+    if set(numbers) <= {0.0, 1.0, 2.0} and 0.0 in numbers:
+        return "ordinal", numbers
+    return "interval", numbers
+
+
+def _reading(value: float | None) -> str:
+    return "" if value is None else m.landis_koch(max(-1.0, min(1.0, value)))
+
+
+def agreement_stats(units: dict[Any, dict[Any, Any]], names: dict[Any, str] | None = None, *, nominal: bool = False) -> dict:
+    """Inter-annotator agreement over ``{unit: {annotator: label}}``: Krippendorff's α always,
+    Fleiss' κ when every unit has the same number (≥ 2) of labels, Cohen's κ per annotator pair."""
+    names = names or {}
+    annotators = sorted({a for labels in units.values() for a in labels}, key=lambda a: str(names.get(a, a)))
+    unit_keys = [u for u, labels in units.items() if labels]
+    raw = [units[u][a] for u in unit_keys for a in units[u]]
+    level, converted = ("nominal", [str(v) for v in raw]) if nominal else _level(raw)
+    lookup = iter(converted)
+    coded = {u: {a: next(lookup) for a in units[u]} for u in unit_keys}
+    n_labels = len(raw)
+    pairable = [u for u in unit_keys if len(coded[u]) >= 2]
+    out = {"n_units": len(unit_keys), "n_pairable": len(pairable), "n_labels": n_labels, "n_annotators": len(annotators),
+           "level": level, "alpha": None, "alpha_reading": "", "fleiss": None, "fleiss_reading": "",
+           "fleiss_note": "", "pairs": []}
+    if not pairable:
+        out["note"] = "no item was labelled by two annotators, so agreement cannot be measured"
+        return out
+    matrix = [[coded[u].get(a) for u in pairable] for a in annotators]
+    if level == "nominal":
+        matrix = np.array(matrix, dtype=object)
+    else:
+        matrix = np.array([[np.nan if v is None else v for v in row] for row in matrix], dtype=float)
+    out["alpha"] = m.krippendorff_alpha(matrix, level=level)
+    out["alpha_reading"] = _reading(out["alpha"])
+    sizes = {len(coded[u]) for u in unit_keys}
+    if len(sizes) == 1 and sizes.pop() >= 2:
+        categories = sorted({v for u in unit_keys for v in coded[u].values()}, key=str)
+        index = {c: i for i, c in enumerate(categories)}
+        table = np.zeros((len(unit_keys), len(categories)))
+        for row, u in enumerate(unit_keys):
+            for v in coded[u].values():
+                table[row, index[v]] += 1
+        out["fleiss"] = m.fleiss_kappa(table)
+        out["fleiss_reading"] = _reading(out["fleiss"])
+    else:
+        out["fleiss_note"] = "items have different numbers of labels"
+    for a, b in combinations(annotators, 2):
+        shared = [u for u in unit_keys if a in coded[u] and b in coded[u]]
+        if not shared:
+            continue
+        kappa = m.cohen_kappa([coded[u][a] for u in shared], [coded[u][b] for u in shared])
+        out["pairs"].append({"a": names.get(a, a), "b": names.get(b, b), "n": len(shared), "kappa": kappa,
+                             "reading": _reading(kappa)})
+    return out
+
+
+def _label_key(kind: str, value: dict) -> Any:
+    key = consensus_key(kind, value)
+    return key if isinstance(key, (str, int, float)) else json.dumps(key, sort_keys=True)
+
+
+def _curated_projects(user) -> list[dict]:
+    """Projects whose agreement ``user`` may see: all for global curators, else those they curate."""
+    projects = AnnotationProject.objects.order_by("name")
+    if not is_global_curator(user):
+        projects = projects.filter(pk__in=ProjectMembership.objects.filter(user=user, role=Role.CURATOR).values("project"))
+    return list(projects.values("id", "name", "kind", "judge_config_id")[:500])
+
+
+def inter_annotator(*, user) -> dict:
+    """Per project: agreement of its annotators' labels (``agreement_stats``); one query for all labels."""
+    projects = _curated_projects(user)
+    by_id = {p["id"]: p for p in projects}
+    units: dict[int, dict[int, dict[int, Any]]] = defaultdict(lambda: defaultdict(dict))
+    names: dict[int, str] = {}
+    rows = Label.objects.filter(project_id__in=list(by_id)).values_list("project_id", "item_id", "annotator_id",
+                                                                        "annotator__username", "value")
+    for project_id, item_id, annotator_id, username, value in rows:
+        names[annotator_id] = username
+        units[project_id][item_id][annotator_id] = _label_key(by_id[project_id]["kind"], value)
+    out = []
+    for project in projects:
+        stats = agreement_stats(units.get(project["id"], {}), names,
+                                nominal=project["kind"] != AnnotationProject.Kind.AGREEMENT)
+        out.append({**project, "stats": stats})
+    return {"projects": out, "visible": bool(projects)}
+
+
+def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
+    """Judge vs people on agreement projects, per judge configuration and step.
+
+    Reference label of an item: the curator's ``GoldLabel`` when adjudicated, else the
+    annotators' label when they all agree; items whose annotators disagree and have no gold
+    yet are counted as unresolved and left out. Accuracy (``percent_agreement``), Cohen's κ,
+    Krippendorff's α (level from the labels), a confusion matrix and the disagreements."""
+    projects = [p for p in _curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
+    project_ids = [p["id"] for p in projects]
+    items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")
+    item_rows = list(items.values_list("id", "project_id", "project__name", "target_id", "gold__value"))
+    labels: dict[int, list] = defaultdict(list)
+    for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
+        labels[item_id].append(value.get("label"))
+    verdicts = {
+        row[0]: row for row in Verdict.objects.filter(pk__in=items.values("target_id")).values_list(
+            "id", "judge_config_id", "judge_config__name", "step", "label", "report__system__name", "report_id",
+            "target_kind", "target_id", "target_key",
+        )
+    }
+    groups: dict[tuple, dict] = {}
+    for item_id, project_id, project_name, verdict_id, gold in item_rows:
+        verdict = verdicts.get(verdict_id)
+        if verdict is None:
+            continue
+        _, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key = verdict
+        group = groups.setdefault((config_name, step), {"judge": config_name, "judge_id": config_id, "step": step,
+                                                         "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0})
+        given = [label for label in labels.get(item_id, []) if label is not None]
+        group["n_labels"] += len(given)
+        if gold and gold.get("label") is not None:
+            reference, source = gold["label"], "gold"
+        elif given and len(set(given)) == 1:
+            reference, source = given[0], "annotators" if len(given) > 1 else "annotator"
+        elif given:
+            group["unresolved"] += 1
+            continue
+        else:
+            group["unlabelled"] += 1
+            continue
+        group["pairs"].append({"item_id": item_id, "project_id": project_id, "project": project_name,
+                               "judge": judge_label, "reference": reference, "source": source, "system": system,
+                               "report_id": report_id, "target": f"{t_kind} #{t_id}{' ' + t_key if t_key else ''}"})
+    out = []
+    for key in sorted(groups):
+        group = groups[key]
+        pairs = group.pop("pairs")
+        group["n"] = len(pairs)
+        if pairs:
+            level, values = _level([p["judge"] for p in pairs] + [p["reference"] for p in pairs])
+            judged, reference = values[: len(pairs)], values[len(pairs):]
+            group["level"] = level
+            group["accuracy"] = m.percent_agreement(judged, reference)
+            group["kappa"] = m.cohen_kappa(judged, reference)
+            group["kappa_reading"] = _reading(group["kappa"])
+            matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
+            group["alpha"] = m.krippendorff_alpha(matrix, level=level)
+            group["alpha_reading"] = _reading(group["alpha"])
+            categories = sorted({str(p["judge"]) for p in pairs} | {str(p["reference"]) for p in pairs})
+            cells = Counter((str(p["judge"]), str(p["reference"])) for p in pairs)
+            group["confusion"] = {"labels": categories,
+                                  "rows": [{"label": j, "counts": [cells[(j, r)] for r in categories]} for j in categories]}
+            disagreements = [p for p in pairs if str(p["judge"]) != str(p["reference"])]
+            group["n_disagreements"] = len(disagreements)
+            group["disagreements"] = disagreements[:limit]
+        out.append(group)
+    return {"groups": out, "n_projects": len(projects)}
+
+
+# --------------------------------------------------------------------------- human ranking
+
+
+def preference_sources() -> list[dict]:
+    return list(PairwisePreference.objects.values("source", "component").annotate(n=Count("pk")).order_by("source", "component"))
+
+
+def _preference_rows(*, source: str = "", component: str = "") -> list[tuple]:
+    prefs = PairwisePreference.objects.all()
+    if source:
+        prefs = prefs.filter(source=source)
+    if component:
+        prefs = prefs.filter(component=component)
+    return list(prefs.order_by("pk").values_list(
+        "report_left__system_id", "report_left__system__name", "report_left__system__version",
+        "report_right__system_id", "report_right__system__name", "report_right__system__version",
+        "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
+    ))
+
+
+def _pair_agreement(rows: list[tuple]) -> dict:
+    """Do several annotators judge the same pair? ``agreement_stats`` over those that do."""
+    units: dict[tuple, dict[int, Any]] = defaultdict(dict)
+    names = {}
+    for *_, choice, annotator_id, username, task_id, left, right in rows:
+        names[annotator_id] = username
+        preferred = {"left": left, "right": right}.get(choice, "tie")
+        units[(task_id, frozenset((left, right)))][annotator_id] = str(preferred)
+    shared = sum(1 for labels in units.values() if len(labels) >= 2)
+    stats = agreement_stats(units, names, nominal=True)
+    return {"n_pairs": len(units), "n_shared": shared, "n_annotators": len(names), "stats": stats}
+
+
+def _bt_bootstrap(comparisons: list[tuple], n_items: int, n_resamples: int) -> dict:
+    """``bradley_terry_bootstrap`` (seed 0), memoised in the cache by the exact comparisons: the
+    result is a pure function of them, and 1000 refits take about a second."""
+    arr = np.asarray(comparisons, dtype=float)
+    key = "dashboards:bt:" + hashlib.sha256(arr.tobytes() + f"{n_items}:{n_resamples}".encode()).hexdigest()
+    cached = cache.get(key)
+    if cached is None:
+        bt = m.bradley_terry_bootstrap(arr, n_items=n_items, n_resamples=n_resamples, seed=0)
+        cached = {k: bt[k] for k in ("estimate", "low", "high")}
+        cache.set(key, cached, timeout=24 * 3600)
+    return cached
+
+
+def imported_agreement() -> list[dict]:
+    """For each (source, component) of imported preferences: do annotators judge the same pairs,
+    and how well do they agree on those they share (one query for all)."""
+    rows = PairwisePreference.objects.filter(project__isnull=True).order_by("pk").values_list(
+        "source", "component", "report_left__system_id", "report_left__system__name", "report_left__system__version",
+        "report_right__system_id", "report_right__system__name", "report_right__system__version",
+        "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
+    )
+    groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    for row in rows:
+        groups[(row[0], row[1])].append(row[2:])
+    return [{"source": src, "component": comp, "n": len(group), **_pair_agreement(group)}
+            for (src, comp), group in sorted(groups.items())]
+
+
+def human_ranking(*, source: str = "", component: str = "", n_resamples: int = N_RESAMPLES,
+                  with_correlations: bool = True) -> dict:
+    """Bradley–Terry strengths of systems from pairwise preferences (left win 1, right win 0,
+    tie ½) with bootstrap intervals over comparisons (``bradley_terry_bootstrap``), Chatbot
+    Arena ranks (``rank_with_ci``), and, per automated metric where the systems overlap,
+    Spearman ρ, Kendall τ-b and pairwise concordance with the human strengths (SurveyLens Table 7)."""
+    rows = _preference_rows(source=source, component=component)
+    names: dict[int, str] = {}
+    for lid, lname, lver, rid, rname, rver, *_ in rows:
+        names[lid] = system_label(lname, lver)
+        names[rid] = system_label(rname, rver)
+    ids = sorted(names, key=lambda i: names[i])
+    index = {sid: i for i, sid in enumerate(ids)}
+    comparisons, wins, losses, ties = [], Counter(), Counter(), Counter()
+    skipped = 0
+    for lid, _, _, rid, _, _, choice, *_ in rows:
+        if lid == rid:
+            skipped += 1
+            continue
+        outcome = {"left": 1.0, "right": 0.0, "tie": 0.5}[choice]
+        comparisons.append((index[lid], index[rid], outcome))
+        if outcome == 0.5:
+            ties[lid] += 1
+            ties[rid] += 1
+        else:
+            winner, loser = (lid, rid) if outcome == 1.0 else (rid, lid)
+            wins[winner] += 1
+            losses[loser] += 1
+    out = {"n_comparisons": len(comparisons), "skipped_same_system": skipped, "systems": [], "correlations": [],
+           "agreement": _pair_agreement(rows), "source": source, "component": component,
+           "n_annotators": len({r[7] for r in rows})}
+    if not comparisons:
+        return out
+    bt = _bt_bootstrap(comparisons, len(ids), n_resamples)
+    ranks = m.rank_with_ci(bt["low"], bt["high"])
+    elo = {key: m.to_elo_scale(bt[key]) for key in ("estimate", "low", "high")}
+    systems = [
+        {"system_id": sid, "system": names[sid], "theta": float(bt["estimate"][i]), "low": float(bt["low"][i]),
+         "high": float(bt["high"][i]), "elo": float(elo["estimate"][i]), "elo_low": float(elo["low"][i]),
+         "elo_high": float(elo["high"][i]), "rank": int(ranks[i]), "wins": wins[sid], "losses": losses[sid],
+         "ties": ties[sid], "n": wins[sid] + losses[sid] + ties[sid]}
+        for i, sid in enumerate(ids)
+    ]
+    systems.sort(key=lambda s: (s["rank"], -s["theta"], s["system"]))
+    out["systems"] = systems
+    if with_correlations:
+        out["correlations"] = correlations_with(systems, automated_scores(n_resamples=n_resamples))
+    return out
+
+
+def correlations_with(human: list[dict], automated: dict[str, dict]) -> list[dict]:
+    """Spearman, Kendall and concordance between human BT strength and each metric's system means."""
+    strength = {s["system_id"]: s["theta"] for s in human}
+    out = []
+    for protocol, board in automated.items():
+        for metric in board["metrics"]:
+            pairs = []
+            for row in board["rows"]:
+                cell = next(c for c in row["cells"] if c["metric"] == metric["key"])
+                if row["system_id"] in strength and not cell["empty"]:
+                    pairs.append((row["system"], strength[row["system_id"]], cell["estimate"]))
+            if len(pairs) < 3:
+                continue
+            x = [p[1] for p in pairs]
+            y = [p[2] for p in pairs]
+            out.append({
+                "protocol": protocol, "metric": metric["key"], "label": metric["label"], "n": len(pairs),
+                "spearman": m.spearman(x, y), "kendall": m.kendall_tau(x, y), "concordance": m.pairwise_concordance(x, y),
+                "points": [{"system": p[0], "human": p[1], "metric": p[2]} for p in pairs],
+                "percent": board["percent"],
+            })
+    return out

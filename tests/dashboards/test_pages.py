@@ -1,0 +1,281 @@
+"""Dashboard pages: every number checked against ``scoring.metrics`` run on the same stored rows."""
+
+import csv
+import io
+import math
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from annotation.models import GoldLabel, Label, PairwisePreference
+from scoring import metrics as m
+from scoring.models import ScoreCard, Verdict
+from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
+
+pytestmark = pytest.mark.django_db
+
+URLS = ("leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto")
+
+
+def vec_mean(a):
+    return np.mean(a, axis=-1)
+
+
+def csv_rows(response):
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment" in response["Content-Disposition"]
+    return list(csv.DictReader(io.StringIO(response.content.decode())))
+
+
+@pytest.mark.parametrize("name", URLS)
+def test_login_required(client, name):
+    response = client.get(reverse(f"dashboards:{name}"))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_empty_database_renders_every_page(curator_client):
+    for name in ("index", *URLS):
+        response = curator_client.get(reverse(f"dashboards:{name}"))
+        assert response.status_code == 200, name
+
+
+def test_leaderboard_matches_metrics_on_report_cards(curator_client):
+    run, systems = deepsynth_run(n_tasks=6)
+    response = curator_client.get(reverse("dashboards:leaderboard"), {"protocol": "deepsynth"})
+    assert response.status_code == 200
+    board = response.context["board"]
+    assert [metric["key"] for metric in board["metrics"]] == ["overall", "general", "constraint", "precision"]
+    # Expected, from the stored report-level cards (system-level cards, report null, are not used).
+    per_system = defaultdict(lambda: defaultdict(dict))
+    for card in ScoreCard.objects.filter(run=run, report__isnull=False).select_related("report"):
+        for key in ("overall", "general", "constraint", "precision"):
+            if card.metrics.get(key) is not None:
+                per_system[card.system_id][key][card.report.task_id] = card.metrics[key]
+    rows = {row["system_id"]: row for row in board["rows"]}
+    for system in systems:
+        for cell in rows[system.pk]["cells"]:
+            values = np.array(list(per_system[system.pk][cell["metric"]].values()))
+            expected = m.bootstrap_ci(vec_mean, values, n_resamples=1000, seed=0, vectorized=True)
+            assert cell["estimate"] == pytest.approx(values.mean())
+            assert (cell["low"], cell["high"]) == pytest.approx((expected["low"], expected["high"]))
+            assert cell["n_tasks"] == len(values)
+        assert rows[system.pk]["n_tasks"] == 6
+        assert rows[system.pk]["items_judged"] == 72
+    # the first system lacks one constraint score
+    first = next(c for c in rows[systems[0].pk]["cells"] if c["metric"] == "constraint")
+    assert first["n_tasks"] == 5
+    # best vs second: paired t-test over shared tasks
+    ordered = sorted(systems, key=lambda s: -np.mean(list(per_system[s.pk]["overall"].values())))
+    best, second = ordered[0], ordered[1]
+    assert board["rows"][0]["system_id"] == best.pk
+    shared = sorted(set(per_system[best.pk]["overall"]) & set(per_system[second.pk]["overall"]))
+    test = m.paired_t_test([per_system[best.pk]["overall"][t] for t in shared],
+                           [per_system[second.pk]["overall"][t] for t in shared])
+    assert board["tests"]["overall"]["p_value"] == pytest.approx(test["p_value"])
+    assert test["p_value"] < 0.05  # the builder's best system is 15 points ahead
+    best_cell = next(c for c in board["rows"][0]["cells"] if c["metric"] == "overall")
+    assert best_cell["significant"]
+    html = response.content.decode()
+    assert f"{np.mean(list(per_system[best.pk]['overall'].values())):.1f}" in html
+    assert "▲" in html and "Human ranking" in html
+
+
+def test_leaderboard_without_significant_gap_has_no_mark(curator_client):
+    run, systems = deepsynth_run(n_tasks=2)
+    ScoreCard.objects.filter(report__isnull=False).update(metrics={"overall": 50.0})
+    board = curator_client.get(reverse("dashboards:leaderboard")).context["board"]
+    assert board["tests"]["overall"]["p_value"] is None
+    assert not any(cell["significant"] for row in board["rows"] for cell in row["cells"])
+
+
+def test_leaderboard_filters_by_run_and_takes_newest_card(curator_client):
+    run_a, systems = deepsynth_run(n_tasks=3, name="run A")
+    run_b, _ = deepsynth_run(n_tasks=3, systems=systems, name="run B")
+    all_board = curator_client.get(reverse("dashboards:leaderboard")).context["board"]
+    assert all_board["n_runs"] == 2 and all_board["rows"][0]["n_tasks"] == 6
+    only_a = curator_client.get(reverse("dashboards:leaderboard"), {"run": run_a.pk}).context["board"]
+    assert only_a["n_runs"] == 1 and only_a["rows"][0]["n_tasks"] == 3
+
+
+def test_leaderboard_csv(curator_client):
+    run, systems = deepsynth_run(n_tasks=4)
+    rows = csv_rows(curator_client.get(reverse("dashboards:leaderboard"), {"protocol": "deepsynth", "format": "csv"}))
+    assert len(rows) == 3 * 4
+    overall = {r["system"]: r for r in rows if r["metric"] == "overall"}
+    for system in systems:
+        values = [c.metrics["overall"] for c in ScoreCard.objects.filter(system=system, report__isnull=False)]
+        assert float(overall[system.name]["mean"]) == pytest.approx(np.mean(values))
+        assert overall[system.name]["tasks"] == "4"
+
+
+def test_human_ranking_matches_bradley_terry(curator_client):
+    run, systems = deepsynth_run(n_tasks=4, systems=None)
+    preferences(systems=systems, n_tasks=5)
+    response = curator_client.get(reverse("dashboards:human"))
+    ranking = response.context["ranking"]
+    rows = list(PairwisePreference.objects.order_by("pk").values_list(
+        "report_left__system__name", "report_right__system__name", "choice"))
+    names = sorted({n for r in rows for n in r[:2]})
+    comparisons = [(names.index(a), names.index(b), {"left": 1, "right": 0, "tie": 0.5}[c]) for a, b, c in rows]
+    expected = m.bradley_terry_bootstrap(comparisons, n_items=len(names), n_resamples=1000, seed=0)
+    ranks = m.rank_with_ci(expected["low"], expected["high"])
+    got = {s["system"]: s for s in ranking["systems"]}
+    assert ranking["n_comparisons"] == len(rows) == 5 * 3 * 2
+    for i, name in enumerate(names):
+        assert got[name]["theta"] == pytest.approx(expected["estimate"][i])
+        assert (got[name]["low"], got[name]["high"]) == pytest.approx((expected["low"][i], expected["high"][i]))
+        assert got[name]["rank"] == ranks[i]
+    # correlation with each automated metric over the shared systems (SurveyLens Table 7)
+    corr = {c["metric"]: c for c in ranking["correlations"] if c["protocol"] == "deepsynth"}
+    assert set(corr) == {"overall", "general", "constraint", "precision"}
+    theta = [got[s.name]["theta"] for s in systems]
+    means = [np.mean([c.metrics["general"] for c in ScoreCard.objects.filter(system=s, report__isnull=False)])
+             for s in systems]
+    assert corr["general"]["spearman"]["rho"] == pytest.approx(m.spearman(theta, means)["rho"])
+    assert corr["general"]["kendall"]["tau"] == pytest.approx(m.kendall_tau(theta, means)["tau"])
+    assert corr["general"]["concordance"] == m.pairwise_concordance(theta, means)
+    assert "Spearman" in response.content.decode()
+    csv_ = csv_rows(curator_client.get(reverse("dashboards:human"), {"format": "csv"}))
+    assert {r["system"] for r in csv_} == set(names)
+
+
+def test_judge_agreement_and_inter_annotator_numbers(curator_client):
+    project, owner, users = agreement_setup(n_verdicts=6)
+    response = curator_client.get(reverse("dashboards:agreement"))
+    assert response.status_code == 200
+    [group] = response.context["judge"]["groups"]
+    # Independent reference labels: gold if any, else the unanimous annotator label.
+    labels = defaultdict(list)
+    for item_id, value in Label.objects.filter(project=project).values_list("item_id", "value"):
+        labels[item_id].append(value["label"])
+    gold = dict(GoldLabel.objects.filter(item__project=project).values_list("item_id", "value"))
+    judge_of = dict(Verdict.objects.values_list("pk", "label"))
+    judged, reference, unresolved = [], [], 0
+    for item in project.items.order_by("position", "id"):
+        if item.pk in gold:
+            ref = gold[item.pk]["label"]
+        elif len(set(labels[item.pk])) == 1:
+            ref = labels[item.pk][0]
+        else:
+            unresolved += 1
+            continue
+        judged.append(judge_of[item.target_id])
+        reference.append(ref)
+    assert group["n"] == len(judged) and group["unresolved"] == unresolved == 1
+    assert group["accuracy"] == pytest.approx(m.percent_agreement(judged, reference))
+    assert group["kappa"] == pytest.approx(m.cohen_kappa(judged, reference))
+    assert group["alpha"] == pytest.approx(m.krippendorff_alpha([judged, reference], level="nominal"))
+    confusion = Counter(zip(judged, reference))
+    for row in group["confusion"]["rows"]:
+        for label, n in zip(group["confusion"]["labels"], row["counts"]):
+            assert n == confusion[(row["label"], label)]
+    assert group["n_disagreements"] == sum(1 for a, b in zip(judged, reference) if a != b)
+    html = response.content.decode()
+    first = group["disagreements"][0]
+    assert reverse("annotation:item", args=[first["project_id"], first["item_id"]]) in html
+    # inter-annotator agreement of the two annotators
+    [iaa] = [p for p in response.context["iaa"]["projects"] if p["id"] == project.pk]
+    items = sorted(labels)
+    a = [Label.objects.get(item_id=i, annotator=users[0]).value["label"] for i in items]
+    b = [Label.objects.get(item_id=i, annotator=users[1]).value["label"] for i in items]
+    assert iaa["stats"]["alpha"] == pytest.approx(m.krippendorff_alpha([a, b], level="nominal"))
+    cats = sorted(set(a) | set(b))
+    counts = np.array([[(x == c) + (y == c) for c in cats] for x, y in zip(a, b)])
+    assert iaa["stats"]["fleiss"] == pytest.approx(m.fleiss_kappa(counts))
+    [pair] = iaa["stats"]["pairs"]
+    assert pair["kappa"] == pytest.approx(m.cohen_kappa(a, b))
+    assert pair["reading"] == m.landis_koch(m.cohen_kappa(a, b))
+    assert m.landis_koch(m.cohen_kappa(a, b)) in html
+
+
+def test_agreement_hidden_from_non_curators(client):
+    project, owner, users = agreement_setup(n_verdicts=3)
+    client.force_login(users[0])
+    response = client.get(reverse("dashboards:agreement"))
+    assert response.context["judge"]["groups"] == [] and response.context["iaa"]["projects"] == []
+
+
+def test_imported_preferences_agreement_when_pairs_coincide(curator_client):
+    run, systems = deepsynth_run(n_tasks=2)
+    preferences(systems=systems, n_tasks=3)
+    [imported] = curator_client.get(reverse("dashboards:agreement")).context["imported"]
+    assert imported["n_shared"] == 9 and imported["n_annotators"] == 2
+    by_pair = defaultdict(dict)
+    for pref in PairwisePreference.objects.all():
+        winner = {"left": pref.report_left_id, "right": pref.report_right_id}.get(pref.choice, "tie")
+        by_pair[(pref.task_id, frozenset((pref.report_left_id, pref.report_right_id)))][pref.annotator_id] = str(winner)
+    annotators = sorted({a for v in by_pair.values() for a in v})
+    a = [v[annotators[0]] for v in by_pair.values()]
+    b = [v[annotators[1]] for v in by_pair.values()]
+    assert imported["stats"]["pairs"][0]["kappa"] == pytest.approx(m.cohen_kappa(a, b))
+
+
+def test_verdict_chart_counts_and_csv(curator_client):
+    run, systems = deepsynth_run(n_tasks=3)
+    Verdict.objects.filter(pk=Verdict.objects.first().pk).update(label="", error="timeout")
+    response = curator_client.get(reverse("dashboards:chart_verdicts"), {"protocol": "deepsynth", "run": run.pk})
+    html = response.content.decode()
+    assert '<svg' in html and 'role="img"' in html
+    expected = Counter()
+    for name, label, error in Verdict.objects.values_list("report__system__name", "label", "error"):
+        expected[(name, "(failed)" if error else label)] += 1
+    for row in response.context["data"]["rows"]:
+        for part in row["counts"]:
+            assert part["n"] == expected[(row["system"], part["label"])]
+            assert f'{row["system"]} — {part["label"]}: {part["n"]} of' in html or part["n"] == 0
+    rows = csv_rows(curator_client.get(reverse("dashboards:chart_verdicts"), {"protocol": "deepsynth", "format": "csv"}))
+    assert sum(int(r["count"]) for r in rows) == Verdict.objects.count()
+
+
+def test_score_chart_points_and_csv(curator_client):
+    run, systems = deepsynth_run(n_tasks=4)
+    response = curator_client.get(reverse("dashboards:chart_scores"), {"protocol": "deepsynth", "metric": "precision"})
+    assert response.context["metric"] == "precision"
+    html = response.content.decode()
+    assert html.count("<circle") == 12
+    rows = csv_rows(curator_client.get(reverse("dashboards:chart_scores"),
+                                       {"protocol": "deepsynth", "metric": "precision", "format": "csv"}))
+    stored = sorted(c.metrics["precision"] for c in ScoreCard.objects.filter(report__isnull=False))
+    assert sorted(float(r["precision"]) for r in rows) == pytest.approx(stored)
+
+
+def test_human_vs_automated_scatter(curator_client):
+    run, systems = deepsynth_run(n_tasks=3)
+    preferences(systems=systems, n_tasks=3)
+    response = curator_client.get(reverse("dashboards:chart_human_vs_auto"), {"metric": "deepsynth:overall"})
+    corr = response.context["corr"]
+    assert corr["metric"] == "overall" and corr["n"] == 3
+    assert "<svg" in response.content.decode()
+    rows = csv_rows(curator_client.get(reverse("dashboards:chart_human_vs_auto"),
+                                       {"metric": "deepsynth:overall", "format": "csv"}))
+    assert {r["system"] for r in rows} == {s.name for s in systems}
+    for r in rows:
+        assert math.isfinite(float(r["human_bt_theta"]))
+
+
+def _populate(scale: int, tag: str = ""):
+    run, systems = deepsynth_run(n_tasks=2 * scale, name=f"run {scale}{tag}")
+    preferences(systems=systems, n_tasks=scale, source=f"src-{scale}{tag}")
+    return run
+
+
+@pytest.mark.parametrize("name", URLS)
+def test_query_count_does_not_grow_with_rows(curator_client, django_assert_max_num_queries, name):
+    run = _populate(1)
+    agreement_setup(n_verdicts=3)
+    url = reverse(f"dashboards:{name}")
+    params = {"protocol": "deepsynth"}
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as small:
+        assert curator_client.get(url, params).status_code == 200
+    # five times the rows
+    for n in range(2):  # several times the rows
+        _populate(2, tag=f"-{n}")
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        assert curator_client.get(url, params).status_code == 200
+    with django_assert_max_num_queries(12):
+        curator_client.get(url, {**params, "run": run.pk})
