@@ -58,6 +58,7 @@ class AnnotationItemAdmin(ReadOnlyAdmin):
     )
     list_filter = ("status", "disagreement", "target_kind", "project")
     list_select_related = ("project",)
+    search_fields = ("project__name", "target_kind")
 
 
 @admin.register(models.Assignment)
@@ -79,7 +80,23 @@ class LabelAdmin(ReadOnlyAdmin):
 @admin.register(models.GoldLabel)
 class GoldLabelAdmin(ReadOnlyAdmin):
     list_display = ("item", "decided_by", "decided_at")
+    list_filter = ("item__project", "decided_at")
     list_select_related = ("item", "decided_by")
+    search_fields = ("decided_by__username", "note")
+
+
+@admin.register(models.ProjectMembership)
+class ProjectMembershipAdmin(ReadOnlyAdmin):
+    list_display = ("project", "user", "role")
+    list_filter = ("role", "project")
+    search_fields = ("user__username", "project__name")
+
+
+@admin.register(models.ReportPair)
+class ReportPairAdmin(ReadOnlyAdmin):
+    list_display = ("project", "task", "report_left", "report_right", "leg", "round")
+    list_filter = ("leg", "project")
+    search_fields = ("task__key", "project__name")
 
 
 @admin.register(models.AuditEvent)

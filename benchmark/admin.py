@@ -30,6 +30,14 @@ class BibEntryAdmin(admin.ModelAdmin):
     search_fields = ("title", "normalized_title", "authors", "arxiv_id", "doi")
 
 
+@admin.register(models.SurveyCitation)
+class SurveyCitationAdmin(admin.ModelAdmin):
+    list_display = ("survey", "position", "key", "bib_entry")
+    list_filter = ("survey__source",)
+    search_fields = ("survey__title", "bib_entry__title", "key")
+    raw_id_fields = ("survey", "bib_entry")
+
+
 class SurveyCitationInline(admin.TabularInline):
     model = models.SurveyCitation
     extra = 0

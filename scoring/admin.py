@@ -8,3 +8,75 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("hostname", "pid", "started_at", "last_seen")
     search_fields = ("hostname",)
     list_filter = ("started_at",)
+
+
+@admin.register(models.JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    list_display = ("name", "backend", "model", "prompt_version", "repeats", "max_concurrency", "temperature")
+    list_filter = ("backend", "prompt_version")
+    search_fields = ("name", "model", "base_url")
+
+
+class RunJobInline(admin.TabularInline):
+    model = models.RunJob
+    extra = 0
+    fields = ("report", "step", "status", "attempts", "error", "started_at", "finished_at")
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(models.EvaluationRun)
+class EvaluationRunAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "protocol", "judge_config", "status", "started_at", "finished_at")
+    list_filter = ("protocol", "status", "judge_config")
+    search_fields = ("name", "error")
+    filter_horizontal = ("tasks", "systems")
+    inlines = [RunJobInline]
+
+
+@admin.register(models.RunJob)
+class RunJobAdmin(admin.ModelAdmin):
+    list_display = ("run", "report", "step", "status", "attempts", "finished_at")
+    list_filter = ("status", "step")
+    search_fields = ("error", "report__task__key")
+    raw_id_fields = ("run", "report")
+
+
+@admin.register(models.LLMCall)
+class LLMCallAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "judge_config", "step", "ok", "attempts", "tokens_in", "tokens_out", "latency_ms", "cost_usd")
+    list_filter = ("ok", "step", "judge_config")
+    search_fields = ("error", "request_hash", "model")
+    raw_id_fields = ("run",)
+
+
+@admin.register(models.Statement)
+class StatementAdmin(admin.ModelAdmin):
+    list_display = ("report", "kind", "position", "text")
+    list_filter = ("kind", "judge_config")
+    search_fields = ("text",)
+    raw_id_fields = ("report",)
+
+
+@admin.register(models.Verdict)
+class VerdictAdmin(admin.ModelAdmin):
+    list_display = ("report", "step", "target_kind", "target_id", "repeat", "label", "score", "judge_config")
+    list_filter = ("step", "label", "judge_config", "target_kind")
+    search_fields = ("rationale", "evidence", "error", "report__task__key")
+    raw_id_fields = ("report", "call")
+
+
+@admin.register(models.ScoreCard)
+class ScoreCardAdmin(admin.ModelAdmin):
+    list_display = ("run", "system", "report", "items_judged", "items_failed")
+    list_filter = ("run__protocol", "system")
+    search_fields = ("system__name", "report__task__key")
+    raw_id_fields = ("run", "report")
+
+
+@admin.register(models.Embedding)
+class EmbeddingAdmin(admin.ModelAdmin):
+    list_display = ("model", "content_hash", "dim", "created_at")
+    list_filter = ("model",)
+    search_fields = ("content_hash",)
+    exclude = ("vector",)
