@@ -2,7 +2,7 @@
 
 100 reports (25 systems × the 4 real DeepSynth-Eval example tasks, 49 checklist groups,
 so 1,225 judge calls) are evaluated by the real OpenAI-compatible backend talking to a
-loopback server (a process of its own) that answers after 200 ms. The judge
+loopback ``FakeOpenAI`` server (a process of its own) that answers after 200 ms. The judge
 configuration allows 8 calls in flight; jobs run on 8 threads, as a Celery worker with
 ``--pool=threads --concurrency=8`` would, and the backend's per-endpoint limit keeps the
 calls in flight at 8. The ideal is calls × latency / concurrency; the target is 1.2 ×
@@ -12,12 +12,8 @@ that. Each repetition uses a new judge configuration, so no verdict is reused.
 from __future__ import annotations
 
 import itertools
-import json
 import queue
-import subprocess
-import sys
 import threading
-import urllib.request
 from pathlib import Path
 
 LATENCY = 0.2
@@ -49,20 +45,6 @@ def _reports():
     return tasks, systems
 
 
-def _serve() -> tuple[subprocess.Popen, str]:
-    """The loopback endpoint in its own process; returns it and its base URL."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tests.scoring.services.loopback", "--delay", str(LATENCY)],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )
-    return server, server.stdout.readline().strip()
-
-
-def _stats(base_url: str) -> dict:
-    with urllib.request.urlopen(base_url + "/stats", timeout=10) as response:
-        return json.loads(response.read())
-
-
 def _throughput_setup():
     from django.db import connection
 
@@ -70,10 +52,12 @@ def _throughput_setup():
     from scoring.models import JudgeConfig
     from scoring.pipelines.deepsynth import checklist_for_scoring
     from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+    from tests.support.fake_openai import FakeOpenAIProcess
 
     tasks, systems = _reports()
     calls = sum(len(checklist_for_scoring(task)) for task in tasks) * len(systems)
-    server, base_url = _serve()
+    server = FakeOpenAIProcess(latency=LATENCY, responder="labelled-checklist").start()
+    base_url = server.base_url
     config = JudgeConfig.objects.create(
         name=f"bench-loopback-{next(_counter)}-{base_url.rsplit(':', 1)[-1]}", backend="openai",
         base_url=base_url, model="loopback", max_concurrency=CONCURRENCY, max_retries=0,
@@ -106,10 +90,9 @@ def _throughput_setup():
             for t in threads:
                 t.join()
             finished = run_finalize(run=run)
-            stats = _stats(base_url)
+            stats = server.stats()
         finally:
-            server.terminate()
-            server.wait(10)
+            server.stop()
         assert finished.status == "finished", finished.error
         assert stats["requests"] == calls, (stats, calls)
         assert stats["max_in_flight"] <= CONCURRENCY, stats

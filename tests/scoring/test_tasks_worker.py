@@ -1,7 +1,7 @@
 """Runs executed by real Celery worker processes against the PostgreSQL test database.
 
-The judge is the real OpenAI-compatible backend talking to a loopback server in this
-process that answers after a delay, so a worker can be killed in the middle of a job.
+The judge is the real OpenAI-compatible backend talking to a loopback ``FakeOpenAI`` server
+in this process that answers after a delay, so a worker can be killed in the middle of a job.
 The run is created and started by the real ``evaluate`` command in a subprocess, which
 enqueues through the filesystem broker in ``tmp_path`` (the same one the workers read).
 """
@@ -21,25 +21,20 @@ from django.db import connection
 
 from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard, Verdict, WorkerHeartbeat
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
-from tests.scoring.services.loopback import LoopbackServer, requested_items
+from tests.support.fake_openai import FakeOpenAI, labelled_checklist_responder, requested_items
 
 ROOT = Path(settings.BASE_DIR)
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-class RecordingServer(LoopbackServer):
-    """Remembers which (system, item id) pairs each request asked about (reports read "# Report by <system>")."""
-
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self.asked: list[set[tuple[str, int]]] = []
-
-    def respond(self, body):
-        prompt = body["messages"][-1]["content"]
+def asked(server: FakeOpenAI) -> list[set[tuple[str, int]]]:
+    """Which (system, item id) pairs each request asked about, in arrival order (reports read "# Report by <system>")."""
+    pairs = []
+    for request in server.chat_requests():
+        prompt = request.last_message
         system = re.search(r"# Report by (\S+)", prompt).group(1)
-        with self._lock:
-            self.asked.append({(system, item["id"]) for item in requested_items(prompt)})
-        return super().respond(body)
+        pairs.append({(system, item["id"]) for item in requested_items(prompt)})
+    return pairs
 
 
 def environment(tmp_path: Path) -> dict:
@@ -102,7 +97,8 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         reports_for(task, [a, b])
     env = environment(tmp_path)
     log = tmp_path / "workers.log"
-    with RecordingServer(delay=0.5) as server:
+    with FakeOpenAI(latency=0.5) as server:
+        server.responder = labelled_checklist_responder
         config = judge_config(name="loopback-slow", backend="openai", base_url=server.base_url, model="loopback",
                               max_concurrency=1, max_retries=0)
         first = start_worker(env, "first@test", log)
@@ -125,7 +121,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
             wait_for(mid_job, 60, "a worker in the middle of a job", log, process=first, step=0.02)
             os.killpg(first.pid, signal.SIGKILL)
             first.wait(10)
-            asked_before_kill = len(server.asked)
+            asked_before_kill = len(server.chat_requests())
             stored_at_kill = {v.pk: (v.label, v.updated_at) for v in Verdict.objects.all()}
             orphans = set(run.jobs.filter(status=RunJob.Status.RUNNING).values_list("pk", flat=True))
             done_at_kill = run.jobs.filter(status=RunJob.Status.DONE).count()
@@ -153,9 +149,9 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         for pk, (label, updated_at) in stored_at_kill.items():
             assert verdicts.filter(pk=pk, label=label, updated_at=updated_at).exists()
         stored_items = set(Verdict.objects.filter(pk__in=stored_at_kill).values_list("report__system__name", "target_id"))
-        asked_after = set().union(*server.asked[asked_before_kill:])
+        asked_after = set().union(*asked(server)[asked_before_kill:])
         assert not asked_after & stored_items
-        assert len(server.asked) <= 16 + len(orphans)  # at most the calls in flight at the kill were repeated
+        assert len(asked(server)) <= 16 + len(orphans)  # at most the calls in flight at the kill were repeated
         assert LLMCall.objects.filter(run=run).count() == 16
 
         # the same scores as an uninterrupted run (executed here, with a second configuration)

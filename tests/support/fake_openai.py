@@ -9,26 +9,42 @@ answers is scripted per test:
   the default answers chat with an empty JSON object and embeddings with
   deterministic vectors;
 * ``fault_rate`` (with ``seed``) turns that share of requests into HTTP 500s,
-  deterministically in request order; ``latency`` delays every reply.
+  deterministically in request order; ``fail_every`` = n makes exactly every n-th
+  request (in arrival order) an HTTP 500; ``faults`` counts the 500s injected either
+  way; ``latency`` delays every reply (faults included).
 
 Replies: ``Reply.json(data)`` (a completion whose content is that JSON, with usage),
 ``Reply.text(content)`` (any content, e.g. malformed JSON), ``Reply.error(status,
 retry_after=...)``, ``Reply.hang(seconds)`` (sleeps past the client's timeout),
 ``Reply.embeddings(vectors)``. Every request is recorded (``server.requests``) with
 its path, JSON body and arrival time; ``max_in_flight`` is the most requests handled
-at once.
+at once. ``GET /v1/stats`` (and ``stats()``) returns the counters.
+
+Ready-made responders: ``checklist_responder`` (one label for every item) and
+``labelled_checklist_responder`` (the label of item ``id`` is ``label_for(id)``, so any
+two runs over the same items agree).
+
+``FakeOpenAIProcess`` (or ``python -m tests.support.fake_openai --latency 0.2``, which
+prints its base URL as the first line on stdout) serves from a process of its own, so a
+benchmark's process does not share its CPU (and GIL) with the server; it answers with a
+named responder (``RESPONDERS``) and reports through ``stats()``.
 """
 
+import argparse
 import hashlib
 import json
 import random
 import re
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import numpy as np
 
@@ -114,12 +130,56 @@ def checklist_responder(request: Request, label: str = "correct") -> Reply:
                                     for i in dict.fromkeys(ids)]})
 
 
+LABELS = ("correct", "omitted", "incorrect", "correct")
+
+
+def label_for(item_id: int) -> str:
+    """The label ``labelled_checklist_responder`` gives item ``item_id``."""
+    return LABELS[item_id % len(LABELS)]
+
+
+def requested_items(prompt: str) -> list[dict]:
+    """The requirement lines of a rendered checklist prompt (JSON objects with id and text, before the report)."""
+    items = []
+    for line in prompt.splitlines():
+        if line.startswith("<<<REPORT"):
+            break
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and "id" in value and "text" in value:
+                items.append(value)
+    return items
+
+
+def labelled_checklist_responder(request: Request) -> Reply:
+    """Answers a ``deepsynth.checklist_group`` prompt (its last message) with ``label_for(id)`` for every item."""
+    prompt = request.last_message
+    content = json.dumps({"verdicts": [
+        {"id": item["id"], "label": label_for(item["id"]), "evidence": "", "rationale": "loopback"}
+        for item in requested_items(prompt)
+    ]})
+    return Reply.text(content, tokens_in=len(prompt) // 4, tokens_out=len(content) // 4,
+                      model=str(request.body.get("model", "")))
+
+
+RESPONDERS: dict[str, Callable[[Request], Reply]] = {
+    "default": default_responder,
+    "checklist": checklist_responder,
+    "labelled-checklist": labelled_checklist_responder,
+}
+
+
 class FakeOpenAI:
-    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0, fail_every: int = 0) -> None:
         self.latency = latency
         self.fault_rate = fault_rate
+        self.fail_every = fail_every
         self.responder: Callable[[Request], Reply] = default_responder
         self.requests: list[Request] = []
+        self.faults = 0
         self.max_in_flight = 0
         self._in_flight = 0
         self._queue: deque[Reply] = deque()
@@ -144,6 +204,10 @@ class FakeOpenAI:
     def chat_requests(self) -> list[Request]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
+    def stats(self) -> dict:
+        with self._lock:
+            return {"requests": len(self.requests), "faults": self.faults, "max_in_flight": self.max_in_flight}
+
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
     def start(self) -> "FakeOpenAI":
@@ -160,7 +224,10 @@ class FakeOpenAI:
                 fake._handle(self)
 
             def do_GET(self) -> None:  # noqa: N802
-                fake._send(self, Reply(status=404, body={"error": {"message": "not found"}}))
+                if self.path == "/v1/stats":
+                    fake._send(self, Reply(body=fake.stats()))
+                else:
+                    fake._send(self, Reply(status=404, body={"error": {"message": "not found"}}))
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -198,11 +265,14 @@ class FakeOpenAI:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
             faulty = self.fault_rate > 0 and self._rng.random() < self.fault_rate
+            faulty = faulty or (self.fail_every > 0 and len(self.requests) % self.fail_every == 0)
             scripted = self._queue.popleft() if self._queue else None
         try:
             if handler.path not in ("/v1/chat/completions", "/v1/embeddings"):
                 reply = Reply(status=404, body={"error": {"message": f"no route {handler.path}"}})
             elif faulty:
+                with self._lock:
+                    self.faults += 1
                 reply = Reply.error(500, "injected fault")
             else:
                 reply = scripted or self.responder(request)
@@ -229,3 +299,67 @@ class FakeOpenAI:
         handler.end_headers()
         handler.wfile.write(data)
         handler.wfile.flush()
+
+
+class FakeOpenAIProcess:
+    """A ``FakeOpenAI`` serving from a process of its own, answering with ``RESPONDERS[responder]``."""
+
+    ROOT = Path(__file__).resolve().parents[2]
+
+    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0, fail_every: int = 0,
+                 responder: str = "default") -> None:
+        if responder not in RESPONDERS:
+            raise ValueError(f"unknown responder {responder!r}; one of {sorted(RESPONDERS)}")
+        self.args = ["--latency", str(latency), "--fault-rate", str(fault_rate), "--seed", str(seed),
+                     "--fail-every", str(fail_every), "--responder", responder]
+        self.process: subprocess.Popen | None = None
+        self.base_url = ""
+
+    def start(self) -> "FakeOpenAIProcess":
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.support.fake_openai", *self.args],
+                                        cwd=self.ROOT, stdout=subprocess.PIPE, text=True)
+        self.base_url = self.process.stdout.readline().strip()
+        if not self.base_url:
+            self.stop()
+            raise RuntimeError("the fake OpenAI server process did not start")
+        return self
+
+    def stats(self) -> dict:
+        with urllib.request.urlopen(self.base_url + "/stats", timeout=10) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def __enter__(self) -> "FakeOpenAIProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="serve the fake OpenAI-compatible endpoint until terminated")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fail-every", type=int, default=0)
+    parser.add_argument("--responder", choices=sorted(RESPONDERS), default="default")
+    args = parser.parse_args()
+    server = FakeOpenAI(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, fail_every=args.fail_every)
+    server.responder = RESPONDERS[args.responder]
+    with server:
+        print(server.base_url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

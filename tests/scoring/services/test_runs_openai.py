@@ -1,4 +1,4 @@
-"""Runs against the real OpenAI-compatible backend, talking to a loopback server."""
+"""Runs against the real OpenAI-compatible backend, talking to the loopback ``FakeOpenAI`` server."""
 
 import pytest
 
@@ -6,7 +6,7 @@ from scoring.judges.openai_judge import OpenAIJudge
 from scoring.models import LLMCall, ScoreCard, Verdict
 from scoring.services.runs import job_execute, run_create, run_finalize, run_start
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
-from tests.scoring.services.loopback import LoopbackServer, label_for
+from tests.support.fake_openai import FakeOpenAI, label_for, labelled_checklist_responder
 
 
 @pytest.mark.django_db
@@ -15,7 +15,8 @@ def test_an_endpoint_failing_one_request_in_five_records_failures_per_item_and_f
     a, b = systems(2)
     for task in tasks:
         reports_for(task, [a, b])
-    with LoopbackServer(fail_every=5) as server:
+    with FakeOpenAI(fail_every=5) as server:
+        server.responder = labelled_checklist_responder
         config = judge_config(backend="openai", base_url=server.base_url, model="loopback", max_retries=0,
                               max_concurrency=2)
         run = run_start(run=run_create(protocol="deepsynth", judge_config=config, systems=[a, b], tasks=tasks),
@@ -25,7 +26,7 @@ def test_an_endpoint_failing_one_request_in_five_records_failures_per_item_and_f
     assert outcomes == ["done"] * 10
     run = run_finalize(run=run)
     assert run.status == "finished"
-    assert (server.requests, server.failed) == (20, 4)
+    assert (len(server.requests), server.faults) == (20, 4)
     calls = LLMCall.objects.filter(run=run)
     assert calls.count() == 20 and calls.filter(ok=False).count() == 4
     errors = Verdict.objects.exclude(error="")
