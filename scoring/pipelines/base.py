@@ -125,6 +125,7 @@ class _Registry(Mapping):
 PIPELINES: Mapping[str, Pipeline] = _Registry(
     {
         "deepsynth": "scoring.pipelines.deepsynth:DeepSynthPipeline",
+        "reportbench": "scoring.pipelines.reportbench:ReportBenchPipeline",
     }
 )
 

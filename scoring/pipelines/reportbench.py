@@ -1,0 +1,652 @@
+"""ReportBench (paper §3.1–3.2): references, cited statements and non-cited statements.
+
+Three independent job steps per report (they may run in any order, in parallel):
+
+``reportbench.references``
+    The report's own reference list from the stored parse (title, URL, arXiv id, DOI); only
+    when the parse found none is the judge asked (``reportbench.reference_titles``). Each
+    predicted reference gets a verdict (target_kind ``report_reference``, target_key its
+    index, label matched / unmatched / duplicate) against the task's gold references (not
+    rejected; BibEntry title, arXiv id, DOI, URL), so the matching is auditable. No judge
+    call when the parse has references. Score: :func:`reference_prf` (deduplicated sets).
+
+``reportbench.cited_statements``
+    The judge extracts the cited statements (stored as ``Statement`` rows, kind cited);
+    each statement's cited source is resolved from what is stored — the matching
+    ``BibEntry`` abstract, else the text of a matching ``Report.sources`` document, never
+    the web — and ``reportbench.consistency`` decides whether it supports the statement.
+    A statement without source text gets a verdict with error "source not available" (no
+    call). Score: :func:`match_rate` over the judged statements.
+
+``reportbench.uncited_statements``
+    The judge extracts the non-cited factual statements (kind uncited); each is asked
+    ``reportbench.factuality`` ``JudgeConfig.repeats`` times; the decision is the
+    :func:`majority_vote` over the finished repeats and :func:`factual_accuracy` leaves
+    ties out. The offline judge does not support factuality: its answers are per-item
+    errors, the statements count as failed and the metric is ``None``.
+
+An extraction is recorded as a verdict too (target_kind ``statement_extraction`` /
+``reference_extraction``, target_key the statement kind), carrying the call's cost and
+the fingerprint of the report text: a re-run with the same configuration and text reuses
+it and the statements, and reuses every finished verdict, so it makes no call. Errored
+verdicts are retried in place; a changed report text is extracted and judged again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.models import BibEntry, GoldReference, ReviewStatus
+from benchmark.parsing import parse_report
+from benchmark.services.reports import report_parsed
+from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
+from scoring.metrics import (
+    deduplicate_references,
+    factual_accuracy,
+    majority_vote,
+    match_rate,
+    match_references,
+    normalize_arxiv_id,
+    normalize_doi,
+    normalize_title,
+    normalize_url,
+    reference_prf,
+)
+from scoring.models import Statement, Verdict
+
+from .base import BasePipeline, fingerprint, record_answer, split_evenly
+
+REFERENCES = "reportbench.references"
+CITED = "reportbench.cited_statements"
+UNCITED = "reportbench.uncited_statements"
+CONSISTENCY = "reportbench.consistency"
+FACTUALITY = "reportbench.factuality"
+REFERENCE_TITLES = "reportbench.reference_titles"
+STEPS = [REFERENCES, CITED, UNCITED]
+
+REFERENCE_KIND = "report_reference"
+REFERENCE_EXTRACTION_KIND = "reference_extraction"
+EXTRACTION_KIND = "statement_extraction"
+CITED_KIND = "cited_statement"
+UNCITED_KIND = "uncited_statement"
+
+CONSISTENCY_LABELS = {"consistent": 1.0, "inconsistent": 0.0}
+FACTUALITY_LABELS = {"correct": 1.0, "incorrect": 0.0}
+REFERENCE_LABELS = {"matched": 1.0, "unmatched": 0.0, "duplicate": None}
+EXTRACTED = "extracted"
+SOURCE_NOT_AVAILABLE = "source not available"
+RAW_TEXT_LIMIT = 4000
+SOURCE_TEXT_FIELDS = ("text", "content", "abstract", "snippet", "body")
+
+_UPDATED_FIELDS = [
+    "step", "label", "score", "rationale", "evidence", "error", "raw_response", "call",
+    "tokens_in", "tokens_out", "latency_ms", "cost_usd", "updated_at",
+]
+_NUMBERS = re.compile(r"\d{1,4}(?:\s*[\u2013-]\s*\d{1,4})?")
+_AUTHOR_YEAR = re.compile(r"([A-Z][A-Za-z'\-]+)(?: et al\.?| and [A-Z][A-Za-z'\-]+)?,? ((?:19|20)\d{2})")
+
+
+# --- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _ref_dict(title="", url="", arxiv_id="", doi="") -> dict[str, str]:
+    return {"title": title or "", "url": url or "", "arxiv_id": arxiv_id or "", "doi": doi or ""}
+
+
+def gold_references(task) -> list[dict]:
+    """The task's gold references that count (not rejected), as reference dicts with their BibEntry id."""
+    rows = (
+        GoldReference.objects.filter(task=task)
+        .exclude(review_status=ReviewStatus.REJECTED)
+        .select_related("bib_entry")
+        .order_by("position", "id")
+    )
+    out = []
+    for gold in rows:
+        bib = gold.bib_entry
+        out.append({**_ref_dict(bib.title, bib.url, bib.arxiv_id, bib.doi), "bib_entry": bib.id})
+    return out
+
+
+def parsed_report(report):
+    """The stored parse; a report stored without one (e.g. built directly) is parsed here, no judge involved."""
+    if report.parsed:
+        try:
+            return report_parsed(report)
+        except (KeyError, ValueError, TypeError):
+            pass
+    return parse_report(report.text, format=report.format)
+
+
+def parsed_references(report) -> list:
+    return list(parsed_report(report).references)
+
+
+def _reusable(verdict: Verdict | None, input_hash: str, labels) -> bool:
+    """A finished verdict on the same question (see DeepSynth): known label, no error, same fingerprint
+    when it recorded one (imported verdicts without one are trusted)."""
+    if verdict is None or verdict.error or verdict.label not in labels:
+        return False
+    recorded = verdict.raw_response.get("input_hash") if isinstance(verdict.raw_response, dict) else None
+    return recorded is None or recorded == input_hash
+
+
+def _base(run, report, *, step: str, kind: str, target_id: int = 0, key: str = "", repeat: int = 0) -> dict:
+    config = run.judge_config
+    return dict(
+        report=report, judge_config=config, prompt_version=config.prompt_version, step=step, target_kind=kind,
+        target_id=target_id, target_key=key, repeat=repeat,
+    )
+
+
+def _verdicts(run, report, kinds: Sequence[str]) -> dict[tuple, Verdict]:
+    config = run.judge_config
+    rows = Verdict.objects.filter(
+        report=report, judge_config=config, prompt_version=config.prompt_version, target_kind__in=list(kinds)
+    ).only("id", "target_kind", "target_id", "target_key", "repeat", "label", "error", "raw_response", "created_at")
+    return {(v.target_kind, v.target_id, v.target_key, v.repeat): v for v in rows}
+
+
+def _key(v: Verdict) -> tuple:
+    return (v.target_kind, v.target_id, v.target_key, v.repeat)
+
+
+def _upsert(rows: list[Verdict], *, run, report, labels) -> None:
+    """Insert new verdicts and overwrite unfinished or stale ones in place (rows locked first); a
+    verdict finished meanwhile on the same question is kept. Call inside a transaction."""
+    if not rows:
+        return
+    config = run.judge_config
+    kinds = sorted({row.target_kind for row in rows})
+    locked = {
+        _key(v): v
+        for v in Verdict.objects.select_for_update().filter(
+            report=report, judge_config=config, prompt_version=config.prompt_version, target_kind__in=kinds,
+            target_id__in=sorted({row.target_id for row in rows}),
+        ).only("id", "target_kind", "target_id", "target_key", "repeat", "label", "error", "raw_response",
+               "created_at")
+    }
+    to_insert, to_update, now = [], [], timezone.now()
+    for row in rows:
+        current = locked.get(_key(row))
+        if current is None:
+            to_insert.append(row)
+        elif not _reusable(current, row.raw_response["input_hash"], labels):
+            row.pk, row.created_at, row.updated_at = current.pk, current.created_at, now
+            to_update.append(row)
+    Verdict.objects.bulk_create(to_insert, ignore_conflicts=True)
+    Verdict.objects.bulk_update(to_update, _UPDATED_FIELDS)
+
+
+def _answer_error(answer: JudgeAnswer) -> str:
+    return f"judge error: {answer.error or 'no answer'}"
+
+
+def _cost_share(answer: JudgeAnswer, n: int) -> list[dict]:
+    n = max(1, n)
+    ins, outs = split_evenly(answer.tokens_in, n), split_evenly(answer.tokens_out, n)
+    return [
+        dict(tokens_in=ins[k], tokens_out=outs[k], latency_ms=answer.latency_ms / n, cost_usd=answer.cost_usd / n)
+        for k in range(n)
+    ]
+
+
+@dataclass
+class Pending:
+    """One judge call still to make and the verdict it will become."""
+
+    call: JudgeCall
+    statement: Statement
+    input_hash: str
+    extra: dict
+
+
+# --- the pipeline ----------------------------------------------------------------------------------------------
+
+
+class ReportBenchPipeline(BasePipeline):
+    protocol = "reportbench"
+
+    def steps_for(self, report) -> list[str]:
+        return list(STEPS)
+
+    def run_step(self, *, run, report, step: str, judge: Judge) -> None:
+        if step == REFERENCES:
+            self._run_references(run=run, report=report, judge=judge)
+        elif step == CITED:
+            statements = self._extract(run=run, report=report, judge=judge, kind=Statement.Kind.CITED)
+            self._judge_cited(run=run, report=report, judge=judge, statements=statements)
+        elif step == UNCITED:
+            statements = self._extract(run=run, report=report, judge=judge, kind=Statement.Kind.UNCITED)
+            self._judge_uncited(run=run, report=report, judge=judge, statements=statements)
+        else:
+            raise ValueError(f"the ReportBench pipeline has no step {step!r} (it has {', '.join(STEPS)})")
+
+    # --- references ---------------------------------------------------------------------------------------------
+
+    def _run_references(self, *, run, report, judge: Judge) -> None:
+        parsed = parsed_references(report)
+        predicted = [_ref_dict(r.title, r.url, r.arxiv_id, r.doi) for r in parsed]
+        source = "parse"
+        if not predicted:
+            source = "judge"
+            predicted = self._judge_references(run=run, report=report, judge=judge)
+            if predicted is None:
+                return  # the extraction failed: recorded as an errored verdict, retried on a re-run
+        gold = gold_references(report.task)
+        labels = reference_labels(predicted, gold)
+        gold_hash = fingerprint([{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in gold])
+        rows = []
+        for index, (ref, (label, gold_index)) in enumerate(zip(predicted, labels, strict=True)):
+            raw = {
+                "input_hash": fingerprint(ref, gold_hash), "reference": ref, "source": source,
+                "gold": gold[gold_index] if gold_index is not None else None,
+            }
+            rows.append(Verdict(
+                **_base(run, report, step=REFERENCES, kind=REFERENCE_KIND, key=str(index)),
+                label=label, score=REFERENCE_LABELS[label], raw_response=raw,
+                evidence=(gold[gold_index]["title"] if gold_index is not None else ""),
+            ))
+        config = run.judge_config
+        with transaction.atomic():
+            # a shorter reference list than last time: the verdicts past its end no longer exist
+            stale = Verdict.objects.filter(
+                report=report, judge_config=config, prompt_version=config.prompt_version, target_kind=REFERENCE_KIND,
+            ).exclude(target_key__in=[str(i) for i in range(len(predicted))])
+            stale.delete()
+            _upsert(rows, run=run, report=report, labels=REFERENCE_LABELS)
+
+    def _judge_references(self, *, run, report, judge: Judge) -> list[dict] | None:
+        """``reportbench.reference_titles``, reused from its stored extraction verdict when the text is unchanged."""
+        input_hash = fingerprint(report.text)
+        key = (REFERENCE_EXTRACTION_KIND, 0, "references", 0)
+        existing = _verdicts(run, report, [REFERENCE_EXTRACTION_KIND]).get(key)
+        if _reusable(existing, input_hash, {EXTRACTED}) and isinstance(existing.raw_response, dict) and isinstance(
+            existing.raw_response.get("references"), list
+        ):
+            return existing.raw_response["references"]
+        answer = judge.answer_many([JudgeCall(step=REFERENCE_TITLES, variables={"report": report.text})])[0]
+        refs, error = None, ""
+        if not answer.ok:
+            error = _answer_error(answer)
+        else:
+            entries = answer.data.get("references") if isinstance(answer.data, dict) else None
+            if not isinstance(entries, list):
+                error = "malformed answer: no 'references' list"
+            else:
+                refs = [
+                    _ref_dict(str(e.get("title") or ""), str(e.get("url") or ""))
+                    for e in entries if isinstance(e, dict) and (e.get("title") or e.get("url"))
+                ]
+        raw = {"input_hash": input_hash}
+        if refs is None:
+            raw["raw"] = (answer.raw or "")[:RAW_TEXT_LIMIT]
+        else:
+            raw["references"] = refs
+        with transaction.atomic():
+            call = record_answer(answer, run=run, step=REFERENCE_TITLES)
+            row = Verdict(
+                **_base(run, report, step=REFERENCE_TITLES, kind=REFERENCE_EXTRACTION_KIND, key="references"),
+                label=EXTRACTED if refs is not None else "", score=float(len(refs)) if refs is not None else None,
+                error=error, raw_response=raw, call=call, **_cost_share(answer, 1)[0],
+            )
+            _upsert([row], run=run, report=report, labels={EXTRACTED})
+        return refs
+
+    # --- statements ---------------------------------------------------------------------------------------------
+
+    def _extract(self, *, run, report, judge: Judge, kind: str) -> list[Statement]:
+        """The report's statements of ``kind``: stored ones when their extraction is reusable, else asked for."""
+        config = run.judge_config
+        step = CITED if kind == Statement.Kind.CITED else UNCITED
+        target_kind = CITED_KIND if kind == Statement.Kind.CITED else UNCITED_KIND
+        input_hash = fingerprint(report.text)
+        stored = list(
+            Statement.objects.filter(
+                report=report, judge_config=config, prompt_version=config.prompt_version, kind=kind
+            ).order_by("position")
+        )
+        marker = _verdicts(run, report, [EXTRACTION_KIND]).get((EXTRACTION_KIND, 0, kind, 0))
+        if _reusable(marker, input_hash, {EXTRACTED}):
+            return stored
+        if marker is None and stored:
+            return stored  # imported statements, no extraction recorded: trusted
+        answer = judge.answer_many([JudgeCall(step=step, variables={"report": report.text})])[0]
+        found, error = None, ""
+        if not answer.ok:
+            error = _answer_error(answer)
+        else:
+            entries = answer.data.get("statements") if isinstance(answer.data, dict) else None
+            if not isinstance(entries, list):
+                error = "malformed answer: no 'statements' list"
+            else:
+                found = []
+                for entry in entries:
+                    text = str(entry.get("text") or "").strip() if isinstance(entry, dict) else ""
+                    if not text:
+                        continue
+                    cites = entry.get("citations") if kind == Statement.Kind.CITED else []
+                    found.append((text, [str(c) for c in cites] if isinstance(cites, list) else []))
+        raw = {"input_hash": input_hash}
+        if found is None:
+            raw["raw"] = (answer.raw or "")[:RAW_TEXT_LIMIT]
+        with transaction.atomic():
+            call = record_answer(answer, run=run, step=step)
+            if found is not None:
+                old_ids = [s.id for s in stored]
+                if old_ids:  # the text changed: the old statements and their verdicts go
+                    Verdict.objects.filter(
+                        report=report, judge_config=config, prompt_version=config.prompt_version,
+                        target_kind=target_kind, target_id__in=old_ids,
+                    ).delete()
+                    Statement.objects.filter(id__in=old_ids).delete()
+                stored = Statement.objects.bulk_create([
+                    Statement(report=report, judge_config=config, prompt_version=config.prompt_version, kind=kind,
+                              position=i, text=text, citations=cites)
+                    for i, (text, cites) in enumerate(found)
+                ])
+            row = Verdict(
+                **_base(run, report, step=step, kind=EXTRACTION_KIND, key=kind),
+                label=EXTRACTED if found is not None else "", score=float(len(found)) if found is not None else None,
+                error=error, raw_response=raw, call=call, **_cost_share(answer, 1)[0],
+            )
+            _upsert([row], run=run, report=report, labels={EXTRACTED})
+        return stored if found is not None else []
+
+    def _judge_cited(self, *, run, report, judge: Judge, statements: list[Statement]) -> None:
+        if not statements:
+            return
+        resolver = SourceResolver(report)
+        existing = _verdicts(run, report, [CITED_KIND])
+        pending, unavailable = [], []
+        for statement in statements:
+            sources = resolver.sources_for(statement.citations)
+            passage = "\n\n".join(f"{s['title']}\n{s['text']}".strip() for s in sources)
+            input_hash = fingerprint(statement.text, passage)
+            if _reusable(existing.get((CITED_KIND, statement.id, "", 0)), input_hash, CONSISTENCY_LABELS):
+                continue
+            extra = {"sources": [{k: v for k, v in s.items() if k != "text"} for s in sources]}
+            if not passage:
+                unavailable.append(Verdict(
+                    **_base(run, report, step=CONSISTENCY, kind=CITED_KIND, target_id=statement.id),
+                    error=SOURCE_NOT_AVAILABLE, raw_response={"input_hash": input_hash, "citations": statement.citations},
+                ))
+                continue
+            call = JudgeCall(step=CONSISTENCY, variables={"statement": statement.text, "passage": passage})
+            pending.append(Pending(call, statement, input_hash, extra))
+        if unavailable:
+            with transaction.atomic():
+                _upsert(unavailable, run=run, report=report, labels=CONSISTENCY_LABELS)
+        self._ask(judge, pending, run=run, report=report, kind=CITED_KIND, labels=CONSISTENCY_LABELS)
+
+    def _judge_uncited(self, *, run, report, judge: Judge, statements: list[Statement]) -> None:
+        existing = _verdicts(run, report, [UNCITED_KIND])
+        pending = []
+        for repeat in range(run.judge_config.repeats):
+            for statement in statements:
+                input_hash = fingerprint(statement.text)
+                if _reusable(existing.get((UNCITED_KIND, statement.id, "", repeat)), input_hash, FACTUALITY_LABELS):
+                    continue
+                call = JudgeCall(step=FACTUALITY, variables={"statement": statement.text}, repeat=repeat)
+                pending.append(Pending(call, statement, input_hash, {}))
+        self._ask(judge, pending, run=run, report=report, kind=UNCITED_KIND, labels=FACTUALITY_LABELS)
+
+    def _ask(self, judge: Judge, pending: list[Pending], *, run, report, kind: str, labels: dict) -> None:
+        """Ask in chunks of ``max_concurrency`` and store each chunk, committed, before the next (as DeepSynth)."""
+        size = max(1, int(run.judge_config.max_concurrency or 1))
+        for start in range(0, len(pending), size):
+            chunk = pending[start:start + size]
+            answers = judge.answer_many([p.call for p in chunk])
+            with transaction.atomic():
+                rows = []
+                for item, answer in zip(chunk, answers, strict=True):
+                    label, rationale, error = "", "", ""
+                    if not answer.ok:
+                        error = _answer_error(answer)
+                    else:
+                        data = answer.data if isinstance(answer.data, dict) else {}
+                        label = str(data.get("label", "")).strip().lower()
+                        rationale = str(data.get("rationale") or "")
+                        if label not in labels:
+                            error, label = f"malformed answer: unknown label {data.get('label')!r}", ""
+                    raw = {"input_hash": item.input_hash, **item.extra}
+                    if error:
+                        raw["raw"] = (answer.raw or "")[:RAW_TEXT_LIMIT]
+                    else:
+                        raw["answer"] = answer.data
+                    call = record_answer(answer, run=run, step=item.call.step)
+                    rows.append(Verdict(
+                        **_base(run, report, step=item.call.step, kind=kind, target_id=item.statement.id,
+                                repeat=item.call.repeat),
+                        label=label, score=labels.get(label), rationale=rationale, error=error, raw_response=raw,
+                        evidence=item.call.variables.get("passage", "")[:RAW_TEXT_LIMIT], call=call,
+                        **_cost_share(answer, 1)[0],
+                    ))
+                _upsert(rows, run=run, report=report, labels=labels)
+
+    # --- scoring ------------------------------------------------------------------------------------------------
+
+    def score_report(self, *, run, report) -> dict:
+        config = run.judge_config
+        rows = list(
+            Verdict.objects.filter(
+                report=report, judge_config=config, prompt_version=config.prompt_version,
+                target_kind__in=[REFERENCE_KIND, REFERENCE_EXTRACTION_KIND, EXTRACTION_KIND, CITED_KIND, UNCITED_KIND],
+            ).values("target_kind", "target_id", "target_key", "repeat", "label", "error", "raw_response")
+        )
+        by_kind: dict[str, list[dict]] = defaultdict(list)
+        for row in rows:
+            by_kind[row["target_kind"]].append(row)
+        judged = failed = 0
+
+        # references
+        refs = sorted((r for r in by_kind[REFERENCE_KIND] if not r["error"]), key=lambda r: int(r["target_key"]))
+        extraction = next(iter(by_kind[REFERENCE_EXTRACTION_KIND]), None)
+        ref_metrics = {"precision": None, "recall": None, "f1": None, "tp": None, "references": None}
+        if refs or (extraction and not extraction["error"] and extraction["label"] == EXTRACTED):
+            predicted = [r["raw_response"]["reference"] for r in refs]
+            gold = [{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in gold_references(report.task)]
+            prf = reference_prf(predicted, gold)
+            ref_metrics = {
+                "precision": prf["precision"], "recall": prf["recall"], "f1": prf["f1"], "tp": prf["tp"],
+                "references": prf["n_predicted"],
+            }
+            ref_metrics["gold_references"] = prf["n_gold"]
+            judged += len(refs)
+        elif extraction and extraction["error"]:
+            failed += 1
+
+        text_hash = fingerprint(report.text)
+        markers = {r["target_key"]: r for r in by_kind[EXTRACTION_KIND]}
+
+        def current_ids(kind: str) -> set[int]:
+            """The statements of ``kind`` that belong to the current text: their extraction finished on
+            this text (or was imported without a record); a failed extraction counts as one failed item."""
+            nonlocal failed
+            marker = markers.get(kind)
+            if marker is not None and (marker["error"] or marker["label"] != EXTRACTED):
+                failed += 1
+                return set()
+            recorded = marker["raw_response"].get("input_hash") if marker and isinstance(
+                marker["raw_response"], dict) else None
+            if recorded is not None and recorded != text_hash:
+                return set()  # extracted from an older text: not scored until re-run
+            return set(Statement.objects.filter(
+                report=report, judge_config=config, prompt_version=config.prompt_version, kind=kind
+            ).values_list("id", flat=True))
+
+        cited_ids = current_ids(Statement.Kind.CITED)
+        uncited_ids = current_ids(Statement.Kind.UNCITED)
+
+        # cited statements: one consistency verdict each
+        flags = {
+            r["target_id"]: r["label"] == "consistent"
+            for r in by_kind[CITED_KIND]
+            if r["target_id"] in cited_ids and r["repeat"] == 0 and not r["error"] and r["label"] in CONSISTENCY_LABELS
+        }
+        cited_failed = len(cited_ids) - len(flags)
+        judged += len(flags)
+        failed += cited_failed
+
+        # non-cited statements: majority over the finished repeats, ties excluded
+        votes: dict[int, list[bool]] = defaultdict(list)
+        for r in by_kind[UNCITED_KIND]:
+            if (r["target_id"] in uncited_ids and r["repeat"] < config.repeats and not r["error"]
+                    and r["label"] in FACTUALITY_LABELS):
+                votes[r["target_id"]].append(r["label"] == "correct")
+        decisions = [majority_vote(v)["decision"] for v in votes.values() if v]
+        uncited_failed = len(uncited_ids) - len(decisions)
+        judged += len(decisions)
+        failed += uncited_failed
+
+        metrics = {
+            **ref_metrics,
+            "match_rate": match_rate(list(flags.values())) if flags else None,
+            "cited_statements": len(cited_ids),
+            "cited_judged": len(flags),
+            "cited_failed": cited_failed,
+            "factual_accuracy": factual_accuracy(decisions) if decisions else None,
+            "uncited_statements": len(uncited_ids),
+            "uncited_judged": len(decisions),
+            "uncited_failed": uncited_failed,
+            "uncited_ties": sum(1 for d in decisions if d is None),
+            "repeats": config.repeats,
+        }
+        return {"metrics": metrics, "items_judged": judged, "items_failed": failed}
+
+
+def reference_labels(predicted: list[dict], gold: list[dict]) -> list[tuple[str, int | None]]:
+    """Per predicted reference: matched (with the gold index), unmatched, or duplicate (of an earlier
+    entry: :func:`reference_prf` counts sets, so duplicates count neither way)."""
+    strip = [{k: r.get(k, "") for k in ("title", "url", "arxiv_id", "doi")} for r in predicted]
+    gold_strip = [{k: g.get(k, "") for k in ("title", "url", "arxiv_id", "doi")} for g in gold]
+    keep = deduplicate_references(strip) if strip else []
+    gold_keep = deduplicate_references(gold_strip) if gold_strip else []
+    pairs = match_references([strip[i] for i in keep], [gold_strip[j] for j in gold_keep]) if keep and gold_keep else []
+    matched = {keep[i]: gold_keep[j] for i, j in pairs}
+    kept = set(keep)
+    out = []
+    for i in range(len(predicted)):
+        if i not in kept:
+            out.append(("duplicate", None))
+        elif i in matched:
+            out.append(("matched", matched[i]))
+        else:
+            out.append(("unmatched", None))
+    return out
+
+
+class SourceResolver:
+    """Resolves a cited statement's citations to stored source text: the report's reference list
+    (by number, URL, arXiv id, DOI or author-year), then the BibEntry it names (gold references
+    first, then any stored entry with the same DOI, arXiv id or title) for its abstract, else a
+    ``Report.sources`` document with the same URL or title for its text. Never fetches anything."""
+
+    def __init__(self, report) -> None:
+        self.report = report
+        self.references = parsed_references(report)
+        self.gold = gold_references(report.task)
+        self.sources = [s for s in (report.sources or []) if isinstance(s, dict)]
+        self._bib_cache: dict[str, BibEntry | None] = {}
+
+    def sources_for(self, citations: Sequence[str]) -> list[dict]:
+        out, seen = [], set()
+        for citation in citations:
+            for ref in self._references_for(str(citation)):
+                source = self._text_for(ref)
+                if source and (source["title"], source["text"]) not in seen:
+                    seen.add((source["title"], source["text"]))
+                    out.append(source)
+        return out
+
+    def _references_for(self, citation: str) -> list[dict]:
+        text = citation.strip()
+        by_parse = [_ref_dict(r.title, r.url, r.arxiv_id, r.doi) | {"raw": r.raw} for r in self.references]
+        if re.match(r"^https?://", text) or text.lower().startswith(("doi:", "arxiv:")) or re.match(r"^10\.\d", text):
+            probe = _ref_dict(url=text if text.startswith("http") else "",
+                              doi=text if not text.startswith("http") and "arxiv" not in text.lower() else "",
+                              arxiv_id=text if text.lower().startswith("arxiv:") else "")
+            hits = [by_parse[i] for i, _ in match_references(
+                [probe], [{k: r[k] for k in ("title", "url", "arxiv_id", "doi")} for r in by_parse], fuzzy_threshold=1.0
+            )] if by_parse else []
+            return hits or [probe]
+        numbers = self._numbers(text)
+        if numbers:
+            return [
+                by_parse[i] for i, r in enumerate(self.references)
+                if (r.number in numbers) or (r.label is not None and r.label.strip("[]^") in {str(n) for n in numbers})
+            ]
+        hits = []
+        for surname, year in _AUTHOR_YEAR.findall(text):
+            hits.extend(r for r in by_parse if surname in r["raw"] and year in r["raw"])
+        return hits
+
+    @staticmethod
+    def _numbers(text: str) -> set[int]:
+        inner = text.strip().strip("[]^")
+        if not re.fullmatch(r"[\d\s,;\u2013-]+", inner or "x"):
+            return set()
+        numbers: set[int] = set()
+        for part in _NUMBERS.findall(inner):
+            bounds = [int(x) for x in re.split(r"\s*[\u2013-]\s*", part)]
+            if len(bounds) == 2 and 0 <= bounds[1] - bounds[0] <= 200:
+                numbers.update(range(bounds[0], bounds[1] + 1))
+            else:
+                numbers.add(bounds[0])
+        return numbers
+
+    def _text_for(self, ref: dict) -> dict | None:
+        bib = self._bib_entry(ref)
+        if bib is not None and bib.abstract.strip():
+            return {"title": bib.title, "text": bib.abstract.strip(), "from": "bib_entry", "bib_entry": bib.id}
+        document = self._document(ref, bib)
+        if document is not None:
+            return document
+        return None
+
+    def _bib_entry(self, ref: dict) -> BibEntry | None:
+        probe = {k: ref.get(k, "") for k in ("title", "url", "arxiv_id", "doi")}
+        cache_key = fingerprint(probe)
+        if cache_key in self._bib_cache:
+            return self._bib_cache[cache_key]
+        bib = None
+        gold = [{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in self.gold]
+        pairs = match_references([probe], gold) if gold else []
+        if pairs:
+            bib = BibEntry.objects.filter(id=self.gold[pairs[0][1]]["bib_entry"]).first()
+        if bib is None:
+            doi = normalize_doi(probe["doi"]) if probe["doi"] else ""
+            arxiv = normalize_arxiv_id(probe["arxiv_id"] or probe["url"]) if (
+                probe["arxiv_id"] or "arxiv.org" in probe["url"]) else ""
+            title = normalize_title(probe["title"]) if probe["title"] else ""
+            query = BibEntry.objects.exclude(abstract="")
+            if doi:
+                bib = query.filter(doi__iexact=doi).first()
+            if bib is None and arxiv:
+                bib = query.filter(arxiv_id__iexact=arxiv).first()
+            if bib is None and title:
+                bib = query.filter(normalized_title=title[:500]).first()
+        self._bib_cache[cache_key] = bib
+        return bib
+
+    def _document(self, ref: dict, bib: BibEntry | None) -> dict | None:
+        urls = {normalize_url(u) for u in (ref.get("url"), bib.url if bib else "") if u}
+        titles = {normalize_title(t) for t in (ref.get("title"), bib.title if bib else "") if t}
+        titles.discard("")
+        for doc in self.sources:
+            url = doc.get("url")
+            title = doc.get("title")
+            if (isinstance(url, str) and url and normalize_url(url) in urls) or (
+                isinstance(title, str) and title and normalize_title(title) in titles
+            ):
+                text = next((doc[f] for f in SOURCE_TEXT_FIELDS if isinstance(doc.get(f), str) and doc[f].strip()), "")
+                if text:
+                    return {"title": str(title or ""), "text": text.strip(), "from": "report_sources",
+                            "url": str(url or "")}
+        return None
