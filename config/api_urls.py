@@ -8,15 +8,16 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.permissions import IsAuthenticated
+
+from config.throttling import ThrottledObtainAuthToken
 
 app_name = "api"
 urlpatterns = [
     path("", include("benchmark.api.urls")),
     path("", include("scoring.api.urls")),
     path("", include("annotation.api.urls")),
-    path("auth/token/", ObtainAuthToken.as_view(), name="token"),
+    path("auth/token/", ThrottledObtainAuthToken.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path("docs/", login_required(TemplateView.as_view(template_name="api/docs.html")), name="docs"),
 ]

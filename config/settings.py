@@ -185,6 +185,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
+# Failed logins per username+client address before /login/ and the API token refuse (config/throttling.py).
+LOGIN_FAILURE_LIMIT = 10
+LOGIN_FAILURE_WINDOW = 15 * 60  # seconds, counted from the first failure
 SPECTACULAR_SETTINGS = {
     "TITLE": "Survey Eval Studio API",
     "VERSION": "0.1.0",

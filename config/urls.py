@@ -3,12 +3,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from benchmark import views as benchmark_views
+from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
 
 urlpatterns = [
     path("", benchmark_views.home, name="home"),
     path("healthz", scoring_views.healthz, name="healthz"),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("benchmark/", include("benchmark.urls")),
     path("annotate/", include("annotation.urls")),
