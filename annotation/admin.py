@@ -106,3 +106,23 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_select_related = ("actor", "project")
     search_fields = ("actor__username", "action")
     date_hierarchy = "at"
+
+
+# --- Webhooks: subscriptions are configuration (editable); deliveries are a read-only log.
+
+
+@admin.register(models.Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    list_display = ("url", "project", "events", "active", "created_at")
+    list_filter = ("active", "project")
+    list_select_related = ("project",)
+    search_fields = ("url", "project__name")
+    raw_id_fields = ("project",)
+
+
+@admin.register(models.WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ("id", "event", "webhook", "status", "attempts", "response_code", "created_at", "delivered_at")
+    list_filter = ("status", "event", "webhook__project")
+    list_select_related = ("webhook",)
+    search_fields = ("webhook__url", "event", "last_error")

@@ -7,6 +7,7 @@ models under the ``annotation`` app as before (no migration change).
 
 from .people import AnnotatorProfile, Role
 from .preferences import PairwisePreference
+from .webhooks import Webhook, WebhookDelivery, WebhookEvent  # noqa: F401 (re-exported)
 from .workspace import (
     DEFAULT_HOLD,
     VERIFY_TARGETS,

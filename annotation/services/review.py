@@ -21,6 +21,7 @@ from .audit import audit_record
 from .errors import ItemNotOpenError, ReviewConflictError
 from .locking import item_lock
 from .values import DECISION_STATUS, consensus_key, value_clean
+from .webhooks import webhooks_fire_task_curated
 
 
 def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str, expected_version: int) -> None:
@@ -124,6 +125,8 @@ def _task_set_curated(*, task: Task, actor, project) -> None:
         actor=actor, action="task.curate", target_kind="task", target_id=task.pk, project=project,
         before={"status": before}, after={"status": task.status},
     )
+    # Every way a task becomes curated notifies, manual or automatic, in the same transaction.
+    webhooks_fire_task_curated(task=task, actor=actor)
 
 
 def task_curate_if_settled(*, task_id: int, actor, project=None) -> bool:

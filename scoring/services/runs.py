@@ -33,6 +33,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
+from annotation.services.webhooks import webhooks_fire_run_finished
 from benchmark.models import Report, System, Task, TaskSet
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
@@ -338,6 +339,7 @@ def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
         run.status, run.error = Run.FAILED, f"scoring failed: {type(exc).__name__}: {exc}"
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    webhooks_fire_run_finished(run=run)
     return run
 
 
