@@ -1,5 +1,7 @@
 from django.urls import path
 
+from annotation.dashboards import api as dashboards
+
 from . import views
 
 urlpatterns = [
@@ -15,4 +17,11 @@ urlpatterns = [
     path("labels/", views.LabelListApi.as_view(), name="label-list"),
     path("gold-labels/", views.GoldLabelListApi.as_view(), name="goldlabel-list"),
     path("preferences/", views.PreferenceListApi.as_view(), name="preference-list"),
+    path("dashboards/leaderboard/", dashboards.LeaderboardApi.as_view(), name="dashboard-leaderboard"),
+    path("dashboards/human/", dashboards.HumanRankingApi.as_view(), name="dashboard-human"),
+    path("dashboards/agreement/", dashboards.AgreementApi.as_view(), name="dashboard-agreement"),
+    path("dashboards/charts/verdicts/", dashboards.VerdictChartApi.as_view(), name="dashboard-chart-verdicts"),
+    path("dashboards/charts/scores/", dashboards.ScoreChartApi.as_view(), name="dashboard-chart-scores"),
+    path("dashboards/charts/human-vs-automated/", dashboards.HumanVsAutomatedChartApi.as_view(),
+         name="dashboard-chart-human-vs-automated"),
 ]

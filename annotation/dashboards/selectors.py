@@ -585,3 +585,37 @@ def correlations_with(human: list[dict], automated: dict[str, dict]) -> list[dic
                 "percent": board["percent"],
             })
     return out
+
+
+# --------------------------------------------------------------------------- shaping shared by pages and API
+
+
+def leaderboard_public(board: dict) -> dict:
+    """A leaderboard without its working objects (``systems``: per-task values behind the cells)."""
+    return {k: v for k, v in board.items() if k != "systems"}
+
+
+def human_vs_automated(*, source: str = "", component: str = "", metric: str = "",
+                       n_resamples: int = N_RESAMPLES) -> dict:
+    """The human ranking's correlation with one automated metric (``protocol:metric``, the first by default)."""
+    ranking = human_ranking(source=source, component=component, n_resamples=n_resamples)
+    options = [f'{c["protocol"]}:{c["metric"]}' for c in ranking["correlations"]]
+    chosen = metric or (options[0] if options else "")
+    corr = next((c for c in ranking["correlations"] if f'{c["protocol"]}:{c["metric"]}' == chosen), None)
+    return {"metric": chosen, "options": options, "correlation": corr, "correlations": ranking["correlations"]}
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values: numpy scalars and arrays as numbers and lists, non-finite floats as null,
+    tuples as lists, mapping keys as strings."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

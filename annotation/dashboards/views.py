@@ -145,10 +145,9 @@ def chart_scores(request):
 
 @login_required
 def chart_human_vs_auto(request):
-    ranking = s.human_ranking(source=request.GET.get("source", ""), component=request.GET.get("component", ""))
-    options = [f'{c["protocol"]}:{c["metric"]}' for c in ranking["correlations"]]
-    chosen = request.GET.get("metric") or (options[0] if options else "")
-    corr = next((c for c in ranking["correlations"] if f'{c["protocol"]}:{c["metric"]}' == chosen), None)
+    data = s.human_vs_automated(source=request.GET.get("source", ""), component=request.GET.get("component", ""),
+                                metric=request.GET.get("metric", ""))
+    chosen, corr = data["metric"], data["correlation"]
     if _wants_csv(request):
         rows = [[p["system"], p["human"], p["metric"]] for p in (corr["points"] if corr else [])]
         return _csv("human-vs-automated.csv", ["system", "human_bt_theta", chosen or "metric"], rows)
@@ -158,7 +157,7 @@ def chart_human_vs_auto(request):
         x_label="Human BT strength θ", y_label=corr["label"], digits=2,
     ) if corr else None
     return render(request, "dashboards/chart.html", {
-        "chart": chart, "kind": "human_vs_auto", "corr": corr, "options": ranking["correlations"], "metric": chosen,
+        "chart": chart, "kind": "human_vs_auto", "corr": corr, "options": data["correlations"], "metric": chosen,
         "title": "Human vs automated", "explain": "Each point is a system present both in the human preferences and in "
         "the automated leaderboard.",
     })

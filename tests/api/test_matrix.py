@@ -75,6 +75,9 @@ API = {
                     (403, 404, 201, 403, 201, 409))],
     "goldlabel-list": [("get", None, None, READ)],
     "preference-list": [("get", None, None, READ)],
+    # The dashboards' figures: any signed-in user (agreement shows only the projects one curates).
+    **{f"dashboard-{name}": [("get", None, None, READ)] for name in (
+        "leaderboard", "human", "agreement", "chart-verdicts", "chart-scores", "chart-human-vs-automated")},
     "token": [("post", None, {}, (400, 400, 400, 400, 400, 400))],
     "schema": [("get", None, None, READ)],
     "docs": [("get", None, None, PAGE)],

@@ -1,0 +1,107 @@
+"""The dashboards' figures as JSON (``/api/dashboards/…``): each endpoint calls the selector its HTML
+page calls (``selectors``) and returns the same numbers; access is the pages' (signed in; agreement
+limited to the projects the user curates, by ``judge_agreement``/``inter_annotator``)."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from benchmark.models import Protocol
+
+from . import selectors as s
+
+
+def _int(request, name: str) -> int | None:
+    raw = request.query_params.get(name, "")
+    return int(raw) if raw.isdigit() else None
+
+
+def _protocol(request) -> str:
+    protocol = request.query_params.get("protocol", "")
+    return protocol if protocol in Protocol.values else Protocol.DEEPSYNTH
+
+
+PROTOCOL = OpenApiParameter("protocol", str, enum=list(Protocol.values), description="default deepsynth")
+RUN = OpenApiParameter("run", int, description="an evaluation run's id")
+TASK_SET = OpenApiParameter("task_set", int, description="a task set's id")
+METRIC = OpenApiParameter("metric", str)
+SOURCE = OpenApiParameter("source", str)
+COMPONENT = OpenApiParameter("component", str)
+
+
+class DashboardApi(APIView):
+    permission_classes = [IsAuthenticated]
+
+    def figures(self, request) -> dict:
+        raise NotImplementedError
+
+    def get(self, request):
+        return Response(s.jsonable(self.figures(request)))
+
+
+def _schema(*parameters, summary: str):
+    return extend_schema(parameters=list(parameters), responses={200: OpenApiTypes.OBJECT}, summary=summary)
+
+
+class LeaderboardApi(DashboardApi):
+    @_schema(PROTOCOL, RUN, TASK_SET, summary="Automated leaderboard (selectors.leaderboard)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        board = s.leaderboard(protocol=_protocol(request), run_id=_int(request, "run"),
+                              task_set_id=_int(request, "task_set"))
+        return s.leaderboard_public(board)
+
+
+class HumanRankingApi(DashboardApi):
+    @_schema(SOURCE, COMPONENT, summary="Bradley–Terry ranking from human preferences (selectors.human_ranking)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return s.human_ranking(source=request.query_params.get("source", ""),
+                               component=request.query_params.get("component", ""))
+
+
+class AgreementApi(DashboardApi):
+    @_schema(summary="Judge and inter-annotator agreement over the projects the user curates")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return {"judge": s.judge_agreement(user=request.user), "iaa": s.inter_annotator(user=request.user),
+                "imported": s.imported_agreement()}
+
+
+class VerdictChartApi(DashboardApi):
+    @_schema(PROTOCOL, RUN, summary="Judge verdicts per system (selectors.verdict_breakdown)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return s.verdict_breakdown(protocol=_protocol(request), run_id=_int(request, "run"))
+
+
+class ScoreChartApi(DashboardApi):
+    @_schema(PROTOCOL, RUN, TASK_SET, METRIC, summary="Per-task values of one metric (selectors.score_points)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return s.score_points(protocol=_protocol(request), metric=request.query_params.get("metric", ""),
+                              run_id=_int(request, "run"), task_set_id=_int(request, "task_set"))
+
+
+class HumanVsAutomatedChartApi(DashboardApi):
+    @_schema(SOURCE, COMPONENT, METRIC, summary="Human strength vs an automated metric (selectors.human_vs_automated)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return s.human_vs_automated(source=request.query_params.get("source", ""),
+                                    component=request.query_params.get("component", ""),
+                                    metric=request.query_params.get("metric", ""))
+
