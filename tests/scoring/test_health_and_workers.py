@@ -1,4 +1,3 @@
-import os
 import signal
 import subprocess
 import sys
@@ -8,11 +7,11 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from scoring.models import WorkerHeartbeat
 from scoring.workers import live_workers, worker_heartbeat_beat
+from tests.support.workers import worker_environment
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -53,15 +52,7 @@ def test_pages_warn_when_no_worker_is_alive(client):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_celery_worker_process_reports_its_heartbeat(client, tmp_path):
-    db = connection.settings_dict
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="config.settings_test",
-        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        VAR_DIR=str(tmp_path),
-        CELERY_BROKER_URL="filesystem://",
-        WORKER_HEARTBEAT_SECONDS="1",
-    )
+    env = worker_environment(tmp_path)
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--hostname=probe@test", "--loglevel=WARNING"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.db import connection
 
 from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard, Verdict, WorkerHeartbeat
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
 from tests.support.fake_openai import FakeOpenAI, labelled_checklist_responder, requested_items
+from tests.support.workers import worker_environment
 
 ROOT = Path(settings.BASE_DIR)
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -35,19 +35,6 @@ def asked(server: FakeOpenAI) -> list[set[tuple[str, int]]]:
         system = re.search(r"# Report by (\S+)", prompt).group(1)
         pairs.append({(system, item["id"]) for item in requested_items(prompt)})
     return pairs
-
-
-def environment(tmp_path: Path) -> dict:
-    db = connection.settings_dict
-    return dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="config.settings_test",
-        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        VAR_DIR=str(tmp_path),
-        CELERY_BROKER_URL="filesystem://",
-        WORKER_HEARTBEAT_SECONDS="1",
-        LOG_LEVEL="WARNING",
-    )
 
 
 def start_worker(env: dict, hostname: str, log: Path) -> subprocess.Popen:
@@ -95,7 +82,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
     a, b = systems(2)
     for task in tasks:
         reports_for(task, [a, b])
-    env = environment(tmp_path)
+    env = worker_environment(tmp_path)
     log = tmp_path / "workers.log"
     with FakeOpenAI(latency=0.5) as server:
         server.responder = labelled_checklist_responder
