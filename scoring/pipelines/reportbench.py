@@ -37,15 +37,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from django.db import transaction
-from django.utils import timezone
 
 from benchmark.models import BibEntry, GoldReference, ReviewStatus
 from benchmark.parsing import parse_report
 from benchmark.services.reports import report_parsed
-from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
+from scoring.judges.base import Judge, JudgeCall
 from scoring.metrics import (
     deduplicate_references,
     factual_accuracy,
@@ -60,7 +58,18 @@ from scoring.metrics import (
 )
 from scoring.models import Statement, Verdict
 
-from .base import BasePipeline, fingerprint, record_answer, split_evenly
+from .base import BasePipeline, fingerprint, record_answer
+from .verdicts import (
+    RAW_TEXT_LIMIT,
+    Pending,
+    answer_error,
+    ask_one_each,
+    cost_share,
+    reusable,
+    stored_verdicts,
+    upsert_verdicts,
+    verdict_fields,
+)
 
 REFERENCES = "reportbench.references"
 CITED = "reportbench.cited_statements"
@@ -81,13 +90,8 @@ FACTUALITY_LABELS = {"correct": 1.0, "incorrect": 0.0}
 REFERENCE_LABELS = {"matched": 1.0, "unmatched": 0.0, "duplicate": None}
 EXTRACTED = "extracted"
 SOURCE_NOT_AVAILABLE = "source not available"
-RAW_TEXT_LIMIT = 4000
 SOURCE_TEXT_FIELDS = ("text", "content", "abstract", "snippet", "body")
 
-_UPDATED_FIELDS = [
-    "step", "label", "score", "rationale", "evidence", "error", "raw_response", "call",
-    "tokens_in", "tokens_out", "latency_ms", "cost_usd", "updated_at",
-]
 _NUMBERS = re.compile(r"\d{1,4}(?:\s*[\u2013-]\s*\d{1,4})?")
 _AUTHOR_YEAR = re.compile(r"([A-Z][A-Za-z'\-]+)(?: et al\.?| and [A-Z][A-Za-z'\-]+)?,? ((?:19|20)\d{2})")
 
@@ -126,85 +130,6 @@ def parsed_report(report):
 
 def parsed_references(report) -> list:
     return list(parsed_report(report).references)
-
-
-def _reusable(verdict: Verdict | None, input_hash: str, labels) -> bool:
-    """A finished verdict on the same question (see DeepSynth): known label, no error, same fingerprint
-    when it recorded one (imported verdicts without one are trusted)."""
-    if verdict is None or verdict.error or verdict.label not in labels:
-        return False
-    recorded = verdict.raw_response.get("input_hash") if isinstance(verdict.raw_response, dict) else None
-    return recorded is None or recorded == input_hash
-
-
-def _base(run, report, *, step: str, kind: str, target_id: int = 0, key: str = "", repeat: int = 0) -> dict:
-    config = run.judge_config
-    return dict(
-        report=report, judge_config=config, prompt_version=config.prompt_version, step=step, target_kind=kind,
-        target_id=target_id, target_key=key, repeat=repeat,
-    )
-
-
-def _verdicts(run, report, kinds: Sequence[str]) -> dict[tuple, Verdict]:
-    config = run.judge_config
-    rows = Verdict.objects.filter(
-        report=report, judge_config=config, prompt_version=config.prompt_version, target_kind__in=list(kinds)
-    ).only("id", "target_kind", "target_id", "target_key", "repeat", "label", "error", "raw_response", "created_at")
-    return {(v.target_kind, v.target_id, v.target_key, v.repeat): v for v in rows}
-
-
-def _key(v: Verdict) -> tuple:
-    return (v.target_kind, v.target_id, v.target_key, v.repeat)
-
-
-def _upsert(rows: list[Verdict], *, run, report, labels) -> None:
-    """Insert new verdicts and overwrite unfinished or stale ones in place (rows locked first); a
-    verdict finished meanwhile on the same question is kept. Call inside a transaction."""
-    if not rows:
-        return
-    config = run.judge_config
-    kinds = sorted({row.target_kind for row in rows})
-    locked = {
-        _key(v): v
-        for v in Verdict.objects.select_for_update().filter(
-            report=report, judge_config=config, prompt_version=config.prompt_version, target_kind__in=kinds,
-            target_id__in=sorted({row.target_id for row in rows}),
-        ).only("id", "target_kind", "target_id", "target_key", "repeat", "label", "error", "raw_response",
-               "created_at")
-    }
-    to_insert, to_update, now = [], [], timezone.now()
-    for row in rows:
-        current = locked.get(_key(row))
-        if current is None:
-            to_insert.append(row)
-        elif not _reusable(current, row.raw_response["input_hash"], labels):
-            row.pk, row.created_at, row.updated_at = current.pk, current.created_at, now
-            to_update.append(row)
-    Verdict.objects.bulk_create(to_insert, ignore_conflicts=True)
-    Verdict.objects.bulk_update(to_update, _UPDATED_FIELDS)
-
-
-def _answer_error(answer: JudgeAnswer) -> str:
-    return f"judge error: {answer.error or 'no answer'}"
-
-
-def _cost_share(answer: JudgeAnswer, n: int) -> list[dict]:
-    n = max(1, n)
-    ins, outs = split_evenly(answer.tokens_in, n), split_evenly(answer.tokens_out, n)
-    return [
-        dict(tokens_in=ins[k], tokens_out=outs[k], latency_ms=answer.latency_ms / n, cost_usd=answer.cost_usd / n)
-        for k in range(n)
-    ]
-
-
-@dataclass
-class Pending:
-    """One judge call still to make and the verdict it will become."""
-
-    call: JudgeCall
-    statement: Statement
-    input_hash: str
-    extra: dict
 
 
 # --- the pipeline ----------------------------------------------------------------------------------------------
@@ -249,7 +174,7 @@ class ReportBenchPipeline(BasePipeline):
                 "gold": gold[gold_index] if gold_index is not None else None,
             }
             rows.append(Verdict(
-                **_base(run, report, step=REFERENCES, kind=REFERENCE_KIND, key=str(index)),
+                **verdict_fields(run, report, step=REFERENCES, kind=REFERENCE_KIND, key=str(index)),
                 label=label, score=REFERENCE_LABELS[label], raw_response=raw,
                 evidence=(gold[gold_index]["title"] if gold_index is not None else ""),
             ))
@@ -260,21 +185,21 @@ class ReportBenchPipeline(BasePipeline):
                 report=report, judge_config=config, prompt_version=config.prompt_version, target_kind=REFERENCE_KIND,
             ).exclude(target_key__in=[str(i) for i in range(len(predicted))])
             stale.delete()
-            _upsert(rows, run=run, report=report, labels=REFERENCE_LABELS)
+            upsert_verdicts(rows, run=run, report=report, labels=REFERENCE_LABELS)
 
     def _judge_references(self, *, run, report, judge: Judge) -> list[dict] | None:
         """``reportbench.reference_titles``, reused from its stored extraction verdict when the text is unchanged."""
         input_hash = fingerprint(report.text)
         key = (REFERENCE_EXTRACTION_KIND, 0, "references", 0)
-        existing = _verdicts(run, report, [REFERENCE_EXTRACTION_KIND]).get(key)
-        if _reusable(existing, input_hash, {EXTRACTED}) and isinstance(existing.raw_response, dict) and isinstance(
+        existing = stored_verdicts(run, report, [REFERENCE_EXTRACTION_KIND]).get(key)
+        if reusable(existing, input_hash, {EXTRACTED}) and isinstance(existing.raw_response, dict) and isinstance(
             existing.raw_response.get("references"), list
         ):
             return existing.raw_response["references"]
         answer = judge.answer_many([JudgeCall(step=REFERENCE_TITLES, variables={"report": report.text})])[0]
         refs, error = None, ""
         if not answer.ok:
-            error = _answer_error(answer)
+            error = answer_error(answer)
         else:
             entries = answer.data.get("references") if isinstance(answer.data, dict) else None
             if not isinstance(entries, list):
@@ -292,11 +217,11 @@ class ReportBenchPipeline(BasePipeline):
         with transaction.atomic():
             call = record_answer(answer, run=run, step=REFERENCE_TITLES)
             row = Verdict(
-                **_base(run, report, step=REFERENCE_TITLES, kind=REFERENCE_EXTRACTION_KIND, key="references"),
+                **verdict_fields(run, report, step=REFERENCE_TITLES, kind=REFERENCE_EXTRACTION_KIND, key="references"),
                 label=EXTRACTED if refs is not None else "", score=float(len(refs)) if refs is not None else None,
-                error=error, raw_response=raw, call=call, **_cost_share(answer, 1)[0],
+                error=error, raw_response=raw, call=call, **cost_share(answer, 1)[0],
             )
-            _upsert([row], run=run, report=report, labels={EXTRACTED})
+            upsert_verdicts([row], run=run, report=report, labels={EXTRACTED})
         return refs
 
     # --- statements ---------------------------------------------------------------------------------------------
@@ -312,15 +237,15 @@ class ReportBenchPipeline(BasePipeline):
                 report=report, judge_config=config, prompt_version=config.prompt_version, kind=kind
             ).order_by("position")
         )
-        marker = _verdicts(run, report, [EXTRACTION_KIND]).get((EXTRACTION_KIND, 0, kind, 0))
-        if _reusable(marker, input_hash, {EXTRACTED}):
+        marker = stored_verdicts(run, report, [EXTRACTION_KIND]).get((EXTRACTION_KIND, 0, kind, 0))
+        if reusable(marker, input_hash, {EXTRACTED}):
             return stored
         if marker is None and stored:
             return stored  # imported statements, no extraction recorded: trusted
         answer = judge.answer_many([JudgeCall(step=step, variables={"report": report.text})])[0]
         found, error = None, ""
         if not answer.ok:
-            error = _answer_error(answer)
+            error = answer_error(answer)
         else:
             entries = answer.data.get("statements") if isinstance(answer.data, dict) else None
             if not isinstance(entries, list):
@@ -352,83 +277,50 @@ class ReportBenchPipeline(BasePipeline):
                     for i, (text, cites) in enumerate(found)
                 ])
             row = Verdict(
-                **_base(run, report, step=step, kind=EXTRACTION_KIND, key=kind),
+                **verdict_fields(run, report, step=step, kind=EXTRACTION_KIND, key=kind),
                 label=EXTRACTED if found is not None else "", score=float(len(found)) if found is not None else None,
-                error=error, raw_response=raw, call=call, **_cost_share(answer, 1)[0],
+                error=error, raw_response=raw, call=call, **cost_share(answer, 1)[0],
             )
-            _upsert([row], run=run, report=report, labels={EXTRACTED})
+            upsert_verdicts([row], run=run, report=report, labels={EXTRACTED})
         return stored if found is not None else []
 
     def _judge_cited(self, *, run, report, judge: Judge, statements: list[Statement]) -> None:
         if not statements:
             return
         resolver = SourceResolver(report)
-        existing = _verdicts(run, report, [CITED_KIND])
+        existing = stored_verdicts(run, report, [CITED_KIND])
         pending, unavailable = [], []
         for statement in statements:
             sources = resolver.sources_for(statement.citations)
             passage = "\n\n".join(f"{s['title']}\n{s['text']}".strip() for s in sources)
             input_hash = fingerprint(statement.text, passage)
-            if _reusable(existing.get((CITED_KIND, statement.id, "", 0)), input_hash, CONSISTENCY_LABELS):
+            if reusable(existing.get((CITED_KIND, statement.id, "", 0)), input_hash, CONSISTENCY_LABELS):
                 continue
             extra = {"sources": [{k: v for k, v in s.items() if k != "text"} for s in sources]}
             if not passage:
                 unavailable.append(Verdict(
-                    **_base(run, report, step=CONSISTENCY, kind=CITED_KIND, target_id=statement.id),
+                    **verdict_fields(run, report, step=CONSISTENCY, kind=CITED_KIND, target_id=statement.id),
                     error=SOURCE_NOT_AVAILABLE, raw_response={"input_hash": input_hash, "citations": statement.citations},
                 ))
                 continue
             call = JudgeCall(step=CONSISTENCY, variables={"statement": statement.text, "passage": passage})
-            pending.append(Pending(call, statement, input_hash, extra))
+            pending.append(Pending(call, statement.id, input_hash, extra=extra, evidence=passage))
         if unavailable:
             with transaction.atomic():
-                _upsert(unavailable, run=run, report=report, labels=CONSISTENCY_LABELS)
-        self._ask(judge, pending, run=run, report=report, kind=CITED_KIND, labels=CONSISTENCY_LABELS)
+                upsert_verdicts(unavailable, run=run, report=report, labels=CONSISTENCY_LABELS)
+        ask_one_each(judge, pending, run=run, report=report, kind=CITED_KIND, labels=CONSISTENCY_LABELS)
 
     def _judge_uncited(self, *, run, report, judge: Judge, statements: list[Statement]) -> None:
-        existing = _verdicts(run, report, [UNCITED_KIND])
+        existing = stored_verdicts(run, report, [UNCITED_KIND])
         pending = []
         for repeat in range(run.judge_config.repeats):
             for statement in statements:
                 input_hash = fingerprint(statement.text)
-                if _reusable(existing.get((UNCITED_KIND, statement.id, "", repeat)), input_hash, FACTUALITY_LABELS):
+                if reusable(existing.get((UNCITED_KIND, statement.id, "", repeat)), input_hash, FACTUALITY_LABELS):
                     continue
                 call = JudgeCall(step=FACTUALITY, variables={"statement": statement.text}, repeat=repeat)
-                pending.append(Pending(call, statement, input_hash, {}))
-        self._ask(judge, pending, run=run, report=report, kind=UNCITED_KIND, labels=FACTUALITY_LABELS)
-
-    def _ask(self, judge: Judge, pending: list[Pending], *, run, report, kind: str, labels: dict) -> None:
-        """Ask in chunks of ``max_concurrency`` and store each chunk, committed, before the next (as DeepSynth)."""
-        size = max(1, int(run.judge_config.max_concurrency or 1))
-        for start in range(0, len(pending), size):
-            chunk = pending[start:start + size]
-            answers = judge.answer_many([p.call for p in chunk])
-            with transaction.atomic():
-                rows = []
-                for item, answer in zip(chunk, answers, strict=True):
-                    label, rationale, error = "", "", ""
-                    if not answer.ok:
-                        error = _answer_error(answer)
-                    else:
-                        data = answer.data if isinstance(answer.data, dict) else {}
-                        label = str(data.get("label", "")).strip().lower()
-                        rationale = str(data.get("rationale") or "")
-                        if label not in labels:
-                            error, label = f"malformed answer: unknown label {data.get('label')!r}", ""
-                    raw = {"input_hash": item.input_hash, **item.extra}
-                    if error:
-                        raw["raw"] = (answer.raw or "")[:RAW_TEXT_LIMIT]
-                    else:
-                        raw["answer"] = answer.data
-                    call = record_answer(answer, run=run, step=item.call.step)
-                    rows.append(Verdict(
-                        **_base(run, report, step=item.call.step, kind=kind, target_id=item.statement.id,
-                                repeat=item.call.repeat),
-                        label=label, score=labels.get(label), rationale=rationale, error=error, raw_response=raw,
-                        evidence=item.call.variables.get("passage", "")[:RAW_TEXT_LIMIT], call=call,
-                        **_cost_share(answer, 1)[0],
-                    ))
-                _upsert(rows, run=run, report=report, labels=labels)
+                pending.append(Pending(call, statement.id, input_hash))
+        ask_one_each(judge, pending, run=run, report=report, kind=UNCITED_KIND, labels=FACTUALITY_LABELS)
 
     # --- scoring ------------------------------------------------------------------------------------------------
 

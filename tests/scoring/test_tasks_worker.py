@@ -84,6 +84,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         reports_for(task, [a, b])
     env = worker_environment(tmp_path)
     log = tmp_path / "workers.log"
+    command_log = tmp_path / "evaluate.log"
     with FakeOpenAI(latency=0.5) as server:
         server.responder = labelled_checklist_responder
         config = judge_config(name="loopback-slow", backend="openai", base_url=server.base_url, model="loopback",
@@ -92,7 +93,8 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         command = subprocess.Popen(
             [sys.executable, "manage.py", "evaluate", "--protocol", "deepsynth", "--judge", config.name,
              "--systems", "sys-a,sys-b", "--tasks", ",".join(t.key for t in tasks), "--wait", "--poll", "0.5"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            cwd=ROOT, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=command_log.open("w"), stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         second = None
         try:
@@ -114,8 +116,12 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
             done_at_kill = run.jobs.filter(status=RunJob.Status.DONE).count()
             assert orphans and 0 < done_at_kill < 8
 
+            # the waiting command must notice the dead worker before a new one appears
+            wait_for(lambda: "No Celery worker is alive" in command_log.read_text(), 60,
+                     "the command to notice the dead worker", command_log, process=command)
             second = start_worker(env, "second@test", log)
-            out, _ = command.communicate(timeout=120)
+            command.wait(timeout=120)
+            out = command_log.read_text()
         finally:
             stop(command)
             for worker in (first, second):
