@@ -17,6 +17,7 @@ same endpoint allows eight.
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,29 +34,65 @@ T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
 
 
+class _Waiter:
+    __slots__ = ("limit", "granted")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.granted = threading.Event()
+
+
 class EndpointLimiter:
-    """Counts calls in flight per endpoint; ``slot(endpoint, limit)`` waits for room under the caller's limit."""
+    """Counts calls in flight per endpoint; ``slot(endpoint, limit)`` waits for room under the caller's limit.
+
+    Waiters queue in arrival order and a released slot is handed to the first waiter whose
+    limit has room, waking only that thread: with dozens of threads waiting on a slow
+    endpoint, waking them all on every release (a condition's ``notify_all``) costs more CPU
+    than the calls themselves and delays the one thread that gets the slot.
+    """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._in_flight: dict[str, int] = {}
+        self._waiting: dict[str, deque[_Waiter]] = {}
 
     @contextmanager
     def slot(self, endpoint: str, limit: int):
-        limit = max(1, int(limit))
-        with self._cond:
-            while self._in_flight.get(endpoint, 0) >= limit:
-                self._cond.wait()
-            self._in_flight[endpoint] = self._in_flight.get(endpoint, 0) + 1
+        waiter = _Waiter(max(1, int(limit)))
+        with self._lock:
+            self._in_flight.setdefault(endpoint, 0)
+            self._waiting.setdefault(endpoint, deque()).append(waiter)
+            self._grant(endpoint)
+        try:
+            waiter.granted.wait()  # whoever granted the slot counted this call in flight
+        except BaseException:  # interrupted while waiting (a time limit, Ctrl-C): leave no trace
+            with self._lock:
+                if waiter in self._waiting[endpoint]:
+                    self._waiting[endpoint].remove(waiter)
+                    raise
+            self._release(endpoint)
+            raise
         try:
             yield
         finally:
-            with self._cond:
-                self._in_flight[endpoint] -= 1
-                self._cond.notify_all()
+            self._release(endpoint)
+
+    def _release(self, endpoint: str) -> None:
+        with self._lock:
+            self._in_flight[endpoint] -= 1
+            self._grant(endpoint)
+
+    def _grant(self, endpoint: str) -> None:
+        """Hand free room to waiters in arrival order, skipping those whose own limit is still full."""
+        queue = self._waiting[endpoint]
+        for waiter in list(queue):
+            if self._in_flight[endpoint] < waiter.limit:
+                queue.remove(waiter)
+                self._in_flight[endpoint] += 1
+                waiter.granted.set()
 
     def in_flight(self, endpoint: str) -> int:
-        with self._cond:
+        with self._lock:
             return self._in_flight.get(endpoint, 0)
 
 

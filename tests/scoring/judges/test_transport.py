@@ -55,3 +55,34 @@ def test_the_endpoint_limiter_applies_each_callers_limit_to_the_shared_count():
     assert peak[0] == 4
     assert times["narrow_entered"] >= times["wide_released"]
     assert limiter.in_flight("http://endpoint") == 0
+
+
+def test_the_endpoint_limiter_hands_slots_to_waiters_in_arrival_order():
+    limiter = EndpointLimiter()
+    order, entered = [], threading.Event()
+    release = threading.Event()
+
+    def holder():
+        with limiter.slot("http://endpoint", 1):
+            entered.set()
+            release.wait(5)
+
+    def waiter(n):
+        with limiter.slot("http://endpoint", 1):
+            order.append(n)
+
+    first = threading.Thread(target=holder)
+    first.start()
+    entered.wait(5)
+    waiters = []
+    for n in range(5):
+        t = threading.Thread(target=waiter, args=(n,))
+        t.start()
+        waiters.append(t)
+        while len(limiter._waiting["http://endpoint"]) < n + 1:  # queued before the next one arrives
+            time.sleep(0.001)
+    release.set()
+    for t in [first, *waiters]:
+        t.join(5)
+    assert order == [0, 1, 2, 3, 4]
+    assert limiter.in_flight("http://endpoint") == 0
