@@ -48,13 +48,22 @@ def _entry_from(data: dict) -> BibEntry:
     )
 
 
+def _conflicting(entry: BibEntry, existing: BibEntry) -> bool:
+    """Two records name different works when both carry a DOI, or both an arXiv id, that differ."""
+    return bool(
+        (entry.doi and existing.doi and entry.doi != existing.doi)
+        or (entry.arxiv_id and existing.arxiv_id and entry.arxiv_id != existing.arxiv_id)
+    )
+
+
 def bib_entries_upsert(records: Sequence[dict], *, chunk_size: int = 500) -> list[BibEntry]:
     """Store bibliography records, reusing existing entries; returns one entry per record, in order.
 
     A record is a dict with ``title`` (required, non-empty after normalization) and any of
     ``authors, year, venue, arxiv_id, doi, url, abstract, citation_count, extra``. An
     existing entry gains the fields it lacked; a non-empty stored value is never
-    overwritten. Runs in a bounded number of queries whatever the number of records.
+    overwritten. Records match by DOI, then arXiv id, then normalized title, but never an
+    entry whose DOI or arXiv id differs from the record's. Runs in a bounded number of queries whatever the number of records.
     Callers validate records first (importers raise ``ImportFailed`` with the line).
     """
     incoming = [_entry_from(r) for r in records]
@@ -85,12 +94,20 @@ def bib_entries_upsert(records: Sequence[dict], *, chunk_size: int = 500) -> lis
     to_create: list[BibEntry] = []
     to_update: dict[int, BibEntry] = {}
     for entry in incoming:
-        match = (
-            (entry.doi and by_doi.get(entry.doi))
-            or (entry.arxiv_id and by_arxiv.get(entry.arxiv_id))
-            or by_title.get(entry.normalized_title)
+        candidates = (
+            by_doi.get(entry.doi) if entry.doi else None,
+            by_arxiv.get(entry.arxiv_id) if entry.arxiv_id else None,
+            by_title.get(entry.normalized_title),
         )
+        match = next((c for c in candidates if c is not None and not _conflicting(entry, c)), None)
         if match is None:
+            # An identifier already owned by another work stays on that work (a record with a
+            # wrong DOI must not merge two papers); this record keeps it in ``extra`` for review.
+            for name, owners in (("doi", by_doi), ("arxiv_id", by_arxiv)):
+                value = getattr(entry, name)
+                if value and owners.get(value) is not None:
+                    entry.extra = {**entry.extra, f"conflicting_{name}": value}
+                    setattr(entry, name, "")
             to_create.append(entry)
             index(entry)
             resolved.append(entry)
