@@ -168,6 +168,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 WORKER_HEARTBEAT_SECONDS = int(os.environ.get("WORKER_HEARTBEAT_SECONDS", "10"))
+# Every worker looks for jobs a dead worker left running this often (not only when it starts).
+JOB_RECOVERY_SECONDS = int(os.environ.get("JOB_RECOVERY_SECONDS", "60"))
 
 # --- Judges -------------------------------------------------------------------------------
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")

@@ -8,6 +8,7 @@ not) and costs the web process one indexed query.
 import logging
 import os
 import threading
+import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -15,6 +16,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from .models import WorkerHeartbeat
+from .services.runs import jobs_recover
 
 
 def live_workers() -> list[WorkerHeartbeat]:
@@ -41,10 +43,16 @@ class HeartbeatThread(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        # The worker recovers jobs as it starts; after that, every JOB_RECOVERY_SECONDS, so a job
+        # whose process died while its worker lives on does not wait for the next worker start.
+        next_recovery = time.monotonic() + settings.JOB_RECOVERY_SECONDS
         while not self.stopped.is_set():
             try:
                 close_old_connections()
                 worker_heartbeat_beat(hostname=self.hostname, pid=self.pid, started_at=self.started_at)
+                if time.monotonic() >= next_recovery:
+                    next_recovery = time.monotonic() + settings.JOB_RECOVERY_SECONDS
+                    jobs_recover()
             except Exception:  # a missed beat must never kill the worker; the next one retries
                 logging.getLogger(__name__).exception("heartbeat failed")
             self.stopped.wait(settings.WORKER_HEARTBEAT_SECONDS)

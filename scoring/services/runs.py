@@ -9,7 +9,8 @@ job for as long as it executes, and claims the job with a conditional UPDATE. Tw
 workers can therefore never execute one job at the same time, and a job left
 ``running`` by a killed worker is recognisable: its lock is free (the database dropped
 it with the dead worker's connection). Such an orphan is claimable again when its
-message is redelivered, and ``jobs_recover`` (run when a worker starts) or
+message is redelivered, and ``jobs_recover`` (run when a worker starts and every
+``JOB_RECOVERY_SECONDS`` in each worker's heartbeat thread) or
 ``run_resume`` re-enqueues it — needed because the filesystem broker deletes a message
 when it hands it out, so a SIGKILLed worker's message is gone. Whatever a job stored
 before the kill stays: verdicts are committed as each judge answer arrives and are
@@ -160,7 +161,8 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
 def jobs_recover() -> dict[str, int]:
     """Re-enqueue jobs of running runs that a dead worker left ``running`` (PostgreSQL only:
     elsewhere a live worker's job cannot be told apart), and finalize runs whose jobs have
-    all settled but whose finalization was lost. Called when a worker starts."""
+    all settled but whose finalization was lost. Called when a worker starts and periodically
+    by every worker (``scoring.workers.HeartbeatThread``)."""
     requeued, finalized = [], 0
     if connection.vendor == "postgresql":
         with transaction.atomic():
