@@ -175,6 +175,9 @@ JOB_RECOVERY_SECONDS = int(os.environ.get("JOB_RECOVERY_SECONDS", "60"))
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 JUDGE_MODEL = os.environ.get("JUDGE_MODEL", "gpt-4.1-mini")
+# Optional plug-ins (scoring.sources), off by default: nothing is fetched from the web unless set.
+SOURCE_FETCHER = os.environ.get("SOURCE_FETCHER", "")  # e.g. scoring.sources.http_fetch
+CITATION_COUNT_LOOKUP = os.environ.get("CITATION_COUNT_LOOKUP", "")
 
 # --- API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

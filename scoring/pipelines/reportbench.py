@@ -13,8 +13,8 @@ Three independent job steps per report (they may run in any order, in parallel):
 ``reportbench.cited_statements``
     The judge extracts the cited statements (stored as ``Statement`` rows, kind cited);
     each statement's cited source is resolved from what is stored — the matching
-    ``BibEntry`` abstract, else the text of a matching ``Report.sources`` document, never
-    the web — and ``reportbench.consistency`` decides whether it supports the statement.
+    ``BibEntry`` abstract, else the text of a matching ``Report.sources`` document, else
+    (only when a ``SOURCE_FETCHER`` is configured, see ``scoring.sources``) the fetched page — and ``reportbench.consistency`` decides whether it supports the statement.
     A statement without source text gets a verdict with error "source not available" (no
     call). Score: :func:`match_rate` over the judged statements.
 
@@ -57,6 +57,7 @@ from scoring.metrics import (
     reference_prf,
 )
 from scoring.models import Statement, Verdict
+from scoring.sources import fetched_entry
 
 from .base import BasePipeline, fingerprint, record_answer
 from .verdicts import (
@@ -438,7 +439,8 @@ class SourceResolver:
     """Resolves a cited statement's citations to stored source text: the report's reference list
     (by number, URL, arXiv id, DOI or author-year), then the BibEntry it names (gold references
     first, then any stored entry with the same DOI, arXiv id or title) for its abstract, else a
-    ``Report.sources`` document with the same URL or title for its text. Never fetches anything."""
+    ``Report.sources`` document with the same URL or title for its text; the web only through a
+    configured ``SOURCE_FETCHER``."""
 
     def __init__(self, report) -> None:
         self.report = report
@@ -500,6 +502,9 @@ class SourceResolver:
         document = self._document(ref, bib)
         if document is not None:
             return document
+        fetched = fetched_entry(url=ref.get("url") or (bib.url if bib else ""), title=ref.get("title", ""), entry=bib)
+        if fetched is not None:
+            return {"title": fetched.title, "text": fetched.abstract, "from": "fetcher", "bib_entry": fetched.id}
         return None
 
     def _bib_entry(self, ref: dict) -> BibEntry | None:
