@@ -11,7 +11,7 @@
 import threading
 
 from .base import Embedder, EmbeddingError, normalize_rows
-from .cache import content_hash, embed_cached
+from .cache import content_hash, embed_cached, stored_vectors
 
 DEFAULT_SPEC = "local:all-MiniLM-L6-v2"
 _LOCAL_NAMES = {"", "local", "local:all-MiniLM-L6-v2", "local:sentence-transformers/all-MiniLM-L6-v2"}
@@ -40,4 +40,5 @@ def embedder_for(spec: str = "", *, config=None) -> Embedder:
 
 __all__ = [
     "DEFAULT_SPEC", "Embedder", "EmbeddingError", "content_hash", "embed_cached", "embedder_for", "normalize_rows",
+    "stored_vectors",
 ]

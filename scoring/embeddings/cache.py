@@ -13,6 +13,22 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def stored_vectors(model: str, hashes: list[str]) -> dict[str, np.ndarray]:
+    """The stored vectors of ``model`` for these content hashes (absent ones left out); never embeds."""
+    from scoring.models import Embedding
+
+    unique = list(dict.fromkeys(hashes))
+    found: dict[str, np.ndarray] = {}
+    for start in range(0, len(unique), CHUNK):
+        rows = Embedding.objects.filter(model=model, content_hash__in=unique[start:start + CHUNK])
+        for content, dim, blob in rows.values_list("content_hash", "dim", "vector"):
+            vector = np.frombuffer(bytes(blob), dtype="<f4")
+            if vector.shape[0] != dim:
+                raise ValueError(f"stored embedding {model}/{content} has {vector.shape[0]} values, not {dim}")
+            found[content] = vector
+    return found
+
+
 def embed_cached(embedder: Embedder, texts: list[str]) -> np.ndarray:
     """Vectors for ``texts`` (input order), embedding only those not yet stored for ``embedder.name``.
 
@@ -27,14 +43,7 @@ def embed_cached(embedder: Embedder, texts: list[str]) -> np.ndarray:
     for i, h in enumerate(hashes):
         first.setdefault(h, i)
     unique = list(first)
-    found: dict[str, np.ndarray] = {}
-    for start in range(0, len(unique), CHUNK):
-        rows = Embedding.objects.filter(model=embedder.name, content_hash__in=unique[start:start + CHUNK])
-        for content, dim, blob in rows.values_list("content_hash", "dim", "vector"):
-            vector = np.frombuffer(bytes(blob), dtype="<f4")
-            if vector.shape[0] != dim:
-                raise ValueError(f"stored embedding {embedder.name}/{content} has {vector.shape[0]} values, not {dim}")
-            found[content] = vector
+    found = stored_vectors(embedder.name, unique)
     missing = [h for h in unique if h not in found]
     if missing:
         fresh = embedder.embed([texts[first[h]] for h in missing])

@@ -126,6 +126,9 @@ PIPELINES: Mapping[str, Pipeline] = _Registry(
     {
         "deepsynth": "scoring.pipelines.deepsynth:DeepSynthPipeline",
         "reportbench": "scoring.pipelines.reportbench:ReportBenchPipeline",
+        "deepscholar": "scoring.pipelines.deepscholar:DeepScholarPipeline",
+        "surveylens": "scoring.pipelines.surveys:SurveyLensPipeline",
+        "surveyscope": "scoring.pipelines.surveys:SurveyScopePipeline",
     }
 )
 

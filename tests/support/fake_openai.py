@@ -20,9 +20,10 @@ retry_after=...)``, ``Reply.hang(seconds)`` (sleeps past the client's timeout),
 its path, JSON body and arrival time; ``max_in_flight`` is the most requests handled
 at once. ``GET /v1/stats`` (and ``stats()``) returns the counters.
 
-Ready-made responders: ``checklist_responder`` (one label for every item) and
+Ready-made responders: ``checklist_responder`` (one label for every item),
 ``labelled_checklist_responder`` (the label of item ``id`` is ``label_for(id)``, so any
-two runs over the same items agree).
+two runs over the same items agree) and ``survey_responder`` (SurveyLens / SciSage steps
+with ``survey_score(id, high)``, pairwise always "A", bag-of-words embeddings).
 
 ``FakeOpenAIProcess`` (or ``python -m tests.support.fake_openai --latency 0.2``, which
 prints its base URL as the first line on stdout) serves from a process of its own, so a
@@ -165,10 +166,75 @@ def labelled_checklist_responder(request: Request) -> Reply:
                       model=str(request.body.get("model", "")))
 
 
+def bag_of_words_vector(text: str, dim: int = 64) -> np.ndarray:
+    """Hashed word counts (not normalised): texts sharing words get similar vectors, unlike ``fake_vector``."""
+    vector = np.zeros(dim)
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:4], "little") % dim] += 1.0
+    return vector
+
+
+def survey_score(item_id, high: int) -> int:
+    """The score ``survey_responder`` gives criterion or dimension ``item_id`` on a 1..``high`` scale."""
+    return 1 + int.from_bytes(hashlib.sha256(str(item_id).encode("utf-8")).digest()[:4], "little") % high
+
+
+_STEP = re.compile(r"\(task `([a-z_.]+)`\)")
+
+
+def survey_responder(request: Request) -> Reply:
+    """SurveyLens / SciSage steps: bag-of-words embeddings; ``surveylens.rubric`` and ``scisage.quality``
+    score each requested id with ``survey_score``; ``survey.pairwise`` always prefers survey A."""
+    if request.path.endswith("/embeddings"):
+        inputs = request.body.get("input", [])
+        return Reply.embeddings([bag_of_words_vector(t) for t in ([inputs] if isinstance(inputs, str) else inputs)])
+    step = (_STEP.findall(request.prompt) or [""])[0]
+    if step == "survey.pairwise":
+        return Reply.json({"winner": "A", "rationale": "loopback prefers the first survey"})
+    high = {"surveylens.rubric": 5, "scisage.quality": 10}.get(step)
+    if high is None:
+        return Reply.json({})
+    ids = []
+    for line in request.last_message.splitlines():
+        if line.startswith("<<<SURVEY"):
+            break
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and "id" in value and "name" in value:
+                ids.append(value["id"])
+    return Reply.json({"scores": [{"id": i, "score": survey_score(i, high), "rationale": "loopback"} for i in ids]})
+
+
+NUGGET_LABELS = ("support", "partial_support", "not_support")
+
+
+def deepscholar_responder(request: Request) -> Reply:
+    """DeepScholar steps, deterministic per question: nugget ``id`` gets ``NUGGET_LABELS[id % 3]``; relevance,
+    importance and citation support follow a hash of the prompt; organization always prefers section A."""
+    step = (_STEP.findall(request.prompt) or [""])[0]
+    prompt = request.last_message
+    digest = int.from_bytes(hashlib.sha256(prompt.encode("utf-8")).digest()[:4], "little")
+    if step == "deepscholar.nugget_support":
+        return Reply.json({"labels": [{"id": item["id"], "label": NUGGET_LABELS[int(item["id"]) % 3]}
+                                      for item in requested_items(prompt)]})
+    answers = {
+        "deepscholar.relevance": {"grade": digest % 3, "rationale": "loopback"},
+        "deepscholar.reference_importance": {"important": digest % 2 == 0},
+        "deepscholar.citation_support": {"label": ("support", "not_support")[digest % 2]},
+        "deepscholar.organization": {"winner": "A", "rationale": "loopback prefers section A"},
+    }
+    return Reply.json(answers.get(step, {}))
+
+
 RESPONDERS: dict[str, Callable[[Request], Reply]] = {
     "default": default_responder,
     "checklist": checklist_responder,
     "labelled-checklist": labelled_checklist_responder,
+    "survey": survey_responder,
+    "deepscholar": deepscholar_responder,
 }
 
 
