@@ -7,6 +7,7 @@ from django.utils.safestring import mark_safe
 from . import selectors
 from .models import Protocol, Report, Task
 from .rendering import markdown_to_safe_html
+from .views_proposals import proposal_panel
 
 
 @login_required
@@ -40,7 +41,7 @@ def task_detail(request, task_id: int):
         task = selectors.task_detail(task_id=task_id)
     except Task.DoesNotExist:
         raise Http404("No such task")
-    return render(request, "benchmark/task_detail.html", {"task": task})
+    return render(request, "benchmark/task_detail.html", {"task": task, **proposal_panel(request, task)})
 
 
 @login_required

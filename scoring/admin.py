@@ -80,3 +80,11 @@ class EmbeddingAdmin(admin.ModelAdmin):
     list_filter = ("model",)
     search_fields = ("content_hash",)
     exclude = ("vector",)
+
+
+@admin.register(models.ProposalBatch)
+class ProposalBatchAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "judge_config", "status", "done", "failed", "total", "created_by", "created_at")
+    list_filter = ("status", "judge_config")
+    search_fields = ("error", "tasks__key")
+    filter_horizontal = ("tasks",)

@@ -234,3 +234,34 @@ class Embedding(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["model", "content_hash"], name="embedding_unique")]
+
+
+class ProposalBatch(TimeStamped):
+    """One request to propose benchmark material with a judge (``scoring.services.proposals``):
+    which tasks and stages, and how it went — what ``propose --wait`` and the task page follow,
+    since Celery keeps no results here."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        FINISHED = "finished", "Finished"
+        FAILED = "failed", "Failed"
+
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="proposal_batches")
+    tasks = models.ManyToManyField(Task, related_name="proposal_batches")
+    stages = models.JSONField(default=list)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    total = models.PositiveIntegerField(default=0, help_text="units: one stage on one task")
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True, help_text="proposed per kind, calls, tokens, cost, failures")
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"proposals #{self.pk} ({', '.join(self.stages)})"

@@ -10,6 +10,7 @@ from celery.signals import worker_ready
 from django.db import InterfaceError, OperationalError
 
 from .models import EvaluationRun
+from .services.proposals import proposal_batch_execute
 from .services.runs import job_execute, jobs_recover, run_finalize
 
 RETRY = dict(
@@ -33,6 +34,11 @@ def finalize_run(run_id: int) -> str:
     if run is None:
         return "missing"
     return run_finalize(run=run).status
+
+
+@shared_task(name="scoring.propose_batch", **RETRY)
+def propose_batch(batch_id: int) -> str:
+    return proposal_batch_execute(batch_id=batch_id)
 
 
 @shared_task(name="scoring.recover_jobs", **RETRY)
