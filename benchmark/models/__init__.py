@@ -1,4 +1,5 @@
 from .base import Origin, Proposable, ReviewStatus, Revision, SETTLED_STATUSES, TimeStamped
+from .exports import ExportJob
 from .reports import Report, System
 from .surveys import BibEntry, Discipline, Survey, SurveyCitation
 from .tasks import (
@@ -17,7 +18,7 @@ from .tasksets import TaskSet
 PROPOSABLE_MODELS = (TaskPrompt, ConstraintQuestion, ChecklistGroup, ChecklistItem, GoldReference, Nugget, RubricCriterion)
 
 __all__ = [
-    "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "GoldReference",
+    "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "ExportJob", "GoldReference",
     "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus", "Revision",
     "RubricCriterion", "SETTLED_STATUSES", "Survey", "SurveyCitation", "System", "Task", "TaskPrompt",
     "TaskSet", "TimeStamped",

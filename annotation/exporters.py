@@ -1,0 +1,190 @@
+"""Annotations as files: every label, gold label and audit row of a project (or of every
+project, for global curators), as JSONL or CSV (``docs/formats.md`` § Annotation exports).
+
+Who gets what (``annotation_export_scope``): global curators and a project's curators get all
+of its labels, gold labels and audit rows; other members (annotators, viewers) get the labels
+and gold labels the blind-mode rule lets them see (``annotation.api.visibility``) and no audit
+rows (those carry other people's before/after values). Everyone else is told the project does
+not exist, as the project pages do.
+
+CSV: one row per label (per gold label, per audit row in their own files) with the flat
+columns below; values that are JSON (a label's value, before/after) stay JSON text in one
+column. A cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return is prefixed
+with ``'`` so a spreadsheet shows it as text instead of running it as a formula.
+"""
+
+import csv
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import IO, Any
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import QuerySet
+
+from .api.visibility import visible_gold_labels, visible_labels
+from .models import AnnotationProject, AuditEvent, GoldLabel, Label, Role
+from .selectors import is_global_curator, project_role
+
+FORMATS = ("jsonl", "csv")
+CHUNK = 1000
+
+LABEL_COLUMNS = ("label_id", "project_id", "project", "project_kind", "item_id", "item_status", "target_kind",
+                 "target_id", "task", "annotator", "value", "created_at")
+GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", "task", "value", "note",
+                "decided_by", "decided_at")
+AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
+                 "before", "after")
+JSON_COLUMNS = {"value", "before", "after"}
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True)
+class AnnotationScope:
+    """What one user may export: querysets of labels, gold labels and (curators only) audit rows."""
+
+    projects: list[AnnotationProject]
+    labels: QuerySet[Label]
+    gold_labels: QuerySet[GoldLabel]
+    audit_events: QuerySet[AuditEvent] | None  # None: not theirs to see
+
+    @property
+    def name(self) -> str:
+        return "all projects" if len(self.projects) != 1 else self.projects[0].name
+
+
+def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
+    """The annotations ``user`` may export: of one project, or (global curators) of all."""
+    if project_id is None:
+        if not is_global_curator(user):
+            raise PermissionError("only curators may export every project's annotations; name one project")
+        projects = list(AnnotationProject.objects.order_by("pk"))
+        return AnnotationScope(projects, Label.objects.all(), GoldLabel.objects.all(),
+                               AuditEvent.objects.filter(project__isnull=False))
+    project = AnnotationProject.objects.filter(pk=project_id).first()
+    role = project_role(project=project, user=user) if project else None
+    if role is None:
+        raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
+    if role == Role.CURATOR:
+        return AnnotationScope([project], Label.objects.filter(project=project),
+                               GoldLabel.objects.filter(item__project=project), AuditEvent.objects.filter(project=project))
+    return AnnotationScope([project], visible_labels(user).filter(project=project),
+                           visible_gold_labels(user).filter(item__project=project), None)
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.astimezone(timezone.utc).isoformat() if value else None
+
+
+def _task(item) -> str | None:
+    return f"{item.task.protocol}/{item.task.key}" if item.task_id else None
+
+
+def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
+    rows = labels.select_related("project", "item", "item__task", "annotator").order_by("project_id", "created_at", "pk")
+    for label in rows.iterator(chunk_size=CHUNK):
+        item = label.item
+        yield {
+            "label_id": label.pk, "project_id": label.project_id, "project": label.project.name,
+            "project_kind": label.project.kind, "item_id": item.pk, "item_status": item.status,
+            "target_kind": item.target_kind, "target_id": item.target_id, "task": _task(item),
+            "annotator": label.annotator.get_username(), "value": label.value, "created_at": _time(label.created_at),
+        }
+
+
+def gold_rows(gold_labels: QuerySet[GoldLabel]) -> Iterator[dict]:
+    rows = gold_labels.select_related("item", "item__project", "item__task", "decided_by").order_by(
+        "item__project_id", "decided_at", "pk")
+    for gold in rows.iterator(chunk_size=CHUNK):
+        item = gold.item
+        yield {
+            "item_id": item.pk, "project_id": item.project_id, "project": item.project.name,
+            "target_kind": item.target_kind, "target_id": item.target_id, "task": _task(item), "value": gold.value,
+            "note": gold.note, "decided_by": gold.decided_by.get_username(), "decided_at": _time(gold.decided_at),
+        }
+
+
+def audit_rows(events: QuerySet[AuditEvent]) -> Iterator[dict]:
+    for event in events.select_related("actor", "project").order_by("at", "pk").iterator(chunk_size=CHUNK):
+        yield {
+            "event_id": event.pk, "at": _time(event.at),
+            "actor": event.actor.get_username() if event.actor_id else None, "action": event.action,
+            "project_id": event.project_id, "project": event.project.name if event.project_id else None,
+            "target_kind": event.target_kind, "target_id": event.target_id,
+            "before": event.before, "after": event.after,
+        }
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, cls=DjangoJSONEncoder)
+
+
+def csv_cell(column: str, value: Any) -> str:
+    """One CSV cell: JSON columns as JSON text, empty for null elsewhere; formula-like text defused."""
+    if column in JSON_COLUMNS:
+        text = _json(value)
+    elif value is None:
+        text = ""
+    else:
+        text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+class _Lines:
+    """Rows → encoded lines, in chunks, for one output file."""
+
+    def __init__(self, out: IO[bytes], columns: tuple[str, ...], fmt: str) -> None:
+        self.out, self.columns, self.fmt = out, columns, fmt
+        self.buffer = io.StringIO(newline="")
+        self.writer = csv.writer(self.buffer, lineterminator="\r\n")  # RFC 4180, what spreadsheets expect
+        if fmt == "csv":
+            self.writer.writerow(self.columns)
+
+    def add(self, row: dict) -> None:
+        if self.fmt == "csv":
+            self.writer.writerow([csv_cell(c, row[c]) for c in self.columns])
+        else:
+            self.buffer.write(_json(row) + "\n")
+        if self.buffer.tell() > 1 << 20:
+            self.flush()
+
+    def flush(self) -> None:
+        self.out.write(self.buffer.getvalue().encode("utf-8"))
+        self.buffer.seek(0)
+        self.buffer.truncate()
+
+
+FILES = (("labels", LABEL_COLUMNS, label_rows, "labels"), ("gold_labels", GOLD_COLUMNS, gold_rows, "gold_labels"),
+         ("audit_events", AUDIT_COLUMNS, audit_rows, "audit_events"))
+
+
+def write_annotations(
+    scope: AnnotationScope, *, fmt: str, open_file: Callable[[str], Any], progress: Callable[[int, int], None],
+) -> dict[str, int]:
+    """Write the scope's labels, gold labels and audit rows as three files (``<name>.<fmt>``);
+    ``open_file(name)`` is a context manager giving a binary file. Returns the row counts."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    sources: list[tuple[str, tuple[str, ...], Iterable[dict], QuerySet]] = []
+    for name, columns, rows, attribute in FILES:
+        queryset = getattr(scope, attribute)
+        if queryset is not None:
+            sources.append((name, columns, rows, queryset))
+    total = sum(queryset.count() for *_, queryset in sources)
+    done, counts = 0, {}
+    progress(0, total)
+    for name, columns, rows, queryset in sources:
+        counts[name] = 0
+        with open_file(f"{name}.{fmt}") as out:
+            lines = _Lines(out, columns, fmt)
+            for row in rows(queryset):
+                lines.add(row)
+                counts[name] += 1
+                done += 1
+                if done % CHUNK == 0:
+                    progress(min(done, total), total)
+            lines.flush()
+    progress(done, max(total, done))
+    return counts

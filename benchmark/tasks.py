@@ -1,0 +1,22 @@
+"""Celery tasks of the benchmark app: each takes ids, loads, calls one service, handles retry.
+
+``run_export`` is enqueued per export job by ``benchmark.services.exports.export_request``
+after the transaction commits. Only transient database errors are retried; any other failure
+is recorded on the job with its reason by the service.
+"""
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from .models import ExportJob
+from .services.exports import export_execute
+
+
+@shared_task(
+    name="benchmark.run_export", acks_late=True, autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=8,
+)
+def run_export(job_id: int) -> str:
+    if not ExportJob.objects.filter(pk=job_id).exists():
+        return "missing"  # deleted before a worker got to it
+    return export_execute(job_id=job_id).status
