@@ -14,6 +14,7 @@ urlpatterns = [
     path("benchmark/", include("benchmark.urls")),
     path("annotate/", include("annotation.urls")),
     path("dashboards/", include("annotation.dashboards.urls")),
+    path("runs/", include("scoring.urls")),
     path("api/", include("config.api_urls")),
     path("admin/", admin.site.urls),
 ]

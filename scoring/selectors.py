@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, QuerySet
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from numbers import Real
 
-from .models import EvaluationRun, RunJob, ScoreCard
+from django.db.models import (
+    Avg, Count, DurationField, Exists, ExpressionWrapper, F, OuterRef, Prefetch, QuerySet, Subquery, Sum,
+)
+from django.db.models.functions import Coalesce
+
+from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, PREFERRED_METRICS, metric_label
+from benchmark.models import System, TaskSet
+
+from .models import EvaluationRun, LLMCall, RunJob, ScoreCard
 
 Job = RunJob.Status
 
@@ -59,3 +69,124 @@ def run_job_errors(*, run: EvaluationRun, limit: int = 20) -> QuerySet[RunJob]:
         .defer("report__text", "report__parsed", "report__stats", "report__sources")
         .order_by("pk")[:limit]
     )
+
+
+# --- the run pages --------------------------------------------------------------------------
+
+TASK_KEYS_SHOWN = 12
+
+
+def run_list() -> QuerySet[EvaluationRun]:
+    """Runs newest first with what the run pages show, in one query plus one for the systems:
+    judge, task set, creator, and ``n_tasks`` (the run's own tasks, else its task set's)."""
+    own = (
+        EvaluationRun.tasks.through.objects.filter(evaluationrun_id=OuterRef("pk"))
+        .order_by().values("evaluationrun_id").annotate(n=Count("pk")).values("n")
+    )
+    in_set = (
+        TaskSet.tasks.through.objects.filter(taskset_id=OuterRef("task_set_id"))
+        .order_by().values("taskset_id").annotate(n=Count("pk")).values("n")
+    )
+    return (
+        EvaluationRun.objects.select_related("judge_config", "task_set", "created_by")
+        .prefetch_related(Prefetch("systems", queryset=System.objects.order_by("name", "version")))
+        .annotate(n_tasks=Coalesce(Subquery(own), Subquery(in_set), 0))
+        .order_by("-created_at", "-pk")
+    )
+
+
+def run_detail(*, run_id: int) -> EvaluationRun:
+    """One run as ``run_list`` gives it, plus ``task_keys``: its first task keys. Raises ``DoesNotExist``."""
+    run = run_list().get(pk=run_id)
+    tasks = run.task_set.tasks if run.task_set_id else run.tasks
+    run.task_keys = list(tasks.order_by("key").values_list("key", flat=True)[:TASK_KEYS_SHOWN])
+    return run
+
+
+def job_share(counts: dict) -> dict:
+    """``settled`` (done + failed + cancelled) and ``percent`` of ``total`` from job counts by status."""
+    settled = counts.get(Job.DONE, 0) + counts.get(Job.FAILED, 0) + counts.get(Job.CANCELLED, 0)
+    total = counts.get("total", 0)
+    return {"settled": settled, "percent": round(100 * settled / total) if total else 0}
+
+
+def run_list_rows(*, runs: Sequence[EvaluationRun]) -> list[dict]:
+    """For each run of a page: ``jobs`` (count per status, ``total``, ``settled``, ``percent``) and
+    ``usage`` (``runs_usage``), in two grouped queries whatever the number of runs."""
+    ids = [run.pk for run in runs]
+    counts: dict[int, dict] = defaultdict(dict)
+    rows = RunJob.objects.filter(run_id__in=ids).values_list("run_id", "status").annotate(n=Count("pk")).order_by()
+    for run_id, status, n in rows:
+        counts[run_id][status] = n
+    usage = runs_usage(run_ids=ids)
+    result = []
+    for run in runs:
+        jobs = {status: counts[run.pk].get(status, 0) for status in Job.values}
+        jobs["total"] = sum(jobs.values())
+        result.append({"run": run, "jobs": {**jobs, **job_share(jobs)}, "usage": usage[run.pk]})
+    return result
+
+
+def runs_usage(*, run_ids: Iterable[int]) -> dict[int, dict]:
+    """Judge ``calls``, ``tokens_in``, ``tokens_out`` and ``cost_usd`` per run, from its ``LLMCall`` rows."""
+    run_ids = list(run_ids)
+    usage = {run_id: {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0} for run_id in run_ids}
+    rows = (
+        LLMCall.objects.filter(run_id__in=run_ids).values("run_id")
+        .annotate(calls=Count("pk"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost_usd=Sum("cost_usd"))
+        .order_by()
+    )
+    for row in rows:
+        usage[row.pop("run_id")] = row
+    return usage
+
+
+def run_report_cards(*, run: EvaluationRun) -> QuerySet[ScoreCard]:
+    """``run_score_cards`` per report, without the reports' texts (the run page shows task keys)."""
+    return run_score_cards(run=run, per_report=True).defer(
+        "report__text", "report__parsed", "report__stats", "report__sources"
+    )
+
+
+def runs_queued_count() -> int:
+    """Running runs with jobs no worker has picked up yet: what a missing worker holds up."""
+    pending = RunJob.objects.filter(run=OuterRef("pk"), status=Job.PENDING)
+    return EvaluationRun.objects.filter(status=EvaluationRun.Status.RUNNING).filter(Exists(pending)).count()
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
+    """Score cards as a table with every metric the cards hold: the protocol's headline metrics
+    first (the leaderboard's order), then the other scores, then the counts. A cell's ``over``
+    is how many reports a system card's mean is over (``reports_with``); ``digits`` is how the
+    leaderboard rounds (DeepSynth-Eval in percent, the others on 0–1)."""
+    cards = list(cards)
+    keys: list[str] = []
+    for card in cards:
+        keys += [k for k, v in card.metrics.items() if k not in keys and (v is None or _is_number(v))]
+    headline = [k for k in PREFERRED_METRICS.get(protocol, ()) if k in keys]
+    scores = sorted(k for k in keys if k not in headline and k not in NOT_METRICS)
+    counts = sorted(k for k in keys if k in NOT_METRICS)
+    columns = headline + scores + counts
+    rows = []
+    for card in cards:
+        over = card.metrics.get("reports_with")
+        over = over if isinstance(over, dict) else {}
+        cells = []
+        for key in columns:
+            value = card.metrics.get(key)
+            cells.append({
+                "key": key,
+                "value": value if _is_number(value) else None,
+                "integer": isinstance(value, int) and not isinstance(value, bool),
+                "over": over.get(key),
+            })
+        rows.append({"card": card, "cells": cells})
+    return {
+        "columns": [{"key": key, "label": metric_label(key)} for key in columns],
+        "rows": rows,
+        "digits": 1 if protocol in PERCENT_PROTOCOLS else 3,
+    }

@@ -1,0 +1,98 @@
+"""The form of the new-run page: it offers what fits the chosen protocol and turns POST data into
+``run_create`` arguments. The business rules stay in ``run_create``; the errors it raises come
+back through ``attach_service_error`` onto the field they are about."""
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db.models import Exists, OuterRef
+
+from benchmark.models import Protocol, Report, System, Task, TaskSet
+
+from .models import JudgeConfig
+from .pipelines import PIPELINES
+
+
+def runnable_protocols() -> list[tuple[str, str]]:
+    """The protocols that have an evaluation pipeline, in the order of ``Protocol``."""
+    registered = set(PIPELINES)  # the registry's names; ``in PIPELINES`` would import every pipeline
+    return [(value, label) for value, label in Protocol.choices if value in registered]
+
+
+class JudgeChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: JudgeConfig) -> str:
+        return str(obj)  # names the backend and ends in "[heuristic]" for the offline judge
+
+
+class TaskChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Task) -> str:
+        return f"{obj.key} — {(obj.title or obj.survey.title)[:90]}"
+
+
+class RunCreateForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="optional")
+    protocol = forms.ChoiceField(choices=runnable_protocols)
+    judge_config = JudgeChoiceField(
+        queryset=JudgeConfig.objects.order_by("name"), label="Judge configuration",
+        empty_label="— choose a judge —",
+    )
+    task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.none(), required=False, empty_label="— or choose tasks below —",
+        error_messages={"invalid_choice": "this task set has no task of the chosen protocol"},
+    )
+    tasks = TaskChoiceField(
+        queryset=Task.objects.none(), required=False, widget=forms.SelectMultiple(attrs={"size": 10}),
+        error_messages={"invalid_choice": "task %(value)s is not a task of the chosen protocol"},
+    )
+    systems = forms.ModelMultipleChoiceField(
+        queryset=System.objects.none(), widget=forms.SelectMultiple(attrs={"size": 6}),
+        error_messages={
+            "required": "choose at least one system to evaluate",
+            "invalid_choice": "system %(value)s has no report on a task of the chosen protocol",
+        },
+    )
+
+    def __init__(self, *args, protocol: str = "", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        known = dict(runnable_protocols())
+        chosen = self.data.get("protocol") if self.is_bound else protocol
+        self.chosen_protocol = chosen if chosen in known else next(iter(known), "")
+        self.fields["protocol"].initial = self.chosen_protocol
+        of_protocol = Task.objects.filter(protocol=self.chosen_protocol)
+        self.fields["tasks"].queryset = of_protocol.select_related("survey").order_by("key")
+        self.fields["task_set"].queryset = TaskSet.objects.filter(
+            Exists(TaskSet.tasks.through.objects.filter(taskset_id=OuterRef("pk"), task__protocol=self.chosen_protocol))
+        ).order_by("name", "-version")
+        self.fields["systems"].queryset = System.objects.filter(
+            Exists(Report.objects.filter(system=OuterRef("pk"), task__protocol=self.chosen_protocol))
+        ).order_by("name", "version")
+
+    def clean(self):
+        data = super().clean()
+        has_set, has_tasks = bool(data.get("task_set")), bool(data.get("tasks"))
+        if has_set and has_tasks:
+            self.add_error("task_set", "choose either a task set or tasks, not both")
+        elif not has_set and not has_tasks and "task_set" not in self.errors and "tasks" not in self.errors:
+            self.add_error("task_set", "choose a task set or at least one task")
+        return data
+
+    def service_arguments(self) -> dict:
+        """Keyword arguments for ``run_create`` (without ``actor``)."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"], "protocol": data["protocol"], "judge_config": data["judge_config"],
+            "systems": list(data["systems"]), "task_set": data["task_set"],
+            "tasks": None if data["task_set"] else list(data["tasks"]),
+        }
+
+    def attach_service_error(self, exc: ValidationError) -> None:
+        """Put ``run_create``'s refusal on the field it is about (its messages name a system or
+        task problem), else on the whole form."""
+        for message in exc.messages:
+            self.add_error(self._field_for(message), message)
+
+    def _field_for(self, message: str) -> str | None:
+        if "system" in message:
+            return "systems"
+        if "task" in message:
+            return "task_set" if self.cleaned_data.get("task_set") else "tasks"
+        return None
