@@ -45,7 +45,57 @@ def _view(path: str):
     return setup
 
 
+@cache
+def _figures_client():
+    """``_client`` plus the rows of the papers' figures and of the look-next page (their own guard:
+    a bench database made before they existed gets them too)."""
+    from django.db import transaction
+
+    from scoring.models import EvaluationRun
+    from tests.annotation_factories import JudgeConfigFactory, VerdictFactory
+    from tests.dashboards.builders import SYSTEM_NAMES, deepscholar_run, reportbench_run, surveylens_run
+    from tests.factories import ReportFactory, SystemFactory
+
+    client = _client()
+    if not EvaluationRun.objects.filter(name="bench rb A").exists():
+        with transaction.atomic():
+            systems = [SystemFactory(name=name) for name in SYSTEM_NAMES]
+            judge_a, judge_b = JudgeConfigFactory(name="bench judge A"), JudgeConfigFactory(name="bench judge B")
+            _, _, tasks = reportbench_run(n_tasks=40, systems=systems, judge=judge_a, name="bench rb A", n_gold=60)
+            reportbench_run(tasks=tasks, systems=systems, judge=judge_b, name="bench rb B", seed=9)
+            deepscholar_run(n_tasks=40, systems=systems, name="bench ds")
+            surveylens_run(tasks_per_discipline=8, systems=systems, name="bench sl", disciplines=(
+                "Biology", "Chemistry", "Computer Science", "Economics", "Education", "Environmental Science",
+                "Mathematics", "Medicine", "Physics", "Psychology"))
+            report = ReportFactory()
+            for target in range(2000):  # two judges, every fifth target in dispute, some unsure
+                VerdictFactory(report=report, judge_config=judge_a, step="deepsynth.checklist_group",
+                               target_kind="item", target_id=target, label="correct", confidence=(target % 10) / 10)
+                VerdictFactory(report=report, judge_config=judge_b, step="deepsynth.checklist_group",
+                               target_kind="item", target_id=target, label="incorrect" if target % 5 == 0 else "correct")
+    return client
+
+
+def _figure_view(path: str):
+    def setup():
+        client = _figures_client()
+
+        def call():
+            response = client.get(path)
+            assert response.status_code == 200, (path, response.status_code)
+
+        return call
+
+    return setup
+
+
 BENCHMARKS = [
+    ("dashboards.recall_by_quartile", TARGET, _figure_view("/dashboards/charts/recall-by-quartile/")),
+    ("dashboards.coverage_by_window", TARGET, _figure_view("/dashboards/charts/coverage-by-window/")),
+    ("dashboards.discipline_heatmap", TARGET, _figure_view("/dashboards/charts/discipline-heatmap/")),
+    ("dashboards.judge_sensitivity", TARGET, _figure_view("/dashboards/judge-sensitivity/")),
+    ("dashboards.look_next", TARGET, _figure_view("/dashboards/look-next/")),
+    ("dashboards.run_progress", TARGET, _figure_view("/dashboards/runs/progress/")),
     ("dashboards.leaderboard", TARGET, _view("/dashboards/leaderboard/?protocol=deepsynth")),
     ("dashboards.leaderboard_csv", TARGET, _view("/dashboards/leaderboard/?protocol=deepsynth&format=csv")),
     ("dashboards.human", TARGET, _view("/dashboards/human/")),

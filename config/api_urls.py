@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("benchmark.api.urls")),
     path("", include("scoring.api.urls")),
     path("", include("annotation.api.urls")),
+    path("dashboards/", include("annotation.dashboards.api_urls")),
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
     path("docs/", login_required(TemplateView.as_view(template_name="api/docs.html")), name="docs"),

@@ -4,12 +4,16 @@ limited to the projects the user curates, by ``judge_agreement``/``inter_annotat
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.selectors import is_global_curator
 from benchmark.models import Protocol
 
+from . import figures as figure_selectors
+from . import progress, triage
 from . import selectors as s
 
 
@@ -38,7 +42,10 @@ class DashboardApi(APIView):
         raise NotImplementedError
 
     def get(self, request):
-        return Response(s.jsonable(self.figures(request)))
+        try:
+            return Response(s.jsonable(self.figures(request)))
+        except ValueError as exc:  # a bad parameter: the selector's message names it
+            raise ValidationError({"detail": str(exc)}) from exc
 
 
 def _schema(*parameters, summary: str):
@@ -105,3 +112,79 @@ class HumanVsAutomatedChartApi(DashboardApi):
                                     component=request.query_params.get("component", ""),
                                     metric=request.query_params.get("metric", ""))
 
+
+
+def _id(request, name: str) -> int | None:
+    return figure_selectors.id_param(name, request.query_params.get(name, ""))
+
+
+def _named_protocol(request, default: str) -> str:
+    return figure_selectors.protocol_param(request.query_params.get("protocol", ""), default)
+
+
+JUDGE_A = OpenApiParameter("judge_a", int, description="a judge configuration's id (default: the most recently used)")
+JUDGE_B = OpenApiParameter("judge_b", int, description="another judge configuration's id")
+JUDGE = OpenApiParameter("judge", int, description="only targets this judge configuration judged")
+CONFIDENCE = OpenApiParameter("confidence", float, description=f"low-confidence threshold, default {triage.CONFIDENCE_BELOW}")
+
+
+class RecallByQuartileApi(DashboardApi):
+    @_schema(RUN, TASK_SET, summary="ReportBench citation recall by reference-importance quartile (figures.recall_by_quartile)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return figure_selectors.recall_by_quartile(run_id=_int(request, "run"), task_set_id=_int(request, "task_set"))
+
+
+class CoverageByWindowApi(DashboardApi):
+    @_schema(RUN, TASK_SET, summary="DeepScholar claim coverage against window size (figures.coverage_by_window)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return figure_selectors.coverage_by_window(run_id=_int(request, "run"), task_set_id=_int(request, "task_set"))
+
+
+class DisciplineHeatmapApi(DashboardApi):
+    @_schema(PROTOCOL, METRIC, RUN, TASK_SET, summary="Mean of a metric per discipline × system (figures.discipline_heatmap)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return figure_selectors.discipline_heatmap(protocol=_named_protocol(request, Protocol.SURVEYLENS),
+                                          metric=request.query_params.get("metric", ""),
+                                          run_id=_int(request, "run"), task_set_id=_int(request, "task_set"))
+
+
+class JudgeSensitivityApi(DashboardApi):
+    @_schema(PROTOCOL, JUDGE_A, JUDGE_B, TASK_SET, summary="System rankings under two judges (figures.judge_sensitivity)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return figure_selectors.judge_sensitivity(protocol=_named_protocol(request, Protocol.REPORTBENCH),
+                                         judge_a=_id(request, "judge_a"), judge_b=_id(request, "judge_b"),
+                                         task_set_id=_int(request, "task_set"))
+
+
+class LookNextApi(DashboardApi):
+    """Curators only: per-target judge labels would unblind agreement projects."""
+
+    @_schema(PROTOCOL, JUDGE, CONFIDENCE, summary="Judged targets humans should look at next (triage.look_next)")
+    def get(self, request):
+        if not is_global_curator(request.user):
+            raise PermissionDenied("only curators see which judged items need a human look")
+        return super().get(request)
+
+    def figures(self, request):
+        return triage.look_next_from_params(request.query_params)
+
+
+class RunProgressApi(DashboardApi):
+    @_schema(summary="Running evaluation runs with done/total/failed and ETA (progress.runs_in_progress)")
+    def get(self, request):
+        return super().get(request)
+
+    def figures(self, request):
+        return progress.runs_in_progress()

@@ -218,3 +218,156 @@ def interval_plot(rows: Sequence[dict], *, title: str, x_label: str, digits: int
                 f'{_e(x_label)}</text>')
     desc = "; ".join(f'{r["label"]}: {_fmt(r["estimate"], digits)}' for r in rows) or "no data"
     return _svg(width, height, title, desc, body, chart_id)
+
+
+def line_chart(series: Sequence[dict], x_labels: Sequence[str], *, title: str, x_label: str, y_label: str,
+               digits: int = 3, chart_id: str = "chart-lines") -> SafeString:
+    """One line per system over categorical x positions, with optional 95 % interval whiskers.
+
+    ``series`` = [{"system", "points": [{"x": index into x_labels, "value", "low"?, "high"?, "n"?}]}].
+    Each line also gets its own marker shape, so lines stay distinguishable without colour."""
+    left, top, plot_w, plot_h = 70, 46, max(320, 90 * len(x_labels)), 300
+    right, bottom = left + plot_w, top + plot_h
+    legend_x = right + 20
+    width, height = legend_x + 190, bottom + 60
+    values = [v for s in series for p in s["points"] for v in (p["value"], p.get("low", p["value"]), p.get("high", p["value"]))]
+    ticks, y = _y_scale(min(values, default=0.0), max(values, default=1.0), top, bottom)
+    step = plot_w / max(1, len(x_labels))
+
+    def x(index: int) -> float:
+        return left + step * index + step / 2
+
+    body = [f'<text x="{left}" y="22" font-size="15" font-weight="600" fill="#1d2430">{_e(title)}</text>']
+    for t in ticks:
+        body.append(f'<line x1="{left}" x2="{right}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#e3e6ea"/>'
+                    f'<text x="{left - 8}" y="{y(t) + 4:.1f}" font-size="11" text-anchor="end" fill="#667085">{t:g}</text>')
+    for i, label in enumerate(x_labels):
+        body.append(f'<text x="{x(i):.1f}" y="{bottom + 18}" font-size="12" text-anchor="middle" fill="#1d2430">{_e(label)}</text>')
+    body.append(f'<text x="{(left + right) / 2:.0f}" y="{bottom + 42}" font-size="12" text-anchor="middle" fill="#3b4452">'
+                f'{_e(x_label)}</text>'
+                f'<text transform="translate(16 {(top + bottom) / 2:.0f}) rotate(-90)" font-size="12" text-anchor="middle" '
+                f'fill="#3b4452">{_e(y_label)}</text>'
+                f'<line x1="{left}" x2="{left}" y1="{top}" y2="{bottom}" stroke="#98a2b3"/>'
+                f'<line x1="{left}" x2="{right}" y1="{bottom}" y2="{bottom}" stroke="#98a2b3"/>')
+    for s_index, s in enumerate(series):
+        colour = PALETTE[s_index % len(PALETTE)]
+        offset = (s_index - (len(series) - 1) / 2) * 4  # keeps overlapping whiskers apart
+        points = sorted(s["points"], key=lambda p: p["x"])
+        path = " ".join(f'{"M" if k == 0 else "L"}{x(p["x"]) + offset:.1f},{y(p["value"]):.1f}' for k, p in enumerate(points))
+        body.append(f'<g class="series" data-system="{_e(s["system"])}">')
+        if len(points) > 1:
+            body.append(f'<path d="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
+        for p in points:
+            cx, cy = x(p["x"]) + offset, y(p["value"])
+            tip = f'{s["system"]} · {x_labels[p["x"]]}: {_fmt(p["value"], digits)}'
+            if p.get("low") is not None and p.get("high") is not None:
+                tip += f' (95 % CI {_fmt(p["low"], digits)}–{_fmt(p["high"], digits)})'
+                body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(p["low"]):.1f}" y2="{y(p["high"]):.1f}" '
+                            f'stroke="{colour}" stroke-width="1.5" stroke-opacity="0.7"/>')
+            if p.get("n") is not None:
+                tip += f', n = {p["n"]}'
+            body.append(f'<g><title>{_e(tip)}</title>{_marker(s_index, cx, cy, colour)}</g>')
+        body.append("</g>")
+        ly = top + 8 + 22 * s_index
+        body.append(f'{_marker(s_index, legend_x + 7, ly, colour)}'
+                    f'<text x="{legend_x + 18}" y="{ly + 4}" font-size="12" fill="#1d2430">{_e(s["system"][:24])}</text>')
+    desc = "; ".join(
+        f'{s["system"]}: ' + ", ".join(f'{x_labels[p["x"]]} {_fmt(p["value"], digits)}' for p in s["points"]) for s in series
+    ) or "no data"
+    return _svg(width, height, title, desc, body, chart_id)
+
+
+def _marker(index: int, cx: float, cy: float, colour: str) -> str:
+    shape = index % 4
+    if shape == 0:
+        return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="5" fill="{colour}"/>'
+    if shape == 1:
+        return f'<rect x="{cx - 4.5:.1f}" y="{cy - 4.5:.1f}" width="9" height="9" fill="{colour}"/>'
+    if shape == 2:
+        return f'<path d="M{cx:.1f},{cy - 6:.1f} L{cx + 5.5:.1f},{cy + 4:.1f} L{cx - 5.5:.1f},{cy + 4:.1f} Z" fill="{colour}"/>'
+    return f'<path d="M{cx:.1f},{cy - 6:.1f} L{cx + 6:.1f},{cy:.1f} L{cx:.1f},{cy + 6:.1f} L{cx - 6:.1f},{cy:.1f} Z" fill="{colour}"/>'
+
+
+# ColorBrewer "Blues" (single hue, readable with colour-vision deficiencies and in greyscale).
+SEQUENTIAL = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+
+
+def _hex(colour: str) -> tuple[int, int, int]:
+    return int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16)
+
+
+def sequential_colour(fraction: float) -> str:
+    """Colour for a value at ``fraction`` (0–1) of the scale, interpolated along ``SEQUENTIAL``."""
+    fraction = min(1.0, max(0.0, fraction))
+    position = fraction * (len(SEQUENTIAL) - 1)
+    low = int(math.floor(position))
+    high = min(low + 1, len(SEQUENTIAL) - 1)
+    t = position - low
+    a, b = _hex(SEQUENTIAL[low]), _hex(SEQUENTIAL[high])
+    return "#" + "".join(f"{round(u + (v - u) * t):02x}" for u, v in zip(a, b, strict=True))
+
+
+def _luminance(colour: str) -> float:
+    def channel(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(c) for c in _hex(colour))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def ink_for(background: str) -> str:
+    """Black or white text, whichever contrasts more with ``background`` (WCAG contrast ratio).
+    Pure black, not the page's dark grey: only black and white together guarantee ≥ 4.5:1 on
+    every background (mid blues fall short with grey)."""
+    lum = _luminance(background)
+    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
+
+
+def heatmap(rows: Sequence[dict], columns: Sequence[str], *, title: str, low: float, high: float, digits: int = 2,
+            chart_id: str = "chart-heatmap") -> SafeString:
+    """Rows × columns of coloured cells with the value and the count printed in each cell.
+
+    ``rows`` = [{"discipline", "cells": [{"mean" | None, "n"}]}] with one cell per column."""
+    left, top, cell_w, cell_h = 210, 110, 104, 44
+    width = left + cell_w * max(1, len(columns)) + 30
+    height = top + cell_h * max(1, len(rows)) + 80
+    span = (high - low) if high > low else 1.0
+    body = [f'<text x="10" y="22" font-size="15" font-weight="600" fill="#1d2430">{_e(title)}</text>']
+    for c, column in enumerate(columns):
+        cx = left + cell_w * c + cell_w / 2
+        body.append(f'<text x="{cx:.1f}" y="{top - 10}" font-size="12" text-anchor="start" fill="#1d2430" '
+                    f'transform="rotate(-30 {cx:.1f} {top - 10})">{_e(column[:22])}</text>')
+    for r, row in enumerate(rows):
+        y = top + cell_h * r
+        body.append(f'<text x="{left - 10}" y="{y + cell_h / 2 + 4:.1f}" font-size="12" text-anchor="end" fill="#1d2430">'
+                    f'{_e(row["discipline"][:30])}</text>')
+        for c, cell in enumerate(row["cells"]):
+            x = left + cell_w * c
+            if cell["mean"] is None:
+                body.append(f'<rect x="{x}" y="{y}" width="{cell_w}" height="{cell_h}" fill="#ffffff" stroke="#d0d5dd"/>'
+                            f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 4:.1f}" font-size="12" text-anchor="middle" '
+                            f'fill="#667085">—<title>{_e(row["discipline"])} × {_e(columns[c])}: no score</title></text>')
+                continue
+            fill = sequential_colour((cell["mean"] - low) / span)
+            ink = ink_for(fill)
+            tip = f'{row["discipline"]} × {columns[c]}: mean {_fmt(cell["mean"], digits)} over {cell["n"]} report{"s" if cell["n"] != 1 else ""}'
+            body.append(f'<g class="cell"><title>{_e(tip)}</title>'
+                        f'<rect x="{x}" y="{y}" width="{cell_w}" height="{cell_h}" fill="{fill}" stroke="#ffffff" stroke-width="2"/>'
+                        f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 1:.1f}" font-size="14" font-weight="600" '
+                        f'text-anchor="middle" fill="{ink}">{_fmt(cell["mean"], digits)}</text>'
+                        f'<text x="{x + cell_w / 2:.1f}" y="{y + cell_h / 2 + 15:.1f}" font-size="10" text-anchor="middle" '
+                        f'fill="{ink}">n = {cell["n"]}</text></g>')
+    # legend: the colour ramp from the lowest to the highest cell mean
+    ly = top + cell_h * max(1, len(rows)) + 24
+    steps = 40
+    for i in range(steps):
+        body.append(f'<rect x="{left + i * 6}" y="{ly}" width="6" height="12" fill="{sequential_colour(i / (steps - 1))}"/>')
+    body.append(f'<text x="{left - 6}" y="{ly + 10}" font-size="11" text-anchor="end" fill="#3b4452">{_fmt(low, digits)}</text>'
+                f'<text x="{left + steps * 6 + 6}" y="{ly + 10}" font-size="11" fill="#3b4452">{_fmt(high, digits)}</text>')
+    desc = "; ".join(
+        f'{row["discipline"]}: ' + ", ".join(
+            f'{columns[c]} {_fmt(cell["mean"], digits)} (n={cell["n"]})' for c, cell in enumerate(row["cells"]) if cell["mean"] is not None)
+        for row in rows
+    ) or "no data"
+    return _svg(width, height, title, desc, body, chart_id)

@@ -12,10 +12,11 @@ import hashlib
 import json
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from numbers import Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.core.cache import cache
@@ -70,8 +71,30 @@ def _interval(values: list[float], n_resamples: int) -> dict:
 # --------------------------------------------------------------------------- leaderboard
 
 
-def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_id: int | None = None) -> list[tuple]:
-    """Report-level cards, newest run first, one per (protocol, system, task): one query."""
+class CardRow(NamedTuple):
+    """One report-level score card with what the dashboards group it by."""
+
+    protocol: str
+    run_id: int
+    judge: str
+    system_id: int
+    system_name: str
+    system_version: str
+    task_id: int
+    task_key: str
+    metrics: dict
+    items_judged: int
+    items_failed: int
+    report_id: int
+    judge_config_id: int
+    prompt_version: str
+    discipline: str | None
+
+
+def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_id: int | None = None,
+                  judge_config_ids: Sequence[int] = ()) -> list[CardRow]:
+    """Report-level cards, newest run first, one per (protocol, system, task) — and per judge
+    configuration when ``judge_config_ids`` are given: one query."""
     cards = ScoreCard.objects.filter(report__isnull=False)
     if protocol:
         cards = cards.filter(run__protocol=protocol)
@@ -79,14 +102,17 @@ def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_i
         cards = cards.filter(run_id=run_id)
     if task_set_id:
         cards = cards.filter(report__task__task_sets=task_set_id)
+    if judge_config_ids:
+        cards = cards.filter(run__judge_config_id__in=list(judge_config_ids))
     rows = cards.order_by("-run__created_at", "-run_id", "pk").values_list(
         "run__protocol", "run_id", "run__judge_config__name", "system_id", "system__name", "system__version",
-        "report__task_id", "report__task__key", "metrics", "items_judged", "items_failed",
+        "report__task_id", "report__task__key", "metrics", "items_judged", "items_failed", "report_id",
+        "run__judge_config_id", "run__judge_config__prompt_version", "report__task__survey__discipline__name",
     )
     seen: set[tuple] = set()
     out = []
-    for row in rows:
-        key = (row[0], row[3], row[6])
+    for row in map(CardRow._make, rows):
+        key = (row.protocol, row.system_id, row.task_id, row.judge_config_id if judge_config_ids else None)
         if key not in seen:
             seen.add(key)
             out.append(row)
@@ -108,7 +134,7 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
     keys: set[str] = set()
     runs: set[int] = set()
     judges: set[str] = set()
-    for _protocol, run_id, judge, system_id, name, version, task_id, _key, metrics, judged, failed in cards:
+    for _protocol, run_id, judge, system_id, name, version, task_id, _key, metrics, judged, failed, *_ in cards:
         runs.add(run_id)
         judges.add(judge)
         scores = systems.setdefault(system_id, SystemScores(system_id, system_label(name, version)))
@@ -389,7 +415,9 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     Reference label of an item: the curator's ``GoldLabel`` when adjudicated, else the
     annotators' label when they all agree; items whose annotators disagree and have no gold
     yet are counted as unresolved and left out. Accuracy (``percent_agreement``), Cohen's κ,
-    Krippendorff's α (level from the labels), a confusion matrix and the disagreements."""
+    Krippendorff's α (level from the labels), a confusion matrix and the disagreements; and the
+    same figures per prompt version of the judged verdicts (``versions``), oldest first, to see
+    whether a prompt change moved the judge towards or away from people."""
     projects = [p for p in _curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
     project_ids = [p["id"] for p in projects]
     items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")
@@ -400,7 +428,7 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     verdicts = {
         row[0]: row for row in Verdict.objects.filter(pk__in=items.values("target_id")).values_list(
             "id", "judge_config_id", "judge_config__name", "step", "label", "report__system__name", "report_id",
-            "target_kind", "target_id", "target_key",
+            "target_kind", "target_id", "target_key", "prompt_version", "created_at",
         )
     }
     groups: dict[tuple, dict] = {}
@@ -408,7 +436,7 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
         verdict = verdicts.get(verdict_id)
         if verdict is None:
             continue
-        _, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key = verdict
+        _, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key, version, made = verdict
         group = groups.setdefault((config_name, step), {"judge": config_name, "judge_id": config_id, "step": step,
                                                          "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0})
         given = [label for label in labels.get(item_id, []) if label is not None]
@@ -425,31 +453,43 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
             continue
         group["pairs"].append({"item_id": item_id, "project_id": project_id, "project": project_name,
                                "judge": judge_label, "reference": reference, "source": source, "system": system,
-                               "report_id": report_id, "target": f"{t_kind} #{t_id}{' ' + t_key if t_key else ''}"})
+                               "report_id": report_id, "target": f"{t_kind} #{t_id}{' ' + t_key if t_key else ''}",
+                               "prompt_version": version, "made": made})
     out = []
     for key in sorted(groups):
         group = groups[key]
         pairs = group.pop("pairs")
         group["n"] = len(pairs)
+        group["versions"] = []
         if pairs:
-            level, values = _level([p["judge"] for p in pairs] + [p["reference"] for p in pairs])
-            judged, reference = values[: len(pairs)], values[len(pairs):]
-            group["level"] = level
-            group["accuracy"] = m.percent_agreement(judged, reference)
-            group["kappa"] = m.cohen_kappa(judged, reference)
-            group["kappa_reading"] = _reading(group["kappa"])
-            matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
-            group["alpha"] = m.krippendorff_alpha(matrix, level=level)
-            group["alpha_reading"] = _reading(group["alpha"])
+            group.update(_judge_vs_reference(pairs))
+            by_version: dict[str, list[dict]] = defaultdict(list)
+            for pair in pairs:
+                by_version[pair["prompt_version"]].append(pair)
+            # oldest first: the order in which the prompt versions were used
+            for version, version_pairs in sorted(by_version.items(), key=lambda kv: (min(p["made"] for p in kv[1]), kv[0])):
+                group["versions"].append({"prompt_version": version, "n": len(version_pairs),
+                                          **_judge_vs_reference(version_pairs)})
             categories = sorted({str(p["judge"]) for p in pairs} | {str(p["reference"]) for p in pairs})
             cells = Counter((str(p["judge"]), str(p["reference"])) for p in pairs)
             group["confusion"] = {"labels": categories,
                                   "rows": [{"label": j, "counts": [cells[(j, r)] for r in categories]} for j in categories]}
             disagreements = [p for p in pairs if str(p["judge"]) != str(p["reference"])]
             group["n_disagreements"] = len(disagreements)
-            group["disagreements"] = disagreements[:limit]
+            group["disagreements"] = [{k: v for k, v in p.items() if k != "made"} for p in disagreements[:limit]]
         out.append(group)
     return {"groups": out, "n_projects": len(projects)}
+
+
+def _judge_vs_reference(pairs: list[dict]) -> dict:
+    """Accuracy, Cohen's κ and Krippendorff's α of judge labels against reference labels."""
+    level, values = _level([p["judge"] for p in pairs] + [p["reference"] for p in pairs])
+    judged, reference = values[: len(pairs)], values[len(pairs):]
+    kappa = m.cohen_kappa(judged, reference)
+    matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
+    alpha = m.krippendorff_alpha(matrix, level=level)
+    return {"level": level, "accuracy": m.percent_agreement(judged, reference), "kappa": kappa,
+            "kappa_reading": _reading(kappa), "alpha": alpha, "alpha_reading": _reading(alpha)}
 
 
 # --------------------------------------------------------------------------- human ranking

@@ -11,4 +11,11 @@ urlpatterns = [
     path("charts/verdicts/", views.chart_verdicts, name="chart_verdicts"),
     path("charts/scores/", views.chart_scores, name="chart_scores"),
     path("charts/human-vs-automated/", views.chart_human_vs_auto, name="chart_human_vs_auto"),
+    path("charts/recall-by-quartile/", views.chart_recall_quartiles, name="chart_recall_quartiles"),
+    path("charts/coverage-by-window/", views.chart_coverage_window, name="chart_coverage_window"),
+    path("charts/discipline-heatmap/", views.chart_heatmap, name="chart_heatmap"),
+    path("judge-sensitivity/", views.judge_sensitivity, name="judge_sensitivity"),
+    path("look-next/", views.look_next, name="look_next"),
+    path("look-next/project/", views.look_next_project, name="look_next_project"),
+    path("runs/progress/", views.run_progress, name="run_progress"),
 ]

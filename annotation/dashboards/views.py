@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import csv
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
 
+from annotation.selectors import is_global_curator
+from annotation.services.projects import project_from_verdicts
+from annotation.views.access import refuse
 from benchmark.models import Protocol
 
-from . import charts
+from . import charts, figures, progress, triage
 from . import selectors as s
 
 
@@ -43,7 +49,8 @@ def _digits(percent: bool) -> int:
 
 @login_required
 def index(request):
-    return render(request, "dashboards/index.html", {"protocols": Protocol.choices, "sources": s.preference_sources()})
+    return render(request, "dashboards/index.html", {"protocols": Protocol.choices, "sources": s.preference_sources(),
+                                                     "progress": progress.runs_in_progress()})
 
 
 @login_required
@@ -97,9 +104,13 @@ def agreement(request):
     iaa = s.inter_annotator(user=request.user)
     if _wants_csv(request):
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
-                  "labels"]
-        rows = [[g["judge"], g["step"], g.get("level"), g["n"], g.get("accuracy"), g.get("kappa"), g.get("alpha"),
-                 g["unresolved"], g["n_labels"]] for g in judge["groups"]]
+                  "labels", "prompt_version"]
+        rows = []
+        for g in judge["groups"]:  # the group over all prompt versions ("" in the last column), then each version
+            rows.append([g["judge"], g["step"], g.get("level"), g["n"], g.get("accuracy"), g.get("kappa"), g.get("alpha"),
+                         g["unresolved"], g["n_labels"], ""])
+            rows.extend([g["judge"], g["step"], v["level"], v["n"], v["accuracy"], v["kappa"], v["alpha"], None, None,
+                         v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
     return render(request, "dashboards/agreement.html",
                   {"judge": judge, "iaa": iaa, "imported": s.imported_agreement()})
@@ -161,3 +172,181 @@ def chart_human_vs_auto(request):
         "title": "Human vs automated", "explain": "Each point is a system present both in the human preferences and in "
         "the automated leaderboard.",
     })
+
+
+# --------------------------------------------------------------------------- the papers' figures, triage, progress
+
+
+def _figure_page(request, context: dict, *, status: int = 200):
+    return render(request, "dashboards/figure.html", context, status=status)
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else 100.0 * value
+
+
+@login_required
+def chart_recall_quartiles(request):
+    run_id, task_set_id = _int(request, "run"), _int(request, "task_set")
+    data = figures.recall_by_quartile(run_id=run_id, task_set_id=task_set_id)
+    if _wants_csv(request):
+        rows = [[r["system"], c["quartile"], c["n_references"], c["n_cited"], c["recall"]]
+                for r in data["rows"] for c in r["cells"]]
+        return _csv("recall-by-quartile.csv", ["system", "quartile", "gold_references", "cited", "recall"], rows)
+    for row in data["rows"]:
+        for cell in row["cells"]:
+            cell["percent"] = _percent(cell["recall"])  # the paper's Table 2 is in percent
+    series = [{"system": r["system"], "points": [
+        {"x": q, "value": c["percent"], "n": c["n_references"]} for q, c in enumerate(r["cells"]) if c["recall"] is not None
+    ]} for r in data["rows"]]
+    series = [s for s in series if s["points"]]
+    chart = charts.line_chart(series, data["quartiles"], title="ReportBench: citation recall by reference-importance quartile",
+                              x_label="Quartile of the gold reference by citation count (Q1 least cited)",
+                              y_label="Recall (%)", digits=1, chart_id="chart-recall-quartiles") if series else None
+    return _figure_page(request, {
+        "kind": "recall_quartiles", "title": "Recall by citation quartile", "chart": chart, "data": data,
+        "run_id": run_id, "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=Protocol.REPORTBENCH),
+        "explain": "ReportBench Table 2 (App. A.2.1): within each task the gold references are split into quartiles by "
+                   "citation count (Q1 least cited, Q4 most cited; a stored quartile on the gold reference is used as "
+                   "given); per system, the share of all references of a quartile, pooled over its tasks, that its "
+                   "report cited (matched reference verdicts of the score card's judge).",
+    })
+
+
+@login_required
+def chart_coverage_window(request):
+    run_id, task_set_id = _int(request, "run"), _int(request, "task_set")
+    data = figures.coverage_by_window(run_id=run_id, task_set_id=task_set_id)
+    if _wants_csv(request):
+        rows = [[sr["system"], p["window"], p["estimate"], p["low"], p["high"], p["n_tasks"]]
+                for sr in data["series"] for p in sr["points"]]
+        return _csv("claim-coverage-by-window.csv", ["system", "window", "mean", "ci95_low", "ci95_high", "tasks"], rows)
+    position = {w: i for i, w in enumerate(data["windows"])}
+    series = [{"system": sr["system"], "points": [
+        {"x": position[p["window"]], "value": p["estimate"], "low": p["low"], "high": p["high"], "n": p["n_tasks"]}
+        for p in sr["points"]]} for sr in data["series"]]
+    chart = charts.line_chart(series, [f"w = {w}" for w in data["windows"]],
+                              title="DeepScholar-bench: claim coverage against window size",
+                              x_label="Window w (sentences before and after a claim whose citations may support it)",
+                              y_label="Claim coverage", digits=3, chart_id="chart-coverage-window") if series else None
+    return _figure_page(request, {
+        "kind": "coverage_window", "title": "Claim coverage by window", "chart": chart, "data": data,
+        "run_id": run_id, "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=Protocol.DEEPSCHOLAR),
+        "explain": "DeepScholar-bench Fig. 5: mean claim coverage over tasks for each window size w, with its bootstrap "
+                   "95 % interval; a claim is covered when a citation within w sentences supports it.",
+    })
+
+
+@login_required
+def chart_heatmap(request):
+    context = {"kind": "heatmap", "title": "Discipline × system heatmap", "run_id": _int(request, "run"),
+               "task_set_id": _int(request, "task_set"), "protocols": Protocol.choices,
+               "explain": "SurveyLens Fig. 5: mean of the chosen metric over the report score cards of each discipline "
+                          "(of the task's gold survey) and system; n is the number of reports behind a cell. Overall "
+                          "rubric = the mean of the outline, content and reference rubric scores when a card does not "
+                          "store it. Darker = higher; every cell prints its value."}
+    try:
+        protocol = figures.protocol_param(request.GET.get("protocol", ""), Protocol.SURVEYLENS)
+        context["protocol"] = protocol
+        context["filters"] = s.leaderboard_filters(protocol=protocol)
+        data = figures.discipline_heatmap(protocol=protocol, metric=request.GET.get("metric", ""),
+                                          run_id=context["run_id"], task_set_id=context["task_set_id"])
+    except ValueError as exc:
+        return _figure_page(request, {**context, "error": str(exc)}, status=400)
+    if _wants_csv(request):
+        rows = [[r["discipline"], c["system"], c["mean"], c["n"]] for r in data["rows"] for c in r["cells"] if c["n"]]
+        return _csv(f"heatmap-{protocol}-{data['metric']}.csv", ["discipline", "system", data["metric"], "reports"], rows)
+    chart = charts.heatmap(data["rows"], [sy["system"] for sy in data["systems"]],
+                           title=f"{Protocol(protocol).label}: {data['metric_label']} per discipline and system",
+                           low=data["low"], high=data["high"], digits=2) if data["rows"] else None
+    return _figure_page(request, {**context, "chart": chart, "data": data, "metric": data["metric"],
+                                  "metrics": data["metrics"]})
+
+
+@login_required
+def judge_sensitivity(request):
+    context = {"protocols": Protocol.choices, "task_set_id": _int(request, "task_set")}
+    try:
+        protocol = figures.protocol_param(request.GET.get("protocol", ""), Protocol.REPORTBENCH)
+        context["protocol"] = protocol
+        data = figures.judge_sensitivity(protocol=protocol, judge_a=figures.id_param("judge_a", request.GET.get("judge_a", "")),
+                                         judge_b=figures.id_param("judge_b", request.GET.get("judge_b", "")), task_set_id=context["task_set_id"])
+    except ValueError as exc:
+        context.setdefault("protocol", Protocol.REPORTBENCH)
+        context["judges"] = figures.sensitivity_judges(protocol=context["protocol"])
+        return render(request, "dashboards/sensitivity.html", {**context, "error": str(exc)}, status=400)
+    if _wants_csv(request):
+        header = ["metric", "system", "tasks", "judge_a", "judge_b", "rank_a", "rank_b", "spearman_rho", "kendall_tau"]
+        rows = [[e["key"], sy["system"], sy["n_tasks"], sy["a"], sy["b"], sy["rank_a"], sy["rank_b"],
+                 (e["spearman"] or {}).get("rho"), (e["kendall"] or {}).get("tau")]
+                for e in data["metrics"] for sy in e["systems"]]
+        return _csv(f"judge-sensitivity-{protocol}.csv", header, rows)
+    chosen = request.GET.get("metric", "")
+    entry = next((e for e in data["metrics"] if e["key"] == chosen), data["metrics"][0] if data["metrics"] else None)
+    chart = charts.scatter(
+        [{"label": sy["system"], "x": sy["a"], "y": sy["b"]} for sy in entry["systems"]],
+        title=f"{entry['label']}: system means under the two judges", x_label=data["judge_a_name"],
+        y_label=data["judge_b_name"], digits=_digits(data["percent"]) + 1, chart_id="chart-sensitivity",
+    ) if entry else None
+    return render(request, "dashboards/sensitivity.html", {**context, "data": data, "judges": data["judges"],
+                                                           "chart": chart, "entry": entry,
+                                                           "digits": _digits(data["percent"]) + 1})
+
+
+def _look_next_page(request, *, data: dict | None, error: str = "", status: int = 200):
+    return render(request, "dashboards/look_next.html", {
+        "data": data, "error": error, "protocols": Protocol.choices, "is_curator": is_global_curator(request.user),
+        "default_name": f"Look next {timezone.localtime():%Y-%m-%d %H:%M:%S}",
+    }, status=status)
+
+
+@login_required
+def look_next(request):
+    # Per-target judge labels unblind agreement projects: curators only, as on the agreement page.
+    if not is_global_curator(request.user):
+        return refuse(request, "Only curators see which judged items need a human look.")
+    try:
+        data = triage.look_next_from_params(request.GET)
+    except ValueError as exc:
+        return _look_next_page(request, data=None, error=str(exc), status=400)
+    if _wants_csv(request):
+        header = ["rank", "priority", "reasons", "system", "task", "step", "target", "judge_disagreement",
+                  "repeat_disagreement", "lowest_confidence", "judges", "verdict_id"]
+        rows = [[n, i["priority"], "; ".join(i["reasons"]), i["system"], i["task"], i["step"], i["target"],
+                 i["judge_disagreement"], i["repeat_disagreement"], i["lowest_confidence"],
+                 " | ".join(f'{j["judge"]} {j["prompt_version"]}: {"/".join(j["labels"])}' for j in i["judges"]),
+                 i["verdict_id"]] for n, i in enumerate(data["items"], start=1)]
+        return _csv("look-next.csv", header, rows)
+    return _look_next_page(request, data=data)
+
+
+@require_POST
+@login_required
+def look_next_project(request):
+    """Create an agreement project from the verdicts listed on the look-next page, then open it."""
+    if not is_global_curator(request.user):
+        return refuse(request, "Only curators create annotation projects.")
+    raw_ids = request.POST.getlist("verdict")
+    bad = [raw for raw in raw_ids if not raw.isdigit()]
+    try:
+        if bad:
+            raise ValueError(f"verdict: {bad[0]!r} is not a verdict id")
+        project = project_from_verdicts(
+            name=request.POST.get("name", "").strip() or f"Look next {timezone.localtime():%Y-%m-%d %H:%M:%S}",
+            curator=request.user, verdict_ids=[int(raw) for raw in raw_ids],
+            description="Judged items flagged on the dashboards' “where should humans look next” page.",
+        )
+    except ValueError as exc:
+        try:
+            data = triage.look_next_from_params(request.POST)
+        except ValueError:
+            data = None
+        return _look_next_page(request, data=data, error=str(exc), status=400)
+    messages.success(request, f"Project “{project.name}” created with {len(raw_ids)} items.")
+    return redirect("annotation:progress", project_id=project.pk)
+
+
+@login_required
+def run_progress(request):
+    """The polled fragment: it keeps its ``hx-trigger`` only while runs are running."""
+    return render(request, "dashboards/_run_progress.html", {"progress": progress.runs_in_progress()})

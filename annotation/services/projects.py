@@ -231,6 +231,60 @@ def project_create(
 
 
 @transaction.atomic
+def project_from_verdicts(
+    *, name: str, curator, verdict_ids: Sequence[int], overlap: int = 1, description: str = ""
+) -> AnnotationProject:
+    """An agreement project whose items are exactly these verdicts, in this order (the dashboards'
+    "where should humans look next"). Its judge configuration is the one most of them come from
+    (items may show other configurations' verdicts: agreement is computed per verdict); its
+    label set is every label the judges gave on those steps. ``project_populate`` would later add
+    that configuration's other verdicts on the same tasks and steps."""
+    if not is_global_curator(curator):
+        raise PermissionError("only curators create annotation projects")
+    ids = list(dict.fromkeys(verdict_ids))
+    if not ids:
+        raise ValueError("verdicts: choose at least one verdict")
+    if not isinstance(overlap, int) or overlap < 1:
+        raise ValueError("overlap: give k ≥ 1")
+    found = {row[0]: row for row in Verdict.objects.filter(pk__in=ids).values_list(
+        "pk", "judge_config_id", "step", "label", "report__task_id")}
+    missing = [str(pk) for pk in ids if pk not in found]
+    if missing:
+        raise ValueError(f"verdicts: no verdict with id {', '.join(missing[:10])}")
+    failed = [str(pk) for pk in ids if not found[pk][3]]
+    if failed:
+        raise ValueError(f"verdicts: {', '.join(failed[:10])} have no label (the judge failed), nothing to agree with")
+    per_config: dict[int, int] = defaultdict(int)
+    for _, config_id, *_ in found.values():
+        per_config[config_id] += 1
+    config_id = min(per_config, key=lambda c: (-per_config[c], c))
+    steps = sorted({row[2] for row in found.values()})
+    labels = sorted(set(Verdict.objects.filter(step__in=steps).exclude(label="").values_list("label", flat=True)))
+    project = _project_new(
+        name=name, kind=Kind.AGREEMENT, created_by=curator, task_ids={row[4] for row in found.values()},
+        label_set={"label": labels}, description=description, judge_config_id=config_id, steps=steps,
+        overlap=overlap,
+    )
+    AnnotationItem.objects.bulk_create(
+        [
+            AnnotationItem(
+                project=project, target_kind=TargetKind.VERDICT, target_id=pk, task_id=found[pk][4],
+                position=position, labels_needed=overlap,
+            )
+            for position, pk in enumerate(ids, start=1)
+        ],
+        batch_size=BATCH,
+    )
+    audit_record(
+        actor=curator, action="project.create", target_kind="annotation_project", target_id=project.pk,
+        project=project,
+        after={**_settings_view(project), "tasks": sorted({row[4] for row in found.values()}), "items": len(ids),
+               "verdicts": ids},
+    )
+    return project
+
+
+@transaction.atomic
 def project_populate(*, project: AnnotationProject, actor) -> int:
     """Add items for targets that appeared since the project was created (idempotent); returns
     how many were added. Existing items, labels and pairs are untouched."""

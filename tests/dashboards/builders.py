@@ -6,6 +6,7 @@ import random
 
 from annotation.models import AnnotationItem, PairwisePreference
 from annotation.services.review import item_adjudicate
+from benchmark.models import Report
 from scoring.models import EvaluationRun, ScoreCard
 from tests.annotation_factories import (
     JUDGE_LABELS,
@@ -96,3 +97,104 @@ def agreement_setup(*, n_verdicts: int = 6):
     adjudicated.refresh_from_db()
     item_adjudicate(item=adjudicated, curator=owner, value={"label": "incorrect"})
     return project, owner, users
+
+
+def _run(name: str, protocol: str, judge, systems):
+    run = EvaluationRun.objects.create(name=name, protocol=protocol, judge_config=judge,
+                                       status=EvaluationRun.Status.FINISHED)
+    run.systems.set(systems)
+    return run
+
+
+def reportbench_run(*, n_tasks: int = 4, systems=None, seed: int = 4, name: str = "rb run", judge=None,
+                    n_gold: int = 12, tasks=None):
+    """A finished ReportBench run: per task ``n_gold`` gold references with citation counts, per
+    report the ``matched`` reference verdicts the pipeline stores (raw_response.gold.bib_entry),
+    and a report-level card. Better systems cite more, and highly cited references more often."""
+    from benchmark.models import GoldReference
+    from tests.factories import BibEntryFactory
+
+    rng = random.Random(seed)
+    systems = systems or [SystemFactory(name=n) for n in SYSTEM_NAMES[:3]]
+    judge = judge or JudgeConfigFactory(name=f"judge for {name}")
+    run = _run(name, "reportbench", judge, systems)
+    if tasks is None:
+        tasks = []
+        for t in range(n_tasks):
+            task = TaskFactory(protocol="reportbench", key=f"{name}-task-{t}")
+            for position in range(n_gold):
+                GoldReference.objects.create(task=task, position=position, bib_entry=BibEntryFactory(
+                    citation_count=rng.choice([0, 3, 10, 40, 150, 900, rng.randint(0, 2000)])))
+            tasks.append(task)
+    for task in tasks:
+        golds = list(GoldReference.objects.filter(task=task).select_related("bib_entry").order_by("position"))
+        top = max((g.bib_entry.citation_count or 0) for g in golds) or 1
+        for k, system in enumerate(systems):
+            report = Report.objects.filter(task=task, system=system).first() or ReportFactory(task=task, system=system)
+            index = 0
+            for gold in golds:
+                chance = 0.1 + 0.15 * k + 0.4 * (gold.bib_entry.citation_count or 0) / top
+                if rng.random() < chance:
+                    VerdictFactory(report=report, judge_config=judge, prompt_version=judge.prompt_version,
+                                   step="reportbench.references", target_kind="report_reference", target_id=0,
+                                   target_key=str(index), label="matched", score=1.0,
+                                   raw_response={"gold": {"bib_entry": gold.bib_entry_id, "title": gold.bib_entry.title}})
+                    index += 1
+            for _ in range(2):  # references outside the gold list
+                VerdictFactory(report=report, judge_config=judge, prompt_version=judge.prompt_version,
+                               step="reportbench.references", target_kind="report_reference", target_id=0,
+                               target_key=str(index), label="unmatched", score=0.0, raw_response={"gold": None})
+                index += 1
+            recall = (index - 2) / len(golds)
+            ScoreCard.objects.create(run=run, system=system, report=report, items_judged=index, metrics={
+                "precision": (index - 2) / index, "recall": recall, "match_rate": rng.uniform(0.3, 0.9) + 0.03 * k,
+                "factual_accuracy": rng.uniform(0.6, 0.95), "references": index})
+    return run, systems, tasks
+
+
+def deepscholar_run(*, n_tasks: int = 5, systems=None, seed: int = 5, name: str = "ds run", windows=range(6)):
+    """A finished DeepScholar run whose cards store ``claim_coverage_by_window`` computed with
+    ``scoring.metrics.claim_coverage`` on a random sentence-support matrix per report."""
+    from scoring import metrics as m
+
+    rng = random.Random(seed)
+    systems = systems or [SystemFactory(name=n) for n in SYSTEM_NAMES[:3]]
+    run = _run(name, "deepscholar", JudgeConfigFactory(name=f"judge for {name}"), systems)
+    for t in range(n_tasks):
+        task = TaskFactory(protocol="deepscholar", key=f"{name}-task-{t}")
+        for k, system in enumerate(systems):
+            report = ReportFactory(task=task, system=system)
+            n = rng.randint(4, 12)
+            support = [[rng.random() < (0.15 + 0.1 * k) / (1 + abs(i - j)) for j in range(n)] for i in range(n)]
+            by_window = {str(w): m.claim_coverage(support, window=w) for w in windows}
+            ScoreCard.objects.create(run=run, system=system, report=report, metrics={
+                "claim_coverage_by_window": by_window, "claim_coverage": by_window["1"], "citation_precision": rng.random()})
+    return run, systems
+
+
+def surveylens_run(*, disciplines=("Biology", "Physics", "Economics"), tasks_per_discipline: int = 2, systems=None,
+                   seed: int = 6, name: str = "sl run"):
+    """A finished SurveyLens run: tasks whose gold surveys belong to ``disciplines``; cards with
+    ``rubric_outline/content/reference`` (``scoring.metrics.rubric_score`` of random aspect
+    scores with equal weights) and ``rams_*``."""
+    import numpy as np
+
+    from scoring import metrics as m
+    from tests.factories import DisciplineFactory, SurveyFactory
+
+    rng = random.Random(seed)
+    systems = systems or [SystemFactory(name=n) for n in SYSTEM_NAMES[:3]]
+    run = _run(name, "surveylens", JudgeConfigFactory(name=f"judge for {name}"), systems)
+    for d, discipline_name in enumerate(disciplines):
+        discipline = DisciplineFactory(code=f"{name}-{d}", name=discipline_name)
+        for t in range(tasks_per_discipline):
+            task = TaskFactory(protocol="surveylens", key=f"{name}-{d}-{t}", survey=SurveyFactory(discipline=discipline))
+            for k, system in enumerate(systems):
+                report = ReportFactory(task=task, system=system)
+                metrics = {}
+                for component, aspects in (("outline", 3), ("content", 5), ("reference", 3)):
+                    scores = np.array([min(5, max(1, rng.gauss(2 + 0.6 * k + 0.3 * d, 0.7))) for _ in range(aspects)])
+                    metrics[f"rubric_{component}"] = float(m.rubric_score(np.full(aspects, 1 / aspects), scores))
+                    metrics[f"rams_{component}"] = rng.random()
+                ScoreCard.objects.create(run=run, system=system, report=report, metrics=metrics)
+    return run, systems

@@ -101,3 +101,77 @@ def test_agreement_restricted_like_the_page():
     assert body == expected({"judge": s.judge_agreement(user=users[0]), "iaa": s.inter_annotator(user=users[0]),
                              "imported": s.imported_agreement()})
     assert not body["judge"]["groups"]
+
+
+NEW_NAMES = ("chart-recall-by-quartile", "chart-coverage-by-window", "chart-discipline-heatmap", "judge-sensitivity",
+             "run-progress")
+
+
+@pytest.mark.parametrize("name", (*NEW_NAMES, "look-next"))
+def test_new_endpoints_need_login(name):
+    assert APIClient().get(reverse(f"api:dashboard-{name}")).status_code == 403
+
+
+@pytest.mark.parametrize("name", NEW_NAMES)
+def test_new_endpoints_on_empty_database(api, name):
+    get(api, name)
+
+
+def test_papers_figures_equal_selectors(api):
+    from annotation.dashboards import figures
+    from tests.annotation_factories import JudgeConfigFactory
+    from tests.dashboards.builders import deepscholar_run, reportbench_run, surveylens_run
+
+    judge_a, judge_b = JudgeConfigFactory(name="A"), JudgeConfigFactory(name="B")
+    run, systems, tasks = reportbench_run(n_tasks=3, judge=judge_a)
+    reportbench_run(tasks=tasks, systems=systems, judge=judge_b, name="rb B")
+    deepscholar_run(n_tasks=3)
+    surveylens_run(tasks_per_discipline=1)
+    body = get(api, "chart-recall-by-quartile")
+    assert body == expected(figures.recall_by_quartile()) and len(body["rows"]) == 3
+    assert get(api, "chart-recall-by-quartile", run=run.pk) == expected(figures.recall_by_quartile(run_id=run.pk))
+    body = get(api, "chart-coverage-by-window")
+    assert body == expected(figures.coverage_by_window()) and body["windows"] == [0, 1, 2, 3, 4, 5]
+    body = get(api, "chart-discipline-heatmap", metric="rams_outline")
+    assert body == expected(figures.discipline_heatmap(metric="rams_outline")) and body["rows"]
+    body = get(api, "judge-sensitivity", judge_a=judge_b.pk, judge_b=judge_a.pk)
+    assert body == expected(figures.judge_sensitivity(protocol="reportbench", judge_a=judge_b.pk, judge_b=judge_a.pk))
+    assert body["metrics"] and body["n_shared"] == 9
+
+
+@pytest.mark.parametrize("name, params, message", [
+    ("chart-discipline-heatmap", {"metric": "nope"}, "metric: no SurveyLens score card has 'nope'"),
+    ("chart-discipline-heatmap", {"protocol": "nope"}, "protocol: 'nope' is not one of"),
+    ("judge-sensitivity", {"judge_a": "1", "judge_b": "1"}, "judge_a: judge configuration 1 has no report score card"),
+    ("judge-sensitivity", {"judge_a": "z"}, "judge_a: 'z' is not an id"),
+])
+def test_bad_parameters_answer_400_with_the_reason(api, name, params, message):
+    from tests.dashboards.builders import surveylens_run
+
+    surveylens_run(tasks_per_discipline=1)
+    response = api.get(reverse(f"api:dashboard-{name}"), params)
+    assert response.status_code == 400 and message in response.json()["detail"]
+
+
+def test_look_next_for_curators_only():
+    from annotation.dashboards import triage
+    from tests.annotation_factories import VerdictFactory, curator
+
+    first = VerdictFactory(label="correct", confidence=0.1)
+    client = APIClient()
+    client.force_authenticate(annotator("reader"))
+    assert client.get(reverse("api:dashboard-look-next")).status_code == 403
+    client.force_authenticate(curator("boss"))
+    body = get(client, "look-next")
+    assert body == expected(triage.look_next()) and [i["verdict_id"] for i in body["items"]] == [first.pk]
+    assert get(client, "look-next", confidence="0.05")["items"] == []
+    assert client.get(reverse("api:dashboard-look-next"), {"confidence": "x"}).status_code == 400
+
+
+def test_run_progress_equals_selector(api):
+    from annotation.dashboards import progress
+    from tests.dashboards.test_history_and_progress import _running_run
+
+    _running_run("live")
+    body = get(api, "run-progress")
+    assert body == expected(progress.runs_in_progress()) and body["runs"][0]["total"] == 7

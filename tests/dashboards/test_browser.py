@@ -50,3 +50,46 @@ def test_curator_reads_leaderboard_agreement_and_chart(page, live_server, login,
     page.click("nav.db-tabs >> text=Human ranking")
     page.wait_for_selector("#human-ranking")
     screenshot("dashboards-human")
+
+
+def test_curator_reads_heatmap_then_sends_flagged_items_to_people(page, live_server, login, screenshot):
+    from annotation.models import AnnotationItem, AnnotationProject
+    from tests.annotation_factories import JudgeConfigFactory, VerdictFactory, curator
+    from tests.dashboards.builders import surveylens_run
+    from tests.factories import ReportFactory, TaskFactory
+
+    surveylens_run(tasks_per_discipline=2, disciplines=("Biology", "Environmental Science", "Physics", "Medicine"))
+    judge_a, judge_b = JudgeConfigFactory(name="judge A"), JudgeConfigFactory(name="judge B")
+    report = ReportFactory(task=TaskFactory(protocol="deepsynth", key="flagged"))
+    for target in range(6):
+        VerdictFactory(report=report, judge_config=judge_a, step="deepsynth.checklist_group", target_kind="item",
+                       target_id=target, label="correct", confidence=0.2 + 0.1 * target)
+        VerdictFactory(report=report, judge_config=judge_b, step="deepsynth.checklist_group", target_kind="item",
+                       target_id=target, label="incorrect" if target % 2 else "correct", confidence=0.9)
+    curator("lead")
+    login("lead", "pw-for-tests")
+
+    page.goto(f"{live_server.url}/dashboards/")
+    page.click("#dashboard-pages >> text=Discipline × system heatmap")
+    svg = page.locator("svg#chart-heatmap")
+    svg.wait_for()
+    assert svg.get_attribute("role") == "img"
+    assert svg.locator("g.cell").count() == 4 * 3
+    assert svg.locator("g.cell text").first.text_content().count(".") == 1  # the value is printed in the cell
+    assert page.locator("select[name=metric] option[selected]").inner_text() == "Rubric overall"
+    screenshot("dashboards-heatmap")
+
+    page.click("nav.db-tabs >> text=Look next")
+    rows = page.locator("#look-next tbody tr")
+    rows.first.wait_for()
+    assert rows.count() == 5  # target 4: the judges agree, and A's confidence 0.6 is not below 0.6
+    assert "judges disagree" in rows.first.inner_text()
+    screenshot("dashboards-look-next")
+    page.fill("input[name=name]", "Second opinions")
+    page.click("#create-project")
+    page.wait_for_url(lambda url: "/annotate/" in url)
+    project = AnnotationProject.objects.get(name="Second opinions")
+    assert page.url.endswith(f"/annotate/{project.pk}/progress/")
+    assert "Second opinions" in page.locator("h1").inner_text()
+    assert AnnotationItem.objects.filter(project=project).count() == 5
+    screenshot("dashboards-look-next-project")
