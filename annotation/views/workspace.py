@@ -5,6 +5,7 @@ the same URLs serve full pages without JavaScript. What an item shows comes from
 ``item_context_for`` only (it enforces blind mode).
 """
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -29,8 +30,24 @@ def _own_progress(project: AnnotationProject, user) -> dict:
     return {"mine": mine, "settled": stats["items"] - stats["open"], "items": stats["items"]}
 
 
+FLASH_TAG = "ws-flash"
+
+
+def _redirect(request, flash: str, to: str, **kwargs):
+    """Without htmx, a POST answers with a redirect: the flash rides along as a message that the
+    next page's panel shows (``_render``), so a no-JavaScript user reads what happened too."""
+    messages.info(request, flash, extra_tags=FLASH_TAG)
+    return redirect(to, **kwargs)
+
+
+def _carried_flash(request) -> str:
+    return " ".join(str(m) for m in messages.get_messages(request) if FLASH_TAG in m.extra_tags.split())
+
+
 def _render(request, project, *, item=None, form=None, add_form=None, add_kind="", flash="", notice="", status=200):
     """The panel for ``item`` (or the "nothing left" panel), as a page or an htmx partial."""
+    if not request.htmx and not flash:
+        flash = _carried_flash(request)
     context = item_context_for(item=item, user=request.user, with_task=True) if item is not None else None
     page = {"project": project, "ctx": context, "flash": flash, "notice": notice, "oob": bool(request.htmx)}
     if context is not None:
@@ -126,12 +143,14 @@ def label_create(request, project_id: int, item_id: int):
         form.add_error(None, str(exc))
         return _render(request, project, item=item, form=form, status=409)
     if project.kind == Kind.AGREEMENT:  # show the judge's verdict now that the label is committed
+        flash = "Saved. Here is what the judge said."
         if not request.htmx:
-            return redirect("annotation:item", project_id=project.pk, item_id=item.pk)
-        return _render(request, project, item=item, flash="Saved. Here is what the judge said.")
+            return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
+        return _render(request, project, item=item, flash=flash)
+    flash = f"Saved your label on item {item.position}. Press u to undo it."
     if not request.htmx:
-        return redirect("annotation:workspace", project_id=project.pk)
-    return _next(request, project, flash=f"Saved your label on item {item.position}. Press u to undo it.")
+        return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
+    return _next(request, project, flash=flash)
 
 
 @require_POST
@@ -150,7 +169,7 @@ def item_skip(request, project_id: int, item_id: int):
     else:
         flash = f"Skipped item {item.position}. Press u to undo."
     if not request.htmx:
-        return redirect("annotation:workspace", project_id=project.pk)
+        return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
     return _next(request, project, flash=flash)
 
 
@@ -171,9 +190,10 @@ def undo(request, project_id: int):
         return alert(request, "Nothing to undo in this project.", status=200, tone="info")
     item = item_in(project, event.target_id)
     what = "skip" if event.action == "assignment.skip_undo" else "label"
+    flash = f"Undid your {what} on item {item.position}; label it again."
     if not request.htmx:
-        return redirect("annotation:item", project_id=project.pk, item_id=item.pk)
-    return _render(request, project, item=item, flash=f"Undid your {what} on item {item.position}; label it again.")
+        return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
+    return _render(request, project, item=item, flash=flash)
 
 
 @login_required
@@ -200,6 +220,8 @@ def item_add(request, project_id: int, item_id: int):
     except AnnotationError as exc:
         form.add_error(None, str(exc))
         return _add_response(request, project, item, form=form, status=409)
+    added = {"kind": TargetKind(kind).label, "text": str(row)}
     if not request.htmx:
-        return redirect("annotation:item", project_id=project.pk, item_id=item.pk)
-    return _add_response(request, project, item, added={"kind": TargetKind(kind).label, "text": str(row)})
+        flash = f"Added {added['kind'].lower()} “{added['text'][:120]}”. It is now proposed for this task."
+        return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
+    return _add_response(request, project, item, added=added)

@@ -189,6 +189,21 @@ def test_skip_then_undo_brings_the_item_back(as_user, verify, alice):
     assert f'data-item="{skipped.pk}"' in body(undone) and "Undid your skip" in body(undone)
 
 
+def test_without_javascript_skip_and_undo_redirect_and_the_next_page_says_what_happened(as_user, verify, alice):
+    client = as_user(alice, hx=False)
+    client.get(url("workspace", verify))
+    skipped = claim_of(alice, verify).item
+    after_skip = client.post(url("skip", verify, skipped), follow=True)
+    assert after_skip.redirect_chain[-1][0] == url("workspace", verify)
+    assert f'<p class="ws-flash" role="status">Skipped item {skipped.position}.' in body(after_skip)
+    after_undo = client.post(url("undo", verify), follow=True)
+    assert after_undo.redirect_chain[-1][0] == url("item", verify, skipped)
+    assert f'<p class="ws-flash" role="status">Undid your skip on item {skipped.position}' in body(after_undo)
+    assert 'class="messages"' not in body(after_undo) or "Undid" not in body(after_undo).split("ws-flash")[0]
+    shown_again = client.get(url("item", verify, skipped))
+    assert "ws-flash" not in body(shown_again)  # a message is shown once
+
+
 def test_undo_removes_the_label_and_shows_the_item_for_labelling_again(as_user, verify, alice):
     client = as_user(alice)
     html = body(client.get(url("workspace", verify)))
