@@ -7,6 +7,7 @@ user gets 200/201/400/409 and a refused one 403/404.
 """
 
 import uuid
+import weakref
 
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -22,6 +23,24 @@ PAGE = (302, 200, 200, 200, 200, 200)
 
 def _pk(name):
     return lambda w: {"pk": w.objs[name].pk}
+
+
+OWN_EXPORT = (403, 404, 404, 404, 200, 200)
+
+
+def _export(w):
+    """A finished annotation export of project A, asked for by the curator (built once per world)."""
+    if "export" not in w.objs:
+        from benchmark.models import ExportJob
+        from benchmark.services.exports import export_execute, exports_dir
+
+        job = ExportJob.objects.create(kind="annotations", parameters={"project": w.project_a.pk, "format": "jsonl"},
+                                       requested_by=w.users["curator"], filename="matrix.zip")
+        job = export_execute(job_id=job.pk)
+        assert job.status == "done", job.error
+        weakref.finalize(w, (exports_dir() / job.file_path).unlink, True)  # the file outlives the test's rollback
+        w.objs["export"] = job
+    return {"pk": w.objs["export"].pk}
 
 
 PROPOSABLE = ("prompt", "constraint-question", "checklist-group", "checklist-item", "gold-reference", "nugget",
@@ -43,6 +62,11 @@ API = {
     "report-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
     "report-detail": [("get", lambda w: {"pk": w.report.pk}, None, READ)],
     "import": [("post", None, {}, CURATE)],
+    # Export jobs: the service decides (an empty body is a 400 for everyone signed in); a job
+    # is seen by its requester (the curator here) and curators, and does not exist for others.
+    "export-list": [("get", None, None, READ), ("post", None, {}, (403, 400, 400, 400, 400, 400))],
+    "export-detail": [("get", _export, None, OWN_EXPORT)],
+    "export-download": [("get", _export, None, OWN_EXPORT)],
     "judgeconfig-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
     "judgeconfig-detail": [("get", lambda w: {"pk": w.project_a.judge_config_id}, None, READ)],
     "run-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
@@ -77,7 +101,11 @@ API = {
     "preference-list": [("get", None, None, READ)],
     # The dashboards' figures: any signed-in user (agreement shows only the projects one curates).
     **{f"dashboard-{name}": [("get", None, None, READ)] for name in (
-        "leaderboard", "human", "agreement", "chart-verdicts", "chart-scores", "chart-human-vs-automated")},
+        "leaderboard", "human", "agreement", "chart-verdicts", "chart-scores", "chart-human-vs-automated",
+        "chart-recall-by-quartile", "chart-coverage-by-window", "chart-discipline-heatmap", "judge-sensitivity",
+        "run-progress")},
+    # Per-target judge labels would unblind agreement projects: curators only.
+    "dashboard-look-next": [("get", None, None, (403, 403, 403, 403, 200, 200))],
     "token": [("post", None, {}, (400, 400, 400, 400, 400, 400))],
     "schema": [("get", None, None, READ)],
     "docs": [("get", None, None, PAGE)],
@@ -97,11 +125,22 @@ def _project(w):
     return {"project_id": w.project_a.pk}
 
 
+def _run(w):
+    return {"run_id": w.run_finished.pk}
+
+
 PAGES = {
     "home": [("get", None, PAGE)],
     "benchmark:task_list": [("get", None, PAGE)],
     "benchmark:task_detail": [("get", lambda w: {"task_id": w.task.pk}, PAGE)],
     "benchmark:report_detail": [("get", lambda w: {"report_id": w.report.pk}, PAGE)],
+    "benchmark:taskset_list": [("get", None, PAGE)],
+    "benchmark:taskset_detail": [("get", lambda w: {"task_set_id": w.task_set.pk}, PAGE)],
+    "benchmark:export_list": [("get", None, PAGE)],
+    "benchmark:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
+    "benchmark:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
+    "benchmark:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
+    "benchmark:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
     "annotation:project_list": [("get", None, PAGE)],
     "annotation:workspace": [("get", _project, None)],
     "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
@@ -113,7 +152,20 @@ PAGES = {
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
     "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     **{f"dashboards:{name}": [("get", None, PAGE)] for name in (
-        "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto")},
+        "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
+        "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress")},
+    "dashboards:look_next": [("get", None, (302, 403, 403, 403, 200, 200))],
+    # POST only, curators only; an empty form (no verdict) is refused with 400 and creates nothing.
+    "dashboards:look_next_project": [("get", None, (405,) * 6), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "runs:list": [("get", None, PAGE)],
+    # Curators only; an empty form is refused with 400 and creates nothing.
+    "runs:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "runs:detail": [("get", _run, PAGE)],
+    "runs:progress": [("get", _run, PAGE)],
+    # POST only, curators only; the run is finished, so the service refuses and the page says so.
+    "runs:cancel": [("get", _run, (405,) * 6), ("post", _run, (302, 403, 403, 403, 302, 302))],
+    "runs:resume": [("get", _run, (405,) * 6), ("post", lambda w: {"run_id": w.run_pending.pk},
+                                                (302, 403, 403, 403, 302, 302))],
     "admin:index": [("get", None, (302, 302, 302, 302, 302, 200))],
 }
 
@@ -130,7 +182,7 @@ def _names(resolver, prefix=""):
 def test_every_route_has_a_matrix_entry():
     names = set(_names(get_resolver()))
     api = {n.removeprefix("api:") for n in names if n.startswith("api:")}
-    pages = {n for n in names if n.split(":")[0] in ("benchmark", "annotation", "dashboards")} | {"home"}
+    pages = {n for n in names if n.split(":")[0] in ("benchmark", "annotation", "dashboards", "runs")} | {"home"}
     assert api - API.keys() == set(), "API routes without an authorization-matrix entry"
     assert API.keys() - api == set(), "matrix entries for routes that do not exist"
     assert pages - PAGES.keys() == set(), "HTML pages without an authorization-matrix entry"
