@@ -46,3 +46,19 @@ def test_deploy_check_is_clean_with_production_settings(tmp_path):
         cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env}, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_collectstatic_works_with_production_storage(tmp_path):
+    """The manifest storage rewrites every url() and sourceMappingURL: a vendored file pointing at
+    something not shipped would stop a deployment here."""
+    env = {
+        "DEBUG": "0", "SECRET_KEY": "x" * 64 + "-production-grade-secret-value", "VAR_DIR": str(tmp_path),
+        "STATIC_ROOT": str(tmp_path / "static"), "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3",
+    }
+    clean = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput"],
+        cwd=ROOT, env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", **env}, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "static" / "staticfiles.json").exists()
