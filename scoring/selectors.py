@@ -11,7 +11,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, PREFERRED_METRICS, metric_label
+from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, is_headline_metric, metric_label
 from benchmark.models import System, TaskSet
 
 from .models import EvaluationRun, LLMCall, RunJob, ScoreCard
@@ -167,7 +167,7 @@ def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
     keys: list[str] = []
     for card in cards:
         keys += [k for k, v in card.metrics.items() if k not in keys and (v is None or _is_number(v))]
-    headline = [k for k in PREFERRED_METRICS.get(protocol, ()) if k in keys]
+    headline = [k for k in headline_metrics(protocol, keys) if is_headline_metric(protocol, k)]
     scores = sorted(k for k in keys if k not in headline and k not in NOT_METRICS)
     counts = sorted(k for k in keys if k in NOT_METRICS)
     columns = headline + scores + counts

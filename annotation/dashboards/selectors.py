@@ -30,8 +30,17 @@ from scoring import metrics as m
 from scoring.models import EvaluationRun, ScoreCard, Verdict
 
 # Columns shown first for a protocol; any other numeric key of the cards follows, sorted.
+# Each protocol's headline metrics, in the papers' order: what the leaderboard and the rankings
+# compare. A key ending in "*" stands for every stored key with that prefix. The run pages show
+# every stored key.
 PREFERRED_METRICS: dict[str, tuple[str, ...]] = {
     Protocol.DEEPSYNTH: ("overall", "general", "constraint", "precision"),
+    Protocol.REPORTBENCH: ("precision", "recall", "references", "match_rate", "factual_accuracy"),
+    Protocol.DEEPSCHOLAR: ("organization", "nugget_coverage", "relevance_rate", "reference_coverage",
+                           "document_importance", "citation_precision", "claim_coverage", "geometric_mean"),
+    Protocol.SURVEYLENS: ("rubric_outline", "rubric_content", "rubric_reference", "rams_outline", "rams_content",
+                          "rams_reference", "tams_outline", "tams_content", "tams_reference"),
+    Protocol.SURVEYSCOPE: ("reference_tp", "reference_f1", "quality_mean", "quality_*", "win_rate_vs_human"),
 }
 # Keys of ``ScoreCard.metrics`` that are counts or bookkeeping, not scores.
 NOT_METRICS = frozenset(
@@ -151,8 +160,22 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
 
 
 def _ordered_metrics(protocol: str, keys: list[str]) -> list[str]:
-    preferred = [k for k in PREFERRED_METRICS.get(protocol, ()) if k in keys]
+    """The protocol's headline metrics among ``keys`` in their order, then the other keys."""
+    preferred: list[str] = []
+    for name in PREFERRED_METRICS.get(protocol, ()):
+        found = [k for k in keys if k.startswith(name[:-1])] if name.endswith("*") else [name] if name in keys else []
+        preferred += [k for k in found if k not in preferred]
     return preferred + [k for k in keys if k not in preferred]
+
+
+def headline_metrics(protocol: str, keys: list[str]) -> list[str]:
+    """Only the headline metrics when the protocol names them and the cards hold any; else every key."""
+    ordered = _ordered_metrics(protocol, keys)
+    return [k for k in ordered if is_headline_metric(protocol, k)] or ordered
+
+
+def is_headline_metric(protocol: str, key: str) -> bool:
+    return any(key.startswith(n[:-1]) if n.endswith("*") else key == n for n in PREFERRED_METRICS.get(protocol, ()))
 
 
 def _best_vs_second(metric: str, ranked: list[SystemScores]) -> dict | None:
@@ -173,7 +196,7 @@ def _best_vs_second(metric: str, ranked: list[SystemScores]) -> dict | None:
 
 def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
     keys, systems, runs, judges = _collect(cards)
-    metric_keys = _ordered_metrics(protocol, keys)
+    metric_keys = headline_metrics(protocol, keys)
     summary: dict[int, dict[str, dict]] = {}
     for scores in systems.values():
         summary[scores.system_id] = {}

@@ -279,3 +279,19 @@ def test_query_count_does_not_grow_with_rows(curator_client, django_assert_max_n
         assert curator_client.get(url, params).status_code == 200
     with django_assert_max_num_queries(12):
         curator_client.get(url, {**params, "run": run.pk})
+
+
+def test_leaderboard_columns_are_the_protocols_headline_metrics_not_its_counts(curator_client):
+    from annotation.dashboards.selectors import headline_metrics
+
+    run, systems = deepsynth_run(n_tasks=2)
+    stored = {"overall": 50.0, "general": 40.0, "constraint": 60.0, "precision": 90.0, "groups_scored": 3,
+              "items_per_group": 4.0}
+    ScoreCard.objects.filter(report__isnull=False).update(metrics=stored)
+    board = curator_client.get(reverse("dashboards:leaderboard")).context["board"]
+    assert [c["key"] for c in board["metrics"]] == ["overall", "general", "constraint", "precision"]
+    keys = ["entries_outline", "quality_language", "reference_f1", "quality_mean", "tau_outline", "quality_critical",
+            "win_rate_vs_human", "reference_tp"]
+    assert headline_metrics("surveyscope", keys) == [
+        "reference_tp", "reference_f1", "quality_mean", "quality_language", "quality_critical", "win_rate_vs_human"]
+    assert headline_metrics("unknown", ["b", "a"]) == ["b", "a"]  # no headline list: every metric
