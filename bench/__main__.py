@@ -5,6 +5,11 @@ timed) and returns the callable that is timed. Every figure is the median of sev
 runs, printed next to its target and the ratio, and written to ``var/bench.json``.
 Benchmarks that need the database get a dedicated, migrated database (``ses_bench``),
 never the one holding your data.
+
+A module may also define ``FIGURES = [(name, run)]`` for measurements that are not one timing
+(percentiles, rates, counts, memory): ``run(quick=...)`` returns rows ``{"figure", "value",
+"target" (None: reported only), "unit", "better": "lower" | "higher"}``, printed in the same
+table. ``--quick`` asks those modules for a smaller size, for trying them out.
 """
 
 import argparse
@@ -54,10 +59,32 @@ def discover(only: str | None) -> list[tuple[str, str, float, object]]:
     return found
 
 
+def discover_figures(only: str | None) -> list[tuple[str, object]]:
+    found = []
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if not info.name.endswith("_bench") or (only and only not in info.name):
+            continue
+        module = importlib.import_module(f"bench.{info.name}")
+        found.extend((info.name.removesuffix("_bench"), run) for _, run in getattr(module, "FIGURES", ()))
+    return found
+
+
+def ratio_of(value: float, target: float | None, better: str) -> float:
+    """≤ 1 meets the target whichever way is better; a target of 0 is met only by 0."""
+    if target is None:
+        return float("nan")
+    if better == "higher":
+        return target / value if value else float("inf")
+    if target == 0:
+        return 0.0 if value == 0 else float("inf")
+    return value / target
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run only modules whose name contains this")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes for the FIGURES modules (web, memory)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     _bench_database()
@@ -76,6 +103,14 @@ def main() -> int:
         print(f"{layer:<10} {name:<58} {median:>10.3f} {target:>9.2f} {ratio:>7.2f}{flag}", flush=True)
         rows.append({"layer": layer, "figure": name, "median_seconds": median, "runs": timings,
                      "target_seconds": target, "ratio": ratio})
+    for layer, run in discover_figures(args.only):
+        for row in run(quick=args.quick):
+            ratio = ratio_of(row["value"], row["target"], row["better"])
+            target = "-" if row["target"] is None else f"{row['target']:g}"
+            flag = "  OVER TARGET" if ratio > 1 else ""
+            print(f"{layer:<10} {row['figure'] + ' (' + row['unit'] + ')':<58} {row['value']:>10.3f} {target:>9} "
+                  f"{ratio:>7.2f}{flag}", flush=True)
+            rows.append({"layer": layer, **row, "ratio": ratio})
     out = ROOT / "var" / "bench.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}, indent=2))

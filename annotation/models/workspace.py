@@ -183,7 +183,15 @@ class AnnotationItem(models.Model):
             models.CheckConstraint(condition=Q(labels_needed__gte=1), name="item_needs_labels"),
             models.CheckConstraint(condition=Q(labels_done__lte=F("labels_needed")), name="item_overlap_not_exceeded"),
         ]
-        indexes = [models.Index(fields=["project", "status", "position"])]
+        indexes = [
+            models.Index(fields=["project", "status", "position"]),
+            # next_item_for's order (fewest labels still needed first): with it the claim query
+            # walks the index and stops at the first free item instead of sorting every open one
+            models.Index(
+                "project", "status", F("labels_needed") - F("labels_done"), "labels_done", "position", "id",
+                name="item_next_order",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.target_kind}#{self.target_id} ({self.labels_done}/{self.labels_needed})"

@@ -1,0 +1,551 @@
+"""Web load: the annotator loop, the pairwise page and the dashboards under gunicorn, on SQLite and PostgreSQL.
+
+For each database (``var/bench_web.sqlite3`` and ``ses_bench_web`` on the PostgreSQL server of
+``DATABASE_URL``; ``--quick`` uses ``*_quick`` ones) the module
+
+1. seeds it once (``bench/seed_web.py``: 100,000 verify items holding 1,000,000 labels, every
+   item one label short of its overlap; 10,000 items with ``--quick``) — later runs reuse it
+   until too few open items are left, then drop and seed it again;
+2. counts SQL queries per request in a subprocess on the same database (Django's test client
+   under ``CaptureQueriesContext``: production code carries no counter);
+3. serves it with gunicorn (``DEBUG=0``, behind a simulated TLS proxy: ``X-Forwarded-Proto``),
+   and drives it from this process over keep-alive HTTP/1.1 connections, one logged-in
+   session (CSRF like a browser) per annotator account: a loop is the htmx GET of the next
+   item, then the htmx POST of its label (accept). Warm-up loops are not counted;
+4. counts over-assignment from the database afterwards (items with more distinct annotators
+   among labels and unexpired claims than the overlap) and items whose counter disagrees with
+   their labels.
+
+Gunicorn runs ``gthread`` workers, one per core with 4 threads each: on 2 cores that is 8
+request slots, one per concurrent annotator, without more processes than cores competing
+for the CPU with PostgreSQL; the threads cover the waits on the database (and SQLite's
+serialized writers). Keep-alive needs a threaded worker (``sync`` closes every connection).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.parse import urlencode
+
+from bench.memory import MiB, PeakRss
+from bench.seed_web import SeedSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+SEQUENTIAL_P95_MS = 25.0
+CONCURRENT_LOOPS_PER_S = 100.0
+CONCURRENT_P95_MS = 150.0
+PAGE_MS = 300.0
+WEB_WORKER_MIB = 256.0
+DASHBOARDS = (
+    ("leaderboard", "/dashboards/leaderboard/?protocol=deepsynth"),
+    ("leaderboard CSV", "/dashboards/leaderboard/?protocol=deepsynth&format=csv"),
+    ("human ranking", "/dashboards/human/"),
+    ("agreement", "/dashboards/agreement/"),
+    ("chart verdicts", "/dashboards/charts/verdicts/?protocol=deepsynth"),
+    ("chart scores", "/dashboards/charts/scores/?protocol=deepsynth"),
+    ("chart human vs automated", "/dashboards/charts/human-vs-automated/"),
+)
+
+
+@dataclass(frozen=True)
+class WebLoad:
+    """How big the database is and how many loops each phase measures."""
+
+    items: int
+    sequential_loops: int
+    loops_per_annotator: int
+    warmup_loops: int = 5
+    page_repeats: int = 20
+    query_loops: int = 5
+    dashboard_tasks: int = 40
+    annotators: int = 8
+    workers: int = max(os.cpu_count() or 1, 1)
+    threads: int = 4
+
+    @property
+    def spec(self) -> SeedSpec:
+        return SeedSpec(items=self.items, annotators=self.annotators, dashboard_tasks=self.dashboard_tasks)
+
+    @property
+    def loops_per_run(self) -> int:
+        """Items one run consumes (each loop completes one item), with room for a second run."""
+        return 2 * (self.query_loops + self.warmup_loops * (1 + self.annotators) + self.sequential_loops
+                    + self.annotators * self.loops_per_annotator)
+
+
+FULL = WebLoad(items=100_000, sequential_loops=300, loops_per_annotator=100)
+QUICK = WebLoad(items=10_000, sequential_loops=100, loops_per_annotator=40, page_repeats=10)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+class StaleSeed(BenchError):
+    """The database holds another seed, or too few open items are left: drop it and seed again."""
+
+
+def figure(name: str, value: float, target: float | None, unit: str, *, better: str = "lower") -> dict:
+    return {"figure": name, "value": value, "target": target, "unit": unit, "better": better}
+
+
+def percentile(values: list[float], q: int) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+# --- the database side: a subprocess bound to one database -------------------------------------
+
+
+def server_environment(*, database_url: str, work_dir: Path) -> dict:
+    """Production settings (DEBUG off) on ``database_url``, with the bench's own static and var folders."""
+    return dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="config.settings",
+        DEBUG="0",
+        SECRET_KEY=os.environ.get("BENCH_SECRET_KEY") or secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="127.0.0.1,testserver",
+        DATABASE_URL=database_url,
+        VAR_DIR=str(work_dir / "var"),
+        STATIC_ROOT=str(work_dir / "static"),
+        LOG_LEVEL="WARNING",
+    )
+
+
+def _run(args: list[str], env: dict, what: str, timeout: float = 3600) -> str:
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise BenchError(f"{what} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def _db(action: str, env: dict, load: WebLoad) -> dict:
+    out = _run([sys.executable, "-m", "bench.web_bench", "db", action, "--load", json.dumps(asdict(load))], env,
+               f"bench.web_bench db {action} on {env['DATABASE_URL']}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _db_main(action: str, load: WebLoad) -> dict:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from bench import seed_web
+
+    if action == "prepare":
+        call_command("migrate", verbosity=0, interactive=False)
+        state = seed_web.seed_state(load.spec, loops_needed=load.loops_per_run)
+        if state == "stale":
+            return {"state": "stale"}
+        seconds = None
+        if state == "empty":
+            start = time.perf_counter()
+            seed_web.seed(load.spec)
+            seconds = time.perf_counter() - start
+        return {"state": state, "seed_seconds": seconds, **seed_web.seed_info(load.spec)}
+    if action == "queries":
+        return _count_queries(load)
+    if action == "check":
+        info = seed_web.seed_info(load.spec)
+        return {**info, **seed_web.overassignment(project_id=info["project_id"])}
+    raise BenchError(f"unknown action {action!r}")
+
+
+def _count_queries(load: WebLoad) -> dict:
+    """Queries per request of the probe annotator's loops, the pairwise page and the dashboards
+    (Django's test client in this process; the largest count of each kind)."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from bench import seed_web
+
+    info = seed_web.seed_info(load.spec)
+    User = get_user_model()
+    counts: dict[str, int] = {}
+
+    def count(kind: str, client: Client, method: str, path: str, **kwargs):
+        with CaptureQueriesContext(connection) as queries:
+            response = getattr(client, method)(path, secure=True, **kwargs)
+        if response.status_code != 200:
+            raise BenchError(f"{method.upper()} {path}: HTTP {response.status_code}")
+        counts[kind] = max(counts.get(kind, 0), len(queries))
+        return response.content.decode()
+
+    probe = Client()
+    probe.force_login(User.objects.get(username=info["probe"]))
+    for _ in range(load.query_loops):
+        panel = count("next item (htmx GET)", probe, "get", f"/annotate/{info['project_id']}/",
+                      headers={"HX-Request": "true"})
+        action, token = label_form(panel)
+        count("submit label (htmx POST)", probe, "post", action, data={"client_token": token, "decision": "accept"},
+              headers={"HX-Request": "true"})
+    count("pairwise page", probe, "get", f"/annotate/{info['pairwise_project_id']}/")
+    curator = Client()
+    curator.force_login(User.objects.get(username=info["curator"]))
+    for name, path in DASHBOARDS:
+        count(f"dashboard {name}", curator, "get", path)
+    return counts
+
+
+# --- the server and the browsers ----------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Gunicorn:
+    """``gunicorn config.wsgi`` as a subprocess (its own process group), ready when /login/ answers."""
+
+    def __init__(self, env: dict, log: Path, *, workers: int, threads: int) -> None:
+        self.env, self.log, self.workers, self.threads = env, log, workers, threads
+        self.port = _free_port()
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Gunicorn":
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{self.port}",
+             "--worker-class", "gthread", "--workers", str(self.workers), "--threads", str(self.threads),
+             "--keep-alive", "30", "--log-level", "warning"],
+            cwd=ROOT, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise BenchError(f"gunicorn exited with {self.process.returncode}:\n{self.log.read_text()[-4000:]}")
+            try:
+                if Browser(self.port).request("GET", "/login/")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.__exit__()
+        raise BenchError(f"gunicorn did not answer within 90 s:\n{self.log.read_text()[-4000:]}")
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None:
+            stop_group(self.process)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """Stop a subprocess started with ``start_new_session`` and everything it started."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+FORM_ACTION = re.compile(r'<form id="label-form"[^>]*\saction="([^"]+)"')
+CLIENT_TOKEN = re.compile(r'name="client_token" value="([^"]+)"')
+CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
+
+
+def label_form(panel: str) -> tuple[str, str]:
+    """The label form's URL and its ``client_token`` in a workspace panel."""
+    action, token = FORM_ACTION.search(panel), CLIENT_TOKEN.search(panel)
+    if action is None or token is None:
+        raise BenchError("the workspace panel has no label form (nothing left to label?)")
+    return action.group(1), token.group(1)
+
+
+class Browser:
+    """One annotator's browser: a keep-alive connection, its cookies, CSRF from the page, and
+    the headers a TLS-terminating proxy in front of gunicorn would add."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.origin = f"https://127.0.0.1:{port}"
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        self.cookies: dict[str, str] = {}
+
+    def reconnect(self) -> None:
+        """A fresh connection before each phase (the server closes idle keep-alive connections)."""
+        self.connection.close()
+
+    def request(self, method: str, path: str, *, data: dict | None = None, htmx: bool = False
+                ) -> tuple[int, str, float]:
+        headers = {"Host": f"127.0.0.1:{self.port}", "X-Forwarded-Proto": "https"}
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        if htmx:
+            headers["HX-Request"] = "true"
+        body = None
+        if data is not None:
+            body = urlencode(data)
+            headers.update({"Content-Type": "application/x-www-form-urlencoded", "Origin": self.origin,
+                            "Referer": self.origin + path})
+        start = time.perf_counter()
+        try:
+            self.connection.request(method, path, body=body, headers=headers)
+            response = self.connection.getresponse()
+            text = response.read().decode()
+        except (http.client.HTTPException, OSError):
+            self.connection.close()  # the next request opens a new connection
+            raise
+        elapsed = time.perf_counter() - start
+        for header in response.headers.get_all("Set-Cookie") or []:
+            cookie = SimpleCookie()
+            cookie.load(header)
+            for name, morsel in cookie.items():
+                if morsel["max-age"] == "0":
+                    self.cookies.pop(name, None)
+                else:
+                    self.cookies[name] = morsel.value
+        return response.status, text, elapsed
+
+    def login(self, username: str, password: str) -> None:
+        status, page, _ = self.request("GET", "/login/")
+        csrf = CSRF_FIELD.search(page)
+        if status != 200 or csrf is None:
+            raise BenchError(f"GET /login/: HTTP {status} without a CSRF field")
+        status, _, _ = self.request("POST", "/login/", data={
+            "username": username, "password": password, "csrfmiddlewaretoken": csrf.group(1)})
+        if status != 302 or "sessionid" not in self.cookies:
+            raise BenchError(f"login of {username} failed: HTTP {status}")
+
+    def loop(self, project_id: int) -> tuple[float, float]:
+        """Next item, then submit its label; the seconds of each request."""
+        status, panel, next_seconds = self.request("GET", f"/annotate/{project_id}/", htmx=True)
+        if status != 200:
+            raise BenchError(f"next item: HTTP {status}")
+        action, token = label_form(panel)
+        csrf = CSRF_FIELD.search(panel)
+        status, body, submit_seconds = self.request("POST", action, htmx=True, data={
+            "csrfmiddlewaretoken": csrf.group(1) if csrf else "", "client_token": token, "decision": "accept"})
+        if status != 200 or "Saved your label" not in body:
+            raise BenchError(f"submit {action}: HTTP {status}")
+        return next_seconds, submit_seconds
+
+
+@dataclass
+class LoopLog:
+    loops: list[float]
+    next_item: list[float]
+    submit: list[float]
+    errors: list[str]
+
+    @classmethod
+    def empty(cls) -> "LoopLog":
+        return cls([], [], [], [])
+
+    def run(self, browser: Browser, project_id: int, count: int) -> None:
+        for _ in range(count):
+            try:
+                next_seconds, submit_seconds = browser.loop(project_id)
+            except (BenchError, OSError, http.client.HTTPException) as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                continue
+            self.loops.append(next_seconds + submit_seconds)
+            self.next_item.append(next_seconds)
+            self.submit.append(submit_seconds)
+
+
+def _browsers(port: int, usernames: list[str], password: str) -> list[Browser]:
+    browsers = []
+    for username in usernames:
+        browser = Browser(port)
+        browser.login(username, password)
+        browsers.append(browser)
+    return browsers
+
+
+def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad) -> tuple[LoopLog, float]:
+    """Every annotator warms up, then all start together; returns the log and the wall time."""
+    logs = [LoopLog.empty() for _ in browsers]
+    start_together = threading.Barrier(len(browsers) + 1)
+
+    def annotate(browser: Browser, log: LoopLog) -> None:
+        browser.reconnect()
+        LoopLog.empty().run(browser, project_id, load.warmup_loops)
+        start_together.wait()
+        log.run(browser, project_id, load.loops_per_annotator)
+
+    threads = [threading.Thread(target=annotate, args=(b, log)) for b, log in zip(browsers, logs)]
+    for thread in threads:
+        thread.start()
+    start_together.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    merged = LoopLog.empty()
+    for log in logs:
+        merged.loops += log.loops
+        merged.next_item += log.next_item
+        merged.submit += log.submit
+        merged.errors += log.errors
+    return merged, wall
+
+
+def _page_times(browser: Browser, path: str, repeats: int) -> list[float]:
+    browser.reconnect()
+    browser.request("GET", path)  # warm-up
+    times = []
+    for _ in range(repeats):
+        status, body, seconds = browser.request("GET", path)
+        if status != 200:
+            raise BenchError(f"GET {path}: HTTP {status}")
+        times.append(seconds)
+    return times
+
+
+def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> dict:
+    """Seed (or reuse) ``database_url``, serve it, load it; every raw number of one database."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    env = server_environment(database_url=database_url, work_dir=work_dir)
+    _run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"], env, "collectstatic")
+    prepared = _db("prepare", env, load)
+    if prepared["state"] == "stale":
+        raise StaleSeed(f"{label}: the database holds another seed or too few open items for a run")
+    queries = _db("queries", env, load)
+    result: dict = {"database": label, "seed": prepared, "queries": queries, "load": asdict(load)}
+    with Gunicorn(env, work_dir / "gunicorn.log", workers=load.workers, threads=load.threads) as server:
+        project = prepared["project_id"]
+        with PeakRss(server.process.pid) as memory:
+            annotators = _browsers(server.port, prepared["annotators"], prepared["password"])
+            first = annotators[0]
+            LoopLog.empty().run(first, project, load.warmup_loops)
+            sequential = LoopLog.empty()
+            first.reconnect()
+            sequential.run(first, project, load.sequential_loops)
+            concurrent, wall = _concurrent(annotators, project, load)
+            curator = _browsers(server.port, [prepared["curator"]], prepared["password"])[0]
+            pages = {"pairwise page": _page_times(first, f"/annotate/{prepared['pairwise_project_id']}/",
+                                                  load.page_repeats)}
+            for name, path in DASHBOARDS:
+                pages[f"dashboard {name}"] = _page_times(curator, path, load.page_repeats)
+        result.update(
+            sequential=asdict(sequential), concurrent=asdict(concurrent), concurrent_wall_seconds=wall, pages=pages,
+            web_worker_peak_rss=memory.peak_of(exclude_root=True), web_tree_peak_rss=memory.peak_total,
+        )
+    result["check"] = _db("check", env, load)
+    return result
+
+
+def figures_of(result: dict) -> list[dict]:
+    """The table rows of one database's ``measure`` result."""
+    db, load = result["database"], result["load"]
+    seq, conc = result["sequential"], result["concurrent"]
+    ms = [1000 * s for s in seq["loops"]] or [float("nan")]
+    cms = [1000 * s for s in conc["loops"]] or [float("nan")]
+    n = load["annotators"]
+    rows = [
+        figure(f"{db}: sequential loop p50", percentile(ms, 50), None, "ms"),
+        figure(f"{db}: sequential loop p95", percentile(ms, 95), SEQUENTIAL_P95_MS, "ms"),
+        figure(f"{db}: sequential loop p99", percentile(ms, 99), None, "ms"),
+        figure(f"{db}: {n} annotators, loops/s", len(conc["loops"]) / result["concurrent_wall_seconds"],
+               CONCURRENT_LOOPS_PER_S, "loops/s", better="higher"),
+        figure(f"{db}: {n} annotators, loop p50", percentile(cms, 50), None, "ms"),
+        figure(f"{db}: {n} annotators, loop p95", percentile(cms, 95), CONCURRENT_P95_MS, "ms"),
+        figure(f"{db}: {n} annotators, loop p99", percentile(cms, 99), None, "ms"),
+        figure(f"{db}: errors (both phases)", len(seq["errors"]) + len(conc["errors"]), 0, "count"),
+        figure(f"{db}: items over their overlap", result["check"]["over_assigned_items"], 0, "count"),
+        figure(f"{db}: items whose counter disagrees", result["check"]["miscounted_items"], 0, "count"),
+    ]
+    rows += [figure(f"{db}: queries, {kind}", count, None, "queries") for kind, count in result["queries"].items()
+             if not kind.startswith("dashboard")]
+    dashboards = {k: v for k, v in result["queries"].items() if k.startswith("dashboard")}
+    if dashboards:
+        rows.append(figure(f"{db}: queries, dashboards (most of 7)", max(dashboards.values()), None, "queries"))
+    rows += [figure(f"{db}: {page} p95", 1000 * percentile(times, 95), PAGE_MS, "ms")
+             for page, times in result["pages"].items()]
+    rows.append(figure(f"{db}: web worker peak RSS (gunicorn worker, under load)",
+                       result["web_worker_peak_rss"] / MiB, WEB_WORKER_MIB, "MiB"))
+    return rows
+
+
+# --- make bench ---------------------------------------------------------------------------------
+
+
+def _drop(database_url: str) -> None:
+    if database_url.startswith("sqlite"):
+        path = Path(database_url.removeprefix("sqlite:///"))
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return
+    import psycopg
+
+    base, _, name = database_url.rpartition("/")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def _ensure_postgres(database_url: str) -> None:
+    import psycopg
+
+    base, _, name = database_url.rpartition("/")
+    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def bench_databases(quick: bool) -> dict[str, str]:
+    """The web bench's own databases: never the user's, nor the other benchmarks' ``ses_bench``."""
+    suffix = "_quick" if quick else ""
+    databases = {"sqlite": f"sqlite:///{ROOT / 'var' / f'bench_web{suffix}.sqlite3'}"}
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("postgres"):
+        databases["postgresql"] = f"{url.rpartition('/')[0]}/ses_bench_web{suffix}"
+    return databases
+
+
+def run_figures(*, quick: bool = False) -> list[dict]:
+    load = QUICK if quick else FULL
+    rows = []
+    databases = bench_databases(quick)
+    if "postgresql" not in databases:
+        print("    PostgreSQL not measured: DATABASE_URL is not a PostgreSQL server (`make bench` starts one)")
+    for label, url in databases.items():
+        if label == "postgresql":
+            _ensure_postgres(url)
+        work_dir = ROOT / "var" / f"bench-web-{label}"
+        try:
+            result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
+        except StaleSeed as exc:
+            print(f"    {label}: reseeding ({exc})")
+            _drop(url)
+            result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
+        seeded = result["seed"]
+        note = f"seeded in {seeded['seed_seconds']:.0f} s" if seeded["seed_seconds"] else "reused"
+        print(f"    {label}: {seeded['items']:,} items, {seeded['labels']:,} labels ({note}); "
+              f"errors: {(result['sequential']['errors'] + result['concurrent']['errors'])[:3]}", flush=True)
+        (work_dir / "result.json").write_text(json.dumps(result, indent=1))
+        rows += figures_of(result)
+    return rows
+
+
+FIGURES = [("annotator loop, pairwise page, dashboards, web worker RSS", run_figures)]
+BENCHMARKS: list = []
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "db":
+        sys.path.insert(0, str(ROOT))
+        load_arg = json.loads(sys.argv[sys.argv.index("--load") + 1])
+        print(json.dumps(_db_main(sys.argv[2], WebLoad(**load_arg))))
+    else:
+        raise SystemExit("usage: python -m bench --only web [--quick]")
