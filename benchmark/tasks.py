@@ -13,10 +13,10 @@ from .services.exports import export_execute
 
 
 @shared_task(
-    name="benchmark.run_export", acks_late=True, autoretry_for=(OperationalError, InterfaceError),
+    name="benchmark.run_export", bind=True, acks_late=True, autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=8,
 )
-def run_export(job_id: int) -> str:
+def run_export(self, job_id: int) -> str:
     if not ExportJob.objects.filter(pk=job_id).exists():
         return "missing"  # deleted before a worker got to it
-    return export_execute(job_id=job_id).status
+    return export_execute(job_id=job_id, worker=self.request.hostname or "").status

@@ -252,6 +252,7 @@ class ProposalBatch(TimeStamped):
     stages = models.JSONField(default=list)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
     total = models.PositiveIntegerField(default=0, help_text="units: one stage on one task")
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)

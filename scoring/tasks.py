@@ -2,7 +2,8 @@
 
 ``execute_job`` is enqueued per job by ``scoring.services.runs`` after the transaction
 commits; ``finalize_run`` by the job that settles a run's last one; ``recover_jobs`` by
-every worker as it starts, so jobs a killed worker left behind are executed again.
+every worker as it starts, so evaluation jobs, proposal batches and export jobs a killed
+worker left behind are executed again.
 """
 
 from celery import shared_task
@@ -11,7 +12,8 @@ from django.db import InterfaceError, OperationalError
 
 from .models import EvaluationRun
 from .services.proposals import proposal_batch_execute
-from .services.runs import job_execute, jobs_recover, run_finalize
+from .services.runs import job_execute, run_finalize
+from .workers import recover_orphaned_work
 
 RETRY = dict(
     acks_late=True,
@@ -36,14 +38,14 @@ def finalize_run(run_id: int) -> str:
     return run_finalize(run=run).status
 
 
-@shared_task(name="scoring.propose_batch", **RETRY)
-def propose_batch(batch_id: int) -> str:
-    return proposal_batch_execute(batch_id=batch_id)
+@shared_task(name="scoring.propose_batch", bind=True, **RETRY)
+def propose_batch(self, batch_id: int) -> str:
+    return proposal_batch_execute(batch_id=batch_id, worker=self.request.hostname or "")
 
 
 @shared_task(name="scoring.recover_jobs", **RETRY)
 def recover_jobs() -> dict:
-    return jobs_recover()
+    return recover_orphaned_work()
 
 
 @worker_ready.connect

@@ -24,6 +24,13 @@ def live_workers() -> list[WorkerHeartbeat]:
     return list(WorkerHeartbeat.objects.filter(last_seen__gte=cutoff).order_by("hostname"))
 
 
+def recover_orphaned_work() -> dict[str, int]:
+    """Everything dead workers left running: evaluation jobs, proposal batches, export jobs."""
+    from .services.recovery import work_of_dead_workers_requeue  # imports live_workers from here
+
+    return {**jobs_recover(), **work_of_dead_workers_requeue()}
+
+
 def worker_heartbeat_beat(*, hostname: str, pid: int, started_at) -> None:
     WorkerHeartbeat.objects.update_or_create(
         hostname=hostname, defaults={"pid": pid, "started_at": started_at, "last_seen": timezone.now()}
@@ -52,7 +59,7 @@ class HeartbeatThread(threading.Thread):
                 worker_heartbeat_beat(hostname=self.hostname, pid=self.pid, started_at=self.started_at)
                 if time.monotonic() >= next_recovery:
                     next_recovery = time.monotonic() + settings.JOB_RECOVERY_SECONDS
-                    jobs_recover()
+                    recover_orphaned_work()
             except Exception:  # a missed beat must never kill the worker; the next one retries
                 logging.getLogger(__name__).exception("heartbeat failed")
             self.stopped.wait(settings.WORKER_HEARTBEAT_SECONDS)

@@ -26,6 +26,7 @@ class ExportJob(models.Model):
     parameters = models.JSONField(default=dict, help_text="what to export: task set or project, format, history")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="export_jobs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     file_path = models.CharField(max_length=500, blank=True)

@@ -408,14 +408,15 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def export_execute(*, job_id: int) -> ExportJob:
-    """Run one queued job (or one a dead worker left running) to done or failed."""
+def export_execute(*, job_id: int, worker: str = "") -> ExportJob:
+    """Run one queued job (or one a dead worker left running) to done or failed; ``worker`` is the
+    Celery worker's hostname, recorded so that the job can be re-queued if that worker dies."""
     now = timezone.now()
     if not ExportJob.objects.filter(pk=job_id).exists():
         raise ExportJob.DoesNotExist(f"no export job {job_id}")
     claimed = ExportJob.objects.filter(
         pk=job_id, status__in=(ExportJob.Status.QUEUED, ExportJob.Status.RUNNING)
-    ).update(status=ExportJob.Status.RUNNING, started_at=now, updated_at=now, error="")
+    ).update(status=ExportJob.Status.RUNNING, started_at=now, updated_at=now, error="", worker=worker)
     job = ExportJob.objects.select_related("requested_by").get(pk=job_id)
     if not claimed:
         return job

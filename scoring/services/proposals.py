@@ -649,12 +649,13 @@ def proposal_batch_create(
     return batch
 
 
-def proposal_batch_execute(*, batch_id: int, progress: Progress | None = None, judge=None) -> str:
+def proposal_batch_execute(*, batch_id: int, progress: Progress | None = None, judge=None, worker: str = "") -> str:
     """Run a pending batch once (claimed with a conditional update) and keep its counters and
-    summary on the row. Returns the batch's final status, or ``skipped`` / ``missing``."""
+    summary on the row. Returns the batch's final status, or ``skipped`` / ``missing``.
+    ``worker`` (the Celery worker's hostname) lets a batch whose worker died be re-queued."""
     now = timezone.now()
     claimed = ProposalBatch.objects.filter(pk=batch_id, status=ProposalBatch.Status.PENDING).update(
-        status=ProposalBatch.Status.RUNNING, started_at=now, updated_at=now)
+        status=ProposalBatch.Status.RUNNING, started_at=now, updated_at=now, worker=worker)
     if not claimed:
         return "skipped" if ProposalBatch.objects.filter(pk=batch_id).exists() else "missing"
     batch = ProposalBatch.objects.select_related("judge_config", "created_by").get(pk=batch_id)

@@ -78,7 +78,7 @@ def test_the_heartbeat_thread_recovers_jobs_periodically_not_only_at_start(setti
     settings.WORKER_HEARTBEAT_SECONDS = 0.02
     settings.JOB_RECOVERY_SECONDS = 0.1
     recoveries = []
-    monkeypatch.setattr(workers, "jobs_recover", lambda: recoveries.append(time.monotonic()))
+    monkeypatch.setattr(workers, "recover_orphaned_work", lambda: recoveries.append(time.monotonic()))
     thread = workers.HeartbeatThread("recovering@test")
     started = time.monotonic()
     thread.start()

@@ -1,0 +1,50 @@
+"""Re-queue proposal batches and export jobs that a dead Celery worker left running.
+
+Evaluation jobs are recovered by ``scoring.services.runs.jobs_recover`` (advisory locks). A
+proposal batch or an export job records the hostname of the worker that claimed it; when that
+worker's heartbeat has gone stale (``scoring.workers.live_workers``), nothing runs it any more —
+the filesystem broker deleted its message when handing it out — so it goes back to the queue.
+Work claimed outside a worker (``propose --inline``) has no hostname and is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from benchmark.models import ExportJob
+
+from ..models import ProposalBatch
+from ..workers import live_workers
+
+logger = logging.getLogger(__name__)
+
+
+def work_of_dead_workers_requeue() -> dict[str, int]:
+    """Put orphaned batches and export jobs back to their queued state and enqueue them again."""
+    from benchmark.tasks import run_export
+
+    from ..tasks import propose_batch
+
+    alive = [w.hostname for w in live_workers()]
+    requeued = {}
+    for model, running, queued, task in (
+        (ProposalBatch, ProposalBatch.Status.RUNNING, ProposalBatch.Status.PENDING, propose_batch),
+        (ExportJob, ExportJob.Status.RUNNING, ExportJob.Status.QUEUED, run_export),
+    ):
+        with transaction.atomic():
+            orphans = list(
+                model.objects.select_for_update(skip_locked=True)
+                .filter(status=running).exclude(worker="").exclude(worker__in=alive)
+                .values_list("pk", flat=True)
+            )
+            model.objects.filter(pk__in=orphans, status=running).update(
+                status=queued, worker="", updated_at=timezone.now())
+            for pk in orphans:
+                transaction.on_commit(lambda pk=pk, task=task: task.delay(pk))
+        requeued[f"{model._meta.model_name}_requeued"] = len(orphans)
+        if orphans:
+            logger.warning("re-queued %d %s(s) left running by a dead worker", len(orphans), model._meta.verbose_name)
+    return requeued

@@ -1,0 +1,48 @@
+"""Proposal batches and export jobs that a dead worker left running go back to the queue."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from benchmark.models import ExportJob
+from scoring.models import ProposalBatch, WorkerHeartbeat
+from scoring.services.recovery import work_of_dead_workers_requeue
+from tests.annotation_factories import JudgeConfigFactory
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def beat(hostname: str, age_seconds: float) -> None:
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(hostname=hostname, pid=1, started_at=now - timedelta(hours=1),
+                                   last_seen=now - timedelta(seconds=age_seconds))
+
+
+def test_work_of_a_dead_worker_is_requeued_and_work_of_a_live_one_or_a_command_is_not(
+        django_capture_on_commit_callbacks, monkeypatch):
+    beat("alive@host", 1)
+    beat("dead@host", 3600)
+    config, user = JudgeConfigFactory(), UserFactory()
+    batches = {w: ProposalBatch.objects.create(judge_config=config, status="running", worker=w)
+               for w in ("alive@host", "dead@host", "gone@host", "")}
+    exports = {w: ExportJob.objects.create(kind="taskset", requested_by=user, status="running", worker=w)
+               for w in ("alive@host", "dead@host", "")}
+    finished = ProposalBatch.objects.create(judge_config=config, status="finished", worker="dead@host")
+    enqueued = []
+    monkeypatch.setattr("scoring.tasks.propose_batch.delay", lambda pk: enqueued.append(("batch", pk)))
+    monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        counts = work_of_dead_workers_requeue()
+
+    assert counts == {"proposalbatch_requeued": 2, "exportjob_requeued": 1}
+    assert sorted(enqueued) == sorted([("batch", batches["dead@host"].pk), ("batch", batches["gone@host"].pk),
+                                       ("export", exports["dead@host"].pk)])
+    statuses = {w: b.status for w, b in ((w, ProposalBatch.objects.get(pk=b.pk)) for w, b in batches.items())}
+    assert statuses == {"alive@host": "running", "dead@host": "pending", "gone@host": "pending", "": "running"}
+    assert ExportJob.objects.get(pk=exports["dead@host"].pk).status == "queued"
+    assert ExportJob.objects.get(pk=exports["alive@host"].pk).status == "running"
+    assert ProposalBatch.objects.get(pk=finished.pk).status == "finished"
+    assert work_of_dead_workers_requeue() == {"proposalbatch_requeued": 0, "exportjob_requeued": 0}
