@@ -8,6 +8,7 @@ urlpatterns = [
     path("new/", views_runs.run_new, name="new"),
     path("<int:run_id>/", views_runs.run_detail, name="detail"),
     path("<int:run_id>/progress/", views_runs.run_progress_fragment, name="progress"),
+    path("<int:run_id>/start/", views_runs.run_start_view, name="start"),
     path("<int:run_id>/cancel/", views_runs.run_cancel_view, name="cancel"),
     path("<int:run_id>/resume/", views_runs.run_resume_view, name="resume"),
 ]

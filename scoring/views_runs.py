@@ -129,6 +129,7 @@ def _run_action(service, done: str):
     return view
 
 
+run_start_view = _run_action(run_start, "started")  # a pending run made through the API or `evaluate` unstarted
 run_cancel_view = _run_action(run_cancel, "cancelled")
 run_resume_view = _run_action(run_resume, "resumed")
 

@@ -163,6 +163,7 @@ PAGES = {
     "runs:detail": [("get", _run, PAGE)],
     "runs:progress": [("get", _run, PAGE)],
     # POST only, curators only; the run is finished, so the service refuses and the page says so.
+    "runs:start": [("get", _run, (405,) * 6), ("post", _run, (302, 403, 403, 403, 302, 302))],
     "runs:cancel": [("get", _run, (405,) * 6), ("post", _run, (302, 403, 403, 403, 302, 302))],
     "runs:resume": [("get", _run, (405,) * 6), ("post", lambda w: {"run_id": w.run_pending.pk},
                                                 (302, 403, 403, 403, 302, 302))],

@@ -384,3 +384,27 @@ def test_the_list_warns_when_runs_are_queued_and_no_worker_is_alive(annotator_cl
     now = timezone.now()
     WorkerHeartbeat.objects.create(hostname="celery@box", pid=1, started_at=now, last_seen=now)
     assert 'id="queued-banner"' not in annotator_client.get(reverse("runs:list")).content.decode()
+
+
+def test_a_pending_run_made_elsewhere_is_started_from_its_page(curator_client, setup, sent,
+                                                              django_capture_on_commit_callbacks):
+    from django.test import Client
+
+    reader = Client()
+    reader.force_login(annotator("ann"))
+    run = run_create(protocol="deepsynth", judge_config=setup["config"], systems=setup["systems"],
+                     tasks=[setup["checklists"][0].task])
+    page = curator_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'id="start-run"' in page and 'id="resume-run"' not in page
+    assert 'id="start-run"' not in reader.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert reader.post(reverse("runs:start", args=[run.pk])).status_code == 403
+    run.refresh_from_db()
+    assert run.status == "pending" and not sent
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = curator_client.post(reverse("runs:start", args=[run.pk]), follow=True)
+    assert f"Run #{run.pk} started." in response.content.decode()
+    run.refresh_from_db()
+    assert run.status == "running" and sorted(sent) == [("execute", pk) for pk in job_ids(run)]
+    again = curator_client.post(reverse("runs:start", args=[run.pk]), follow=True)
+    assert f"run #{run.pk} is running; only a pending run starts" in again.content.decode()
