@@ -18,7 +18,8 @@ from scipy import sparse
 
 from ._validate import as_numeric, check_choice, check_real, check_same_length, fail
 
-__all__ = ["percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "landis_koch"]
+__all__ = ["percent_agreement", "cohen_kappa", "fleiss_kappa", "fleiss_kappa_units", "krippendorff_alpha",
+           "krippendorff_alpha_units", "landis_koch"]
 
 
 def _as_array(values: Any) -> np.ndarray:
@@ -136,6 +137,46 @@ def fleiss_kappa(counts: Any) -> float | None:
         fail(f"each item needs at least 2 ratings; got {n:g}")
     share = table.sum(axis=0) / table.sum()
     p_bar = float(((table**2).sum(axis=1) - n).mean() / (n * (n - 1)))
+    p_e = float((share**2).sum())
+    if p_e >= 1.0:
+        return None
+    return (p_bar - p_e) / (1.0 - p_e)
+
+
+def _long_format(units: Any, values: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(unit index 0..U−1 per value, labels, values per unit) of one-row-per-rating data."""
+    unit_arr = _as_array(units)
+    if unit_arr.ndim != 1:
+        fail(f"units must be a flat sequence of unit ids; got shape {unit_arr.shape}")
+    vals = _labels(values, "values")
+    check_same_length("units", unit_arr, "values", vals)
+    if unit_arr.size and unit_arr.dtype.kind not in "iuU":
+        fail(f"units must hold integer or string unit ids; got {unit_arr.dtype}")
+    _, unit_index, per_unit = np.unique(unit_arr, return_inverse=True, return_counts=True)
+    return unit_index.ravel(), vals, per_unit
+
+
+def fleiss_kappa_units(units: Any, values: Any) -> float | None:
+    """Fleiss' κ from one row per rating — ``units[i]`` rated ``values[i]`` — without forming the
+    items × categories matrix (bounded memory for many items and many distinct labels).
+
+    The same statistic as :func:`fleiss_kappa` on the count matrix those ratings make: every
+    unit must have the same number n ≥ 2 of ratings.
+    """
+    unit_index, vals, raters = _long_format(units, values)
+    if vals.size == 0:
+        fail("values must not be empty")
+    if (raters != raters[0]).any():
+        k = int(np.argmax(raters != raters[0]))
+        fail(f"every unit must be rated by the same number of raters; unit 0 has {raters[0]}, unit {k} has {raters[k]}")
+    n = float(raters[0])
+    if n < 2:
+        fail(f"each unit needs at least 2 ratings; got {n:g}")
+    _, category, totals = np.unique(vals, return_inverse=True, return_counts=True)
+    cells, cell_counts = np.unique(unit_index * totals.size + category.ravel(), return_counts=True)
+    sum_squares = np.bincount(cells // totals.size, cell_counts.astype(float) ** 2, minlength=raters.size)
+    share = totals / totals.sum()
+    p_bar = float((sum_squares - n).mean() / (n * (n - 1)))
     p_e = float((share**2).sum())
     if p_e >= 1.0:
         return None
@@ -296,7 +337,35 @@ def krippendorff_alpha(
     present = present[:, pairable]
     flat = values[:, pairable][present]
     unit = np.nonzero(present)[1]
-    m = per_unit[pairable].astype(float)
+    return _alpha_of_pairable(flat, unit, per_unit[pairable].astype(float), level)
+
+
+def krippendorff_alpha_units(units: Any, values: Any, level: str = "nominal") -> float | None:
+    """Krippendorff's α from one row per coded value — unit ``units[i]`` was coded ``values[i]``
+    — instead of the coders × units matrix: the same statistic as :func:`krippendorff_alpha`
+    (coders do not enter α, only which values share a unit), in memory proportional to the
+    number of values however many coders and units there are.
+
+    Units with fewer than two values are not pairable and are left out. String labels are
+    allowed for the nominal level only.
+    """
+    check_choice(level, "level", ("nominal", "ordinal", "interval", "ratio"))
+    unit_index, vals, per_unit = _long_format(units, values)
+    if vals.dtype.kind == "U":
+        if level != "nominal":
+            fail(f"{level} alpha needs numeric values; got string labels")
+        vals = np.unique(vals, return_inverse=True)[1].ravel()
+    pairable = per_unit >= 2
+    if not pairable.any():
+        fail("no unit has values from at least two coders, so agreement cannot be measured")
+    keep = pairable[unit_index]
+    renumbered = np.cumsum(pairable) - 1
+    return _alpha_of_pairable(vals[keep].astype(float), renumbered[unit_index[keep]],
+                              per_unit[pairable].astype(float), level)
+
+
+def _alpha_of_pairable(flat: np.ndarray, unit: np.ndarray, m: np.ndarray, level: str) -> float | None:
+    """α from the pairable values ``flat``, their unit index ``unit`` and the values per unit ``m``."""
     n = int(m.sum())
     if level == "nominal":
         return _nominal_alpha(flat, unit, m, n)

@@ -1,0 +1,117 @@
+"""Inter-annotator agreement at a larger size: the streamed, cached figures equal ``scoring.metrics``
+called directly on the same labels, with a bounded number of queries, and a change invalidates them."""
+
+import random
+import uuid
+from itertools import combinations
+
+import numpy as np
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotation.dashboards import selectors as s
+from annotation.models import AnnotationItem, AnnotationProject, Label
+from scoring import metrics as m
+from tests.annotation_factories import annotator, curator, members_add
+
+N_ITEMS = 2_000
+DECISIONS = ("accept", "accept", "accept", "reject", "edit")
+
+
+def _project_with_labels(owner, users, *, kind, value_of, name):
+    project = AnnotationProject.objects.create(name=name, kind=kind, overlap=len(users), created_by=owner)
+    members_add(project, owner, users)
+    items = AnnotationItem.objects.bulk_create(
+        AnnotationItem(project=project, target_kind="nugget", target_id=n, position=n, labels_needed=len(users),
+                       labels_done=len(users), status=AnnotationItem.Status.COMPLETE)
+        for n in range(N_ITEMS))
+    Label.objects.bulk_create(
+        Label(project=project, item=item, annotator=user, value=value_of(n, k), client_token=uuid.uuid4())
+        for n, item in enumerate(items) for k, user in enumerate(users))
+    return project
+
+
+def _direct(project, key_of, *, level):
+    """The figures by ``scoring.metrics`` on the coders × items matrix read back from the rows."""
+    users = sorted({u for u in Label.objects.filter(project=project).values_list("annotator__username", flat=True)})
+    cells = {(i, u): key_of(v) for i, u, v in Label.objects.filter(project=project)
+             .values_list("item_id", "annotator__username", "value")}
+    items = sorted({i for i, _ in cells})
+    rows = [[cells[(i, u)] for i in items] for u in users]
+    cats = sorted({v for row in rows for v in row}, key=str)
+    table = np.array([[sum(row[j] == c for row in rows) for c in cats] for j in range(len(items))])
+    return {
+        "alpha": m.krippendorff_alpha(np.array(rows, dtype=object if level == "nominal" else float), level=level),
+        "fleiss": m.fleiss_kappa(table),
+        "pairs": {(a, b): m.cohen_kappa(rows[i], rows[j]) for (i, a), (j, b) in combinations(enumerate(users), 2)},
+    }
+
+
+def _check(stats, direct, *, n_annotators, level):
+    assert stats["n_units"] == stats["n_pairable"] == N_ITEMS
+    assert stats["n_labels"] == N_ITEMS * n_annotators and stats["n_annotators"] == n_annotators
+    assert stats["level"] == level
+    assert stats["alpha"] == pytest.approx(direct["alpha"], rel=1e-9)
+    assert stats["fleiss"] == pytest.approx(direct["fleiss"], rel=1e-9)
+    assert {(p["a"], p["b"]): p["kappa"] for p in stats["pairs"]} == pytest.approx(direct["pairs"], rel=1e-9)
+    assert all(p["n"] == N_ITEMS for p in stats["pairs"])
+
+
+def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_queries(db):
+    owner = curator("scale-boss")
+    users = [annotator(f"scale-{n}") for n in (3, 1, 2)]  # created out of name order
+    rng = random.Random(7)
+    verify_values = {}
+
+    def verify_value(n, k):
+        decision = rng.choice(DECISIONS)
+        value = {"decision": decision, "edits": {"text": f"fix {rng.randrange(3)}"}} if decision == "edit" else {
+            "decision": decision, "reason": "duplicate" if decision == "reject" else ""}
+        verify_values[(n, k)] = value
+        return value
+
+    verify = _project_with_labels(owner, users, kind="verify", value_of=verify_value, name="scale verify")
+    grades = _project_with_labels(owner, users, kind="agreement", name="scale grades",
+                                  value_of=lambda n, k: {"label": str(rng.choice((0, 1, 1, 2)))})
+
+    with CaptureQueriesContext(connection) as cold:
+        figures = s.inter_annotator(user=owner)
+    # the user's role, the projects with their fingerprints, one streamed query per project, the names
+    assert len(cold.captured_queries) == 1 + 1 + 2 + 1
+    by_name = {p["name"]: p["stats"] for p in figures["projects"]}
+    verify_key = lambda v: s._label_key("verify", v)  # noqa: E731
+    _check(by_name["scale verify"], _direct(verify, verify_key, level="nominal"), n_annotators=3, level="nominal")
+    assert len({verify_key(v) for v in verify_values.values()}) == 5  # accept, reject and three distinct edits
+    _check(by_name["scale grades"], _direct(grades, lambda v: float(v["label"]), level="ordinal"),
+           n_annotators=3, level="ordinal")
+    assert [(p["a"], p["b"]) for p in by_name["scale verify"]["pairs"]] == [
+        ("scale-1", "scale-2"), ("scale-1", "scale-3"), ("scale-2", "scale-3")]
+
+    # unchanged: a cache hit, no query of the labels
+    with CaptureQueriesContext(connection) as warm:
+        assert s.inter_annotator(user=owner) == figures
+    assert len(warm.captured_queries) == 3
+    assert not any('"annotation_label"."item_id"' in q["sql"] for q in warm.captured_queries)
+
+    # one label more (a fourth annotator on one item): new figures, computed afresh
+    extra = annotator("scale-4")
+    item = AnnotationItem.objects.filter(project=verify).order_by("position").first()
+    # the item's counter moves with its labels, as ``label_submit`` and the undo keep it
+    AnnotationItem.objects.filter(pk=item.pk).update(labels_needed=4, labels_done=4)
+    Label.objects.create(project=verify, item=item, annotator=extra, value={"decision": "reject", "reason": "other",
+                                                                          "note": "n"}, client_token=uuid.uuid4())
+    stats = {p["name"]: p["stats"] for p in s.inter_annotator(user=owner)["projects"]}["scale verify"]
+    assert stats["n_labels"] == 3 * N_ITEMS + 1 and stats["n_annotators"] == 4
+    assert stats["fleiss"] is None and stats["fleiss_note"] == "items have different numbers of labels"
+    cells = {(i, u): verify_key(v) for i, u, v in Label.objects.filter(project=verify)
+             .values_list("item_id", "annotator__username", "value")}
+    names = sorted({u for _, u in cells})
+    items = sorted({i for i, _ in cells})
+    matrix = np.array([[cells.get((i, u)) for i in items] for u in names], dtype=object)
+    assert stats["alpha"] == pytest.approx(m.krippendorff_alpha(matrix, level="nominal"), rel=1e-9)
+    assert [p["n"] for p in stats["pairs"] if "scale-4" in (p["a"], p["b"])] == [1, 1, 1]
+    # deleting that label brings back the first figures (count and newest id together detect it)
+    Label.objects.filter(annotator=extra).delete()
+    AnnotationItem.objects.filter(pk=item.pk).update(labels_done=3)
+    assert s.inter_annotator(user=owner) == figures
