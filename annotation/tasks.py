@@ -1,6 +1,7 @@
 """Celery tasks of the annotation app: each takes ids, loads, calls one service, handles retry.
 
-``deliver_webhook`` is enqueued per delivery by ``annotation.services.webhooks.webhooks_fire``
+``refresh_project_agreement`` recomputes a project's cached agreement figures when the
+dashboard found them stale. ``deliver_webhook`` is enqueued per delivery by ``annotation.services.webhooks.webhooks_fire``
 after the transaction commits. A failed attempt is retried with exponential backoff and
 jitter until the delivery's ``MAX_ATTEMPTS`` (counted on the row, so redeliveries after a
 worker crash count too); the service then marks it failed.
@@ -26,3 +27,11 @@ def deliver_webhook(self, delivery_id: int) -> str:
     if delivery.status == WebhookDelivery.Status.PENDING:
         raise self.retry(countdown=webhook_backoff(attempts=delivery.attempts))
     return delivery.status
+
+
+@shared_task(name="annotation.refresh_project_agreement", acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
+def refresh_project_agreement(project_id: int) -> str:
+    from .dashboards.selectors import project_agreement_refresh
+
+    return "refreshed" if project_agreement_refresh(project_id=project_id) is not None else "missing"

@@ -460,6 +460,7 @@ _KEY_FIELDS = {
 }
 RATINGS_CHUNK = 20_000
 IAA_CACHE_SECONDS = 7 * 24 * 3600
+IAA_REFRESH_SECONDS = 300  # at most one queued refresh per project in this time
 
 
 def _key_of_parts(kind: str, parts: tuple) -> Any:
@@ -505,8 +506,9 @@ def _project_ratings(project: dict) -> Ratings:
     return Ratings(join(units), join(coders), join(coded), keys)
 
 
-def _curated_projects(user, *, with_fingerprint: bool = False) -> list[dict]:
-    """Projects whose agreement ``user`` may see: all for global curators, else those they curate.
+def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None = None) -> list[dict]:
+    """Projects whose agreement ``user`` may see: all for global curators, else those they curate
+    (or just project ``only``, for a worker).
 
     ``with_fingerprint`` adds ``n_labels`` (the items' label counters, which the label services
     keep in the same transaction as the labels) and ``last_label`` (the newest label id): labels
@@ -515,7 +517,9 @@ def _curated_projects(user, *, with_fingerprint: bool = False) -> list[dict]:
     the counters are one per item, and the newest id is a walk down the primary key that stops
     at the project's newest label (long only for a project whose labels are all old)."""
     projects = AnnotationProject.objects.order_by("name")
-    if not is_global_curator(user):
+    if only is not None:  # one project, whoever asks (a worker's refresh)
+        projects = projects.filter(pk=only)
+    elif not is_global_curator(user):
         projects = projects.filter(pk__in=ProjectMembership.objects.filter(user=user, role=Role.CURATOR).values("project"))
     fields = ["id", "name", "kind", "judge_config_id"]
     if with_fingerprint:
@@ -529,20 +533,56 @@ def _curated_projects(user, *, with_fingerprint: bool = False) -> list[dict]:
     return list(projects.values(*fields)[:500])
 
 
+def _iaa_key(project_id: int) -> str:
+    return f"dashboards:iaa:2:{project_id}"
+
+
+def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
+    stats = ratings_stats(_project_ratings(project), nominal=project["kind"] != AnnotationProject.Kind.AGREEMENT)
+    cache.set(_iaa_key(project["id"]), {"fingerprint": fingerprint, "stats": stats}, timeout=IAA_CACHE_SECONDS)
+    cache.delete(_iaa_key(project["id"]) + ":refreshing")
+    return stats
+
+
+def project_agreement_refresh(*, project_id: int) -> dict | None:
+    """Compute one project's agreement figures and cache them with the fingerprint they are of
+    (a worker's job when the dashboard found them stale)."""
+    project = next(iter(_curated_projects(None, with_fingerprint=True, only=project_id)), None)
+    if project is None:
+        return None
+    return _agreement_compute(project, [project.pop("n_labels") or 0, project.pop("last_label") or 0])
+
+
 def inter_annotator(*, user) -> dict:
     """Per project: agreement of its annotators' labels (``ratings_stats``).
 
-    The figures of a project are cached under its labels' fingerprint (``_curated_projects``),
-    so an unchanged project costs no query of its labels; a changed one streams them once."""
+    A project's figures are cached with the fingerprint of its labels (``_curated_projects``).
+    Unchanged: served from the cache, no query of its labels. Changed since: the cached figures
+    are served at once, marked with how many labels they are of, and one refresh per project
+    is queued for a worker (``annotation.refresh_project_agreement``) — at 1M labels a
+    recomputation takes seconds, too long for a page. Never computed, or no worker alive:
+    computed here."""
+    from scoring.workers import live_workers
+
     projects = _curated_projects(user, with_fingerprint=True)
-    out = []
+    cached = cache.get_many([_iaa_key(p["id"]) for p in projects])
+    out, workers_alive = [], None
     for project in projects:
-        fingerprint = project.pop("n_labels") or 0, project.pop("last_label") or 0
-        key = "dashboards:iaa:1:{}:{}:{}:{}".format(project["id"], project["kind"], *fingerprint)
-        stats = cache.get(key)
-        if stats is None:
-            stats = ratings_stats(_project_ratings(project), nominal=project["kind"] != AnnotationProject.Kind.AGREEMENT)
-            cache.set(key, stats, timeout=IAA_CACHE_SECONDS)
+        fingerprint = [project.pop("n_labels") or 0, project.pop("last_label") or 0]
+        entry = cached.get(_iaa_key(project["id"]))
+        if entry is not None and entry["fingerprint"] != fingerprint:
+            if workers_alive is None:
+                workers_alive = bool(live_workers())
+            if workers_alive:
+                if cache.add(_iaa_key(project["id"]) + ":refreshing", 1, timeout=IAA_REFRESH_SECONDS):
+                    from annotation.tasks import refresh_project_agreement
+
+                    refresh_project_agreement.delay(project["id"])
+                project["stale_of_labels"] = entry["fingerprint"][0]
+                out.append((project, entry["stats"]))
+                continue
+            entry = None
+        stats = entry["stats"] if entry is not None else _agreement_compute(project, fingerprint)
         out.append((project, stats))
     coder_ids = {p[k] for _, stats in out for p in stats["pairs"] for k in "ab"}
     names = dict(get_user_model().objects.filter(pk__in=coder_ids).values_list("pk", "username")) if coder_ids else {}

@@ -115,3 +115,35 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
     Label.objects.filter(annotator=extra).delete()
     AnnotationItem.objects.filter(pk=item.pk).update(labels_done=3)
     assert s.inter_annotator(user=owner) == figures
+
+
+def test_changed_labels_serve_the_cached_figures_marked_stale_while_a_worker_refreshes(db, monkeypatch):
+    from django.utils import timezone
+
+    from scoring.models import WorkerHeartbeat
+
+    owner = curator("stale-boss")
+    users = [annotator(f"stale-{n}") for n in range(2)]
+    project = _project_with_labels(owner, users, kind="agreement", name="stale grades",
+                                   value_of=lambda n, k: {"label": str((n + k * (n % 3 == 0)) % 2)})
+    first = s.inter_annotator(user=owner)["projects"][0]
+    assert "stale_of_labels" not in first
+    WorkerHeartbeat.objects.create(hostname="w@h", pid=1, started_at=timezone.now(), last_seen=timezone.now())
+    queued = []
+    monkeypatch.setattr("annotation.tasks.refresh_project_agreement.delay", queued.append)
+
+    item = AnnotationItem.objects.filter(project=project).order_by("position").first()
+    extra = annotator("stale-late")
+    AnnotationItem.objects.filter(pk=item.pk).update(labels_needed=3, labels_done=3)
+    Label.objects.create(project=project, item=item, annotator=extra, value={"label": "1"}, client_token=uuid.uuid4())
+    for _ in range(2):  # served at once from the cache, one refresh queued however often the page is opened
+        stale = s.inter_annotator(user=owner)["projects"][0]
+        assert stale["stats"] == first["stats"] and stale["stale_of_labels"] == 2 * N_ITEMS
+    assert queued == [project.pk]
+
+    from annotation.tasks import refresh_project_agreement
+
+    assert refresh_project_agreement(project.pk) == "refreshed"  # what the worker runs
+    fresh = s.inter_annotator(user=owner)["projects"][0]
+    assert "stale_of_labels" not in fresh and fresh["stats"]["n_labels"] == 2 * N_ITEMS + 1
+    assert refresh_project_agreement(10**9) == "missing"
