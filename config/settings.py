@@ -135,14 +135,16 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
 
-# Dashboards cache expensive figures (bootstrap refits); share the cache between processes
-# in production with CACHE_URL=redis://host:6379/1.
+# The cache holds dashboard figures (which a worker refreshes for the web processes), login
+# throttling counts and progress totals, so it must be shared by every process: a folder under
+# VAR_DIR by default (no server needed), CACHE_URL=redis://host:6379/1 at scale.
 CACHE_URL = os.environ.get("CACHE_URL", "")
 CACHES = {
     "default": (
         {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
         if CACHE_URL
-        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+        else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(VAR_DIR / "cache"),
+              "OPTIONS": {"MAX_ENTRIES": 20_000}}
     )
 }
 

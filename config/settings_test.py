@@ -8,6 +8,8 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/survey
 from .settings import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Each test process its own cache: ids repeat across test databases, so nothing may be shared.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 SECURE_SSL_REDIRECT = False
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 STORAGES = {

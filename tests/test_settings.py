@@ -62,3 +62,16 @@ def test_collectstatic_works_with_production_storage(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "static" / "staticfiles.json").exists()
+
+
+def test_the_default_cache_is_shared_between_processes(tmp_path):
+    """A worker's refreshed dashboard figures and the login throttle's counts must reach every web process."""
+    def run(code):
+        clean = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+        env = {**clean, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1", "VAR_DIR": str(tmp_path)}
+        setup = "import django; django.setup(); from django.core.cache import cache; "
+        return subprocess.run([sys.executable, "-c", setup + code], cwd=ROOT, env=env, capture_output=True, text=True)
+
+    assert run("cache.set('shared', 42, 60)").returncode == 0
+    read = run("print(cache.get('shared'))")
+    assert read.stdout.strip() == "42", read.stderr
