@@ -40,12 +40,16 @@ def _candidates(*, project: AnnotationProject, user, now):
 
 
 @transaction.atomic
-def next_item_for(*, project: AnnotationProject, user) -> Assignment | None:
+def next_item_for(*, project: AnnotationProject, user, role: str | None = None) -> Assignment | None:
     """Claim the user's next item and return the claim (``assignment.item``), or None when
     nothing is left for them. Asking again while holding an unexpired claim returns that claim.
-    Raises ``PermissionError`` for non-labellers and ``ProjectNotOpenError`` for closed projects."""
-    project = AnnotationProject.objects.get(pk=project.pk)
-    require_labeller(project=project, user=user)
+    Raises ``PermissionError`` for non-labellers and ``ProjectNotOpenError`` for closed projects.
+
+    ``role``: the user's role, passed by a caller that read ``project`` and the role at the
+    start of this request (``project_with_role``); without it both are read again here."""
+    if role is None:
+        project = AnnotationProject.objects.get(pk=project.pk)
+    require_labeller(project=project, user=user, role=role)
     now = timezone.now()
     held = (
         Assignment.objects.select_related("item")

@@ -8,12 +8,13 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery, Sum
+from django.core.cache import cache
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
-from benchmark.models import SETTLED_STATUSES, GoldReference, ReviewStatus, Task
+from benchmark.models import SETTLED_STATUSES, ChecklistGroup, ChecklistItem, GoldReference, ReviewStatus, Task
 from benchmark.services.history import snapshot
 from scoring.models import Statement, Verdict
 
@@ -53,6 +54,20 @@ def project_role(*, project: AnnotationProject, user) -> str | None:
     if role:
         return role
     return Role.CURATOR if is_global_curator(user) else None
+
+
+def project_with_role(*, project_id: int, user) -> tuple[AnnotationProject, str | None]:
+    """The project and ``project_role`` of ``user`` in it, in one query (the membership's role
+    rides along as a subquery); raises ``AnnotationProject.DoesNotExist``. Views resolve the
+    role once per request with this and pass it down."""
+    if not getattr(user, "is_authenticated", False):
+        return AnnotationProject.objects.get(pk=project_id), None
+    project = AnnotationProject.objects.annotate(
+        my_role=Subquery(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1])
+    ).get(pk=project_id)
+    if project.my_role:
+        return project, project.my_role
+    return project, Role.CURATOR if is_global_curator(user) else None
 
 
 def projects_for(user) -> QuerySet[AnnotationProject]:
@@ -246,18 +261,65 @@ def _claim_view(*, item: AnnotationItem, user) -> dict | None:
     )
 
 
+# What the verify panel reads of the task for each kind of proposal, beside the survey
+# (``display.verify_view``): the proposal's group, or its gold reference's bib entry.
+_TASK_PANEL_PREFETCH = {
+    TargetKind.CHECKLIST_ITEM: (
+        Prefetch(
+            "checklist_groups",
+            queryset=ChecklistGroup.objects.prefetch_related(
+                Prefetch("items", queryset=ChecklistItem.objects.order_by("position"))
+            ).order_by("position"),
+        ),
+    ),
+    TargetKind.GOLD_REFERENCE: (
+        Prefetch("gold_references", queryset=GoldReference.objects.select_related("bib_entry")),
+    ),
+}
+_TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_GROUP] = _TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_ITEM]
+
+
+def _claim_dict(claim: Assignment) -> dict | None:
+    if claim.status != Assignment.Status.ACTIVE or claim.expires_at <= timezone.now():
+        return None
+    return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
+
+
 def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
-    """The proposal's task with its survey and every sibling proposal, prefetched (a bounded
-    number of queries); None for discipline-wide rubric criteria and deleted targets."""
+    """The proposal's task with its survey and what the panel shows of the proposal's own
+    kind (its checklist group, its gold reference); None for discipline-wide rubric criteria
+    and deleted targets. Every sibling proposal (``task_material``) is read only when the
+    workspace asks for it: most proposals never need it, and it is the bulk of the panel."""
     if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
         return None
-    try:
-        return benchmark_selectors.task_detail(task_id=item.task_id)
-    except Task.DoesNotExist:
-        return None
+    tasks = Task.objects.select_related("survey").prefetch_related(*_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
+    return tasks.filter(pk=item.task_id).first()
 
 
-def item_context_for(*, item: AnnotationItem, user, with_task: bool = False) -> dict:
+def task_material(*, task_id: int) -> Task:
+    """The task with its survey and every proposal of every kind, prefetched (a bounded number
+    of queries): the workspace's "everything proposed for this task" section."""
+    return benchmark_selectors.task_detail(task_id=task_id)
+
+
+def _project_view(project: AnnotationProject) -> dict:
+    return {
+        "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
+        "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
+    }
+
+
+def label_form_context(*, item: AnnotationItem, project: AnnotationProject) -> dict:
+    """What a label form needs of an item (``forms.label_form_for``): the project and the
+    target as an unrevealed labeller sees it — a submission is checked against this before
+    ``label_submit`` takes the item's lock, without reading labels or claims."""
+    return {"project": _project_view(project), "target": target_brief(item, item_target(item), blind=project.blind)}
+
+
+def item_context_for(
+    *, item: AnnotationItem, user, with_task: bool = False, role: str | None = None, claim: Assignment | None = None,
+    project: AnnotationProject | None = None,
+) -> dict:
     """Everything the workspace may show ``user`` about ``item``.
 
     In a blind project, other annotators' labels, the judge's verdict (agreement) and the
@@ -272,10 +334,20 @@ def item_context_for(*, item: AnnotationItem, user, with_task: bool = False) -> 
     label), and the current proposal's status stays "proposed" until this item settles, so it
     reveals no label of this item. Off by default: the API and the adjudication queue do not
     show it and need not pay its queries.
+
+    ``role``: the user's role in the item's project when the caller already resolved it
+    (``project_with_role``) in this request; else it is looked up. ``claim``: the user's
+    unexpired claim on the item that ``next_item_for`` just returned (then ``item`` is that
+    claim's item, read in its transaction, and ``project`` the item's project read in this
+    request: neither is read again); else the item is read afresh.
     """
-    item = AnnotationItem.objects.select_related("project", "gold").get(pk=item.pk)
+    if claim is not None and project is not None and claim.item_id == item.pk and item.project_id == project.pk:
+        item.project = project
+    else:
+        item = AnnotationItem.objects.select_related("project", "gold").get(pk=item.pk)
     project = item.project
-    role = project_role(project=project, user=user)
+    if role is None:
+        role = project_role(project=project, user=user)
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
     labels = list(item.labels.select_related("annotator"))
@@ -287,10 +359,7 @@ def item_context_for(*, item: AnnotationItem, user, with_task: bool = False) -> 
     )
     target = item_target(item)
     context = {
-        "project": {
-            "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
-            "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
-        },
+        "project": _project_view(project),
         "role": role,
         "item": {
             "id": item.pk, "position": item.position, "status": item.status, "labels_needed": item.labels_needed,
@@ -299,7 +368,7 @@ def item_context_for(*, item: AnnotationItem, user, with_task: bool = False) -> 
         },
         "target": target_brief(item, target, blind=not revealed),
         "own_label": label_view(own) if own else None,
-        "claim": _claim_view(item=item, user=user),
+        "claim": _claim_view(item=item, user=user) if claim is None else _claim_dict(claim),
         "revealed": revealed,
         "other_labels": [label_view(label) for label in labels if label is not own] if revealed else None,
         "judge": None,
@@ -412,6 +481,45 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
         for user_id, counts in sorted(per_user.items(), key=lambda kv: names.get(kv[0], ""))
     ]
     return {"project_id": project.pk, "role": role, **totals, "annotators": annotators}
+
+
+PROGRESS_TOTALS_SECONDS = 5
+
+
+def project_item_totals(*, project: AnnotationProject) -> dict:
+    """``items`` and ``settled`` (not open) of the project, cached for a few seconds: counting
+    every item of a large project costs more than the rest of a workspace request, and other
+    annotators move the figure all the time anyway. Exact figures: ``project_progress``."""
+    key = f"annotation:item-totals:{project.pk}"
+    totals = cache.get(key)
+    if totals is None:
+        counts = AnnotationItem.objects.filter(project=project).aggregate(
+            items=Count("pk"), open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN))
+        )
+        totals = {"items": counts["items"], "settled": counts["items"] - counts["open"]}
+        cache.set(key, totals, PROGRESS_TOTALS_SECONDS)
+    return totals
+
+
+def own_progress(*, project: AnnotationProject, user) -> dict:
+    """The workspace's progress line: the user's own labels and skips in the project
+    (``mine``, exact: one query) and the project's ``project_item_totals``."""
+    mine = (
+        AnnotationProject.objects.filter(pk=project.pk)
+        .annotate(
+            n_labels=Coalesce(Subquery(
+                Label.objects.filter(project=OuterRef("pk"), annotator=user).order_by().values("project")
+                .annotate(n=Count("pk")).values("n")
+            ), 0),
+            n_skips=Coalesce(Subquery(
+                Assignment.objects.filter(project=OuterRef("pk"), user=user, status=Assignment.Status.SKIPPED)
+                .order_by().values("project").annotate(n=Count("pk")).values("n")
+            ), 0),
+        )
+        .values_list("n_labels", "n_skips")
+        .get()
+    )
+    return {"mine": {"labels": mine[0], "skips": mine[1]}, **project_item_totals(project=project)}
 
 
 def task_curation_status(*, task: Task) -> dict:

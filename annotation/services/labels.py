@@ -42,8 +42,10 @@ def _resubmission(*, annotator, token: uuid.UUID, item_id: int) -> Label | None:
     return first
 
 
-def require_labeller(*, project: AnnotationProject, user) -> None:
-    role = project_role(project=project, user=user)
+def require_labeller(*, project: AnnotationProject, user, role: str | None = None) -> None:
+    """``role``: the user's role in ``project`` when the caller already resolved it."""
+    if role is None:
+        role = project_role(project=project, user=user)
     if role not in LABELLING_ROLES:
         raise PermissionError(
             f"{user} may not label items of project {project.name!r} (role: {role or 'not a member'})"
@@ -65,7 +67,10 @@ def preference_record(*, label: Label, pair: ReportPair, project: AnnotationProj
 
 
 @transaction.atomic
-def label_submit(*, item: AnnotationItem, annotator, value: dict, client_token) -> Label:
+def label_submit(
+    *, item: AnnotationItem, annotator, value: dict, client_token, project: AnnotationProject | None = None,
+    role: str | None = None,
+) -> Label:
     """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels.
 
     Ends the annotator's claim, bumps ``labels_done`` under the item's row lock, completes the
@@ -77,14 +82,20 @@ def label_submit(*, item: AnnotationItem, annotator, value: dict, client_token) 
     ``PermissionError``, ``ProjectNotOpenError``, ``ItemNotOpenError`` (item already complete),
     ``AlreadyLabelledError`` (a different earlier submission), ``ClaimLostError`` (the claim
     expired and the item's slots were given to others).
+
+    ``project`` and ``role``: the item's project and the annotator's role in it, when the
+    caller (a view) read them at the start of this request; else they are looked up.
     """
     token = _token(client_token)
     first = _resubmission(annotator=annotator, token=token, item_id=item.pk)
     if first is not None:
         return first
     locked = item_lock(item_id=item.pk)
-    project = locked.project
-    require_labeller(project=project, user=annotator)
+    if project is not None and project.pk == locked.project_id:
+        locked.project = project
+    else:
+        project, role = locked.project, None
+    require_labeller(project=project, user=annotator, role=role)
     # A concurrent submission of the same form may have committed while we waited for the lock.
     first = _resubmission(annotator=annotator, token=token, item_id=item.pk)
     if first is not None:
@@ -127,7 +138,7 @@ def label_submit(*, item: AnnotationItem, annotator, value: dict, client_token) 
         before=before, after={"label_id": label.pk, "value": clean, "labels_done": locked.labels_done},
     )
     if locked.labels_done == locked.labels_needed:
-        item_complete(item=locked, actor=annotator)
+        item_complete(item=locked, actor=annotator, target=target)
     locked.save()
     return label
 

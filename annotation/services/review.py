@@ -7,15 +7,19 @@ item waits in the adjudication queue for a curator's ``GoldLabel``. After every 
 decision the item's task becomes curated once every proposable of the task is settled.
 """
 
+import operator
+from functools import reduce
+
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef
 from django.utils import timezone
 
-from benchmark.models import Revision, Task
+from benchmark.models import SETTLED_STATUSES, Revision, Task
 from benchmark.services.history import StaleEditError, proposable_review
 
-from ..models import AnnotationItem, AnnotationProject, GoldLabel, Label, Role
+from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
 from ..selectors import is_global_curator, item_target, project_role, task_curation_status
 from .audit import audit_record
 from .errors import ItemNotOpenError, ReviewConflictError
@@ -42,7 +46,7 @@ def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str,
     item.target_version = updated.version
     item.conflict = ""
     if item.task_id:
-        task_curate_if_settled(task_id=item.task_id, actor=actor, project=item.project)
+        task_curate_if_settled(task_id=item.task_id, actor=actor, project=item.project, kind=item.target_kind)
 
 
 def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = None) -> bool:
@@ -53,11 +57,16 @@ def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = 
     return judge_label is not None and any(value["label"] != judge_label for value in values)
 
 
-def item_complete(*, item: AnnotationItem, actor) -> None:
-    """Called under the item's lock when its last label arrived (the caller saves the item)."""
+_UNREAD = object()
+
+
+def item_complete(*, item: AnnotationItem, actor, target=_UNREAD) -> None:
+    """Called under the item's lock when its last label arrived (the caller saves the item).
+    ``target``: the item's target row when the caller read it under the same lock."""
     project = item.project
     labels = list(Label.objects.filter(item=item).order_by("created_at", "id"))
-    target = item_target(item)
+    if target is _UNREAD:
+        target = item_target(item)
     judge_label = target.label if project.kind == AnnotationProject.Kind.AGREEMENT and target is not None else None
     disagreement = labels_disagree(kind=project.kind, values=[label.value for label in labels], judge_label=judge_label)
     item.status = AnnotationItem.Status.COMPLETE
@@ -129,16 +138,44 @@ def _task_set_curated(*, task: Task, actor, project) -> None:
     webhooks_fire_task_curated(task=task, actor=actor)
 
 
-def task_curate_if_settled(*, task_id: int, actor, project=None) -> bool:
+def _unsettled(model, task_path: str) -> Exists:
+    return Exists(model.objects.filter(**{task_path: OuterRef("pk")}).exclude(review_status__in=SETTLED_STATUSES))
+
+
+def _task_fully_settled(task_id: int) -> bool:
+    """Whether the task has proposables and every one is settled: one query (an ``EXISTS``
+    per kind) where ``task_curation_status`` counts each kind."""
+    present, unsettled = [], []
+    for model, task_path in VERIFY_TARGETS.values():
+        present.append(Exists(model.objects.filter(**{task_path: OuterRef("pk")})))
+        unsettled.append(_unsettled(model, task_path))
+    has_any, has_unsettled = (
+        Task.objects.filter(pk=task_id)
+        .annotate(
+            has_any=ExpressionWrapper(reduce(operator.or_, present), output_field=BooleanField()),
+            has_unsettled=ExpressionWrapper(reduce(operator.or_, unsettled), output_field=BooleanField()),
+        )
+        .values_list("has_any", "has_unsettled")
+        .get()
+    )
+    return has_any and not has_unsettled
+
+
+def task_curate_if_settled(*, task_id: int, actor, project=None, kind: str = "") -> bool:
     """Mark the task curated when all its proposables are settled (inside the caller's transaction).
 
     The task row is locked before counting, so two reviewers settling a task's last two items
-    at once cannot both see the other's item still proposed.
+    at once cannot both see the other's item still proposed. ``kind``: the kind of proposal
+    just settled; while another of that kind is unsettled (the usual case in the workspace)
+    the locking query answers alone, else every kind is checked in one more query.
     """
-    task = Task.objects.select_for_update(no_key=True).get(pk=task_id)
+    tasks = Task.objects.select_for_update(no_key=True)
+    if kind in VERIFY_TARGETS:
+        tasks = tasks.annotate(kind_unsettled=_unsettled(*VERIFY_TARGETS[kind]))
+    task = tasks.get(pk=task_id)
     if task.status in (Task.Status.CURATED, Task.Status.RETIRED):
         return task.status == Task.Status.CURATED
-    if not task_curation_status(task=task)["curatable"]:
+    if getattr(task, "kind_unsettled", False) or not _task_fully_settled(task_id):
         return False
     _task_set_curated(task=task, actor=actor, project=project)
     return True

@@ -5,7 +5,7 @@ from django.shortcuts import get_object_or_404, render
 from django_htmx.http import reswap, retarget
 
 from ..models import AnnotationItem, AnnotationProject
-from ..selectors import project_role
+from ..selectors import project_with_role
 
 ALERT_TARGET = "#ws-alert"
 
@@ -13,8 +13,10 @@ ALERT_TARGET = "#ws-alert"
 def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
     """The project and the user's role in it; 404 for non-members, so outsiders cannot tell
     which projects exist."""
-    project = get_object_or_404(AnnotationProject, pk=project_id)
-    role = project_role(project=project, user=request.user)
+    try:
+        project, role = project_with_role(project_id=project_id, user=request.user)
+    except AnnotationProject.DoesNotExist:
+        raise Http404("No such project") from None
     if role is None:
         raise Http404("No such project")
     return project, role

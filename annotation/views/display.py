@@ -197,12 +197,13 @@ def verify_view(context: dict, task) -> dict:
     out = {"fields": [] if target.get("missing") else proposal_fields(target), "task": task}
     if task is None:
         return out
-    groups = list(task.checklist_groups.all())
     kind, target_id = target["kind"], target["id"]
+    # Only the proposal's own kind is read here (``item_context_for`` prefetched it).
     if kind == TargetKind.CHECKLIST_ITEM:
+        groups = task.checklist_groups.all()
         out["group"] = next((g for g in groups if any(i.pk == target_id for i in g.items.all())), None)
     elif kind == TargetKind.CHECKLIST_GROUP:
-        out["group"] = _by_pk(groups, target_id)
+        out["group"] = _by_pk(task.checklist_groups.all(), target_id)
     elif kind == TargetKind.GOLD_REFERENCE:
         out["reference"] = _by_pk(task.gold_references.all(), target_id)
     query = target.get("text", "")

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 from ..assignment import assignment_skip, next_item_for
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
-from ..selectors import LABELLING_ROLES, item_context_for, project_progress
+from ..selectors import LABELLING_ROLES, item_context_for, label_form_context, own_progress, task_material
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import label_submit, label_undo_last
@@ -22,12 +22,6 @@ from .access import alert, item_in, project_for, refuse
 
 Kind = AnnotationProject.Kind
 ADD_REFUSED = "Missing items are added beside a verify proposal of a task, by the project's reviewers."
-
-
-def _own_progress(project: AnnotationProject, user) -> dict:
-    stats = project_progress(project=project, user=user)
-    mine = next((row for row in stats["annotators"] if row["user_id"] == user.pk), {"labels": 0, "skips": 0})
-    return {"mine": mine, "settled": stats["items"] - stats["open"], "items": stats["items"]}
 
 
 FLASH_TAG = "ws-flash"
@@ -44,12 +38,23 @@ def _carried_flash(request) -> str:
     return " ".join(str(m) for m in messages.get_messages(request) if FLASH_TAG in m.extra_tags.split())
 
 
-def _render(request, project, *, item=None, form=None, add_form=None, add_kind="", flash="", notice="", status=200):
-    """The panel for ``item`` (or the "nothing left" panel), as a page or an htmx partial."""
+def _render(
+    request, project, role, *, item=None, claim=None, form=None, add_form=None, add_kind="", flash="", notice="",
+    status=200,
+):
+    """The panel for ``item`` (or the "nothing left" panel), as a page or an htmx partial.
+    ``role``: the user's role in ``project``, read once per request by ``project_for``."""
     if not request.htmx and not flash:
         flash = _carried_flash(request)
-    context = item_context_for(item=item, user=request.user, with_task=True) if item is not None else None
-    page = {"project": project, "ctx": context, "flash": flash, "notice": notice, "oob": bool(request.htmx)}
+    context = None
+    if item is not None:
+        context = item_context_for(
+            item=item, user=request.user, with_task=True, role=role, claim=claim, project=project
+        )
+    # htmx loads "everything proposed for this task" when it is opened; a page without
+    # JavaScript shows it inline.
+    page = {"project": project, "ctx": context, "flash": flash, "notice": notice, "oob": bool(request.htmx),
+            "material_lazy": bool(request.htmx)}
     if context is not None:
         can_label = (
             context["own_label"] is None
@@ -68,7 +73,7 @@ def _render(request, project, *, item=None, form=None, add_form=None, add_kind="
             add_form=add_form if add_form is not None else _add_form(project, context, kind=add_kind),
             add_open=add_form is not None or bool(add_kind),
         )
-    page["progress"] = _own_progress(project, request.user)
+    page["progress"] = own_progress(project=project, user=request.user)
     template = "annotation/_panel.html" if request.htmx else "annotation/workspace.html"
     return render(request, template, page, status=status)
 
@@ -84,12 +89,12 @@ def _add_form(project: AnnotationProject, context: dict, *, data=None, kind: str
     return ProposableAddForm(data, kinds=kinds, task=task, kind=kind)
 
 
-def _add_response(request, project, item, *, form=None, kind="", added=None, status=200):
+def _add_response(request, project, role, item, *, form=None, kind="", added=None, status=200):
     """The add card alone for htmx (it swaps ``#ws-add``: a kind switch, an error, a success),
     else the whole workspace page around it."""
     if not request.htmx:
-        return _render(request, project, item=item, add_form=form, add_kind=kind, status=status)
-    context = item_context_for(item=item, user=request.user, with_task=True)
+        return _render(request, project, role, item=item, add_form=form, add_kind=kind, status=status)
+    context = item_context_for(item=item, user=request.user, with_task=True, role=role)
     form = form or _add_form(project, context, kind=kind)
     if form is None:
         return refuse(request, ADD_REFUSED)
@@ -98,65 +103,92 @@ def _add_response(request, project, item, *, form=None, kind="", added=None, sta
     return render(request, "annotation/_add_item.html", page, status=status)
 
 
-def _next(request, project, *, flash: str = "", status: int = 200):
+def _next(request, project, role, *, flash: str = "", status: int = 200):
     """Claim the user's next item (or keep the held one) and show it."""
     try:
-        assignment = next_item_for(project=project, user=request.user)
+        assignment = next_item_for(project=project, user=request.user, role=role)
     except PermissionError as exc:
         return refuse(request, str(exc))
     except ProjectNotOpenError as exc:
-        return _render(request, project, notice=str(exc), flash=flash, status=status)
-    return _render(request, project, item=assignment.item if assignment else None, flash=flash, status=status)
+        return _render(request, project, role, notice=str(exc), flash=flash, status=status)
+    if assignment is None:
+        return _render(request, project, role, flash=flash, status=status)
+    return _render(request, project, role, item=assignment.item, claim=assignment, flash=flash, status=status)
 
 
 @login_required
 def workspace(request, project_id: int):
     """GET claims (or returns the held) next item: a reservation that expires, never a label."""
-    project, _ = project_for(request, project_id)
-    return _next(request, project)
+    project, role = project_for(request, project_id)
+    return _next(request, project, role)
+
+
+MATERIAL_PART = "task-material"
 
 
 @login_required
 def item_detail(request, project_id: int, item_id: int):
-    project, _ = project_for(request, project_id)
-    return _render(request, project, item=item_in(project, item_id))
+    """The item's panel; ``?part=task-material``: only the "everything proposed for this
+    task" section, which the htmx panel loads when it is opened."""
+    project, role = project_for(request, project_id)
+    item = item_in(project, item_id)
+    if request.GET.get("part") == MATERIAL_PART:
+        return _task_material(request, project, item)
+    return _render(request, project, role, item=item)
+
+
+def _task_material(request, project, item):
+    """Every proposal of a verify item's task, the item's own marked. Blind mode hides none of
+    it: it is benchmark content, not anyone's label (see ``item_context_for``)."""
+    if project.kind != Kind.VERIFY or not item.task_id:
+        return refuse(request, "Only verify items of a task list what is proposed for their task.", status=404)
+    task = task_material(task_id=item.task_id)
+    target = {"kind": item.target_kind, "id": item.target_id}
+    open_group_id = target["id"] if item.target_kind == TargetKind.CHECKLIST_GROUP else None
+    if item.target_kind == TargetKind.CHECKLIST_ITEM:
+        open_group_id = next(
+            (g.pk for g in task.checklist_groups.all() if any(i.pk == item.target_id for i in g.items.all())), None
+        )
+    page = {"task": task, "target": target, "open_group_id": open_group_id}
+    return render(request, "annotation/_task_material.html", page)
 
 
 @require_POST
 @login_required
 def label_create(request, project_id: int, item_id: int):
-    project, _ = project_for(request, project_id)
+    project, role = project_for(request, project_id)
     item = item_in(project, item_id)
-    form = label_form_for(item_context_for(item=item, user=request.user), data=request.POST)
+    form = label_form_for(label_form_context(item=item, project=project), data=request.POST)
     if not form.is_valid():
-        return _render(request, project, item=item, form=form, status=422)
+        return _render(request, project, role, item=item, form=form, status=422)
     try:
         label_submit(
-            item=item, annotator=request.user, value=form.value(), client_token=form.cleaned_data["client_token"]
+            item=item, annotator=request.user, value=form.value(), client_token=form.cleaned_data["client_token"],
+            project=project, role=role,
         )
     except ValueError as exc:
         service_error_attach(form, exc)
-        return _render(request, project, item=item, form=form, status=422)
+        return _render(request, project, role, item=item, form=form, status=422)
     except PermissionError as exc:
         return refuse(request, str(exc))
     except AnnotationError as exc:
         form.add_error(None, str(exc))
-        return _render(request, project, item=item, form=form, status=409)
+        return _render(request, project, role, item=item, form=form, status=409)
     if project.kind == Kind.AGREEMENT:  # show the judge's verdict now that the label is committed
         flash = "Saved. Here is what the judge said."
         if not request.htmx:
             return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
-        return _render(request, project, item=item, flash=flash)
+        return _render(request, project, role, item=item, flash=flash)
     flash = f"Saved your label on item {item.position}. Press u to undo it."
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
-    return _next(request, project, flash=flash)
+    return _next(request, project, role, flash=flash)
 
 
 @require_POST
 @login_required
 def item_skip(request, project_id: int, item_id: int):
-    project, _ = project_for(request, project_id)
+    project, role = project_for(request, project_id)
     item = item_in(project, item_id)
     try:
         skipped = assignment_skip(item=item, user=request.user)
@@ -170,7 +202,7 @@ def item_skip(request, project_id: int, item_id: int):
         flash = f"Skipped item {item.position}. Press u to undo."
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
-    return _next(request, project, flash=flash)
+    return _next(request, project, role, flash=flash)
 
 
 @require_POST
@@ -179,7 +211,7 @@ def undo(request, project_id: int):
     """Undo the user's last label or skip and show that item again, reserved for them and ready
     to be labelled anew (``label_undo_last`` claims it again; the claim held meanwhile is
     released and usually comes back after this item)."""
-    project, _ = project_for(request, project_id)
+    project, role = project_for(request, project_id)
     try:
         event = label_undo_last(annotator=request.user, project=project)
     except PermissionError as exc:
@@ -193,35 +225,35 @@ def undo(request, project_id: int):
     flash = f"Undid your {what} on item {item.position}; label it again."
     if not request.htmx:
         return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
-    return _render(request, project, item=item, flash=flash)
+    return _render(request, project, role, item=item, flash=flash)
 
 
 @login_required
 def item_add(request, project_id: int, item_id: int):
     """Add a missing item to the task of ``item`` (verify). GET switches the form's kind."""
-    project, _ = project_for(request, project_id)
+    project, role = project_for(request, project_id)
     item = item_in(project, item_id)
     if request.method != "POST":
-        return _add_response(request, project, item, kind=request.GET.get("add-kind", ""))
-    context = item_context_for(item=item, user=request.user, with_task=True)
+        return _add_response(request, project, role, item, kind=request.GET.get("add-kind", ""))
+    context = item_context_for(item=item, user=request.user, with_task=True, role=role)
     form = _add_form(project, context, data=request.POST)
     if form is None:
         return refuse(request, ADD_REFUSED)
     if not form.is_valid():
-        return _add_response(request, project, item, form=form, status=422)
+        return _add_response(request, project, role, item, form=form, status=422)
     kind, fields = form.value()
     try:
         row = proposable_add(task=context["task"], kind=kind, fields=fields, actor=request.user, project=project)
     except ValueError as exc:
         add_error_attach(form, exc)
-        return _add_response(request, project, item, form=form, status=422)
+        return _add_response(request, project, role, item, form=form, status=422)
     except PermissionError as exc:
         return refuse(request, str(exc))
     except AnnotationError as exc:
         form.add_error(None, str(exc))
-        return _add_response(request, project, item, form=form, status=409)
+        return _add_response(request, project, role, item, form=form, status=409)
     added = {"kind": TargetKind(kind).label, "text": str(row)}
     if not request.htmx:
         flash = f"Added {added['kind'].lower()} “{added['text'][:120]}”. It is now proposed for this task."
         return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
-    return _add_response(request, project, item, added=added)
+    return _add_response(request, project, role, item, added=added)
