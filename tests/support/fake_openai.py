@@ -229,12 +229,85 @@ def deepscholar_responder(request: Request) -> Reply:
     return Reply.json(answers.get(step, {}))
 
 
+_CITATION_MARKER = re.compile(r"\s*\[(\d+(?:\s*[,\u2013-]\s*\d+)*)\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _delimited(prompt: str, name: str) -> str:
+    """The text a prompt quotes between ``<<<NAME`` and ``NAME>>>``."""
+    start, end = prompt.find(f"<<<{name}"), prompt.rfind(f"{name}>>>")
+    return prompt[start + len(name) + 3:end].strip() if start >= 0 and end > start else ""
+
+
+def _report_sentences(report: str) -> list[str]:
+    """The body sentences of a markdown report: no headings, nothing from its reference list on."""
+    sentences = []
+    for line in report.splitlines():
+        if re.match(r"#+\s*references\b", line.strip(), re.IGNORECASE):
+            break
+        if line.strip() and not line.lstrip().startswith("#"):
+            sentences.extend(s.strip() for s in _SENTENCE_END.split(line.strip()) if s.strip())
+    return sentences
+
+
+def reportbench_responder(request: Request) -> Reply:
+    """ReportBench steps answered from the report text itself: sentences with ``[n]`` markers are the cited
+    statements, marker-free sentences holding a digit the uncited ones, ``[n] Title. URL`` lines after the
+    References heading the reference titles; consistency and factuality follow a hash of the prompt (two in
+    three consistent / correct). Usage is the prompt's and the answer's length / 4."""
+    step = (_STEP.findall(request.prompt) or [""])[0]
+    prompt = request.last_message
+    digest = int.from_bytes(hashlib.sha256(prompt.encode("utf-8")).digest()[:4], "little")
+    sentences = _report_sentences(_delimited(prompt, "REPORT"))
+    if step == "reportbench.cited_statements":
+        data = {"statements": [{"text": _CITATION_MARKER.sub("", s),
+                                "citations": [f"[{m}]" for m in _CITATION_MARKER.findall(s)]}
+                               for s in sentences if _CITATION_MARKER.search(s)]}
+    elif step == "reportbench.uncited_statements":
+        data = {"statements": [{"text": s} for s in sentences
+                               if not _CITATION_MARKER.search(s) and re.search(r"\d", s)]}
+    elif step == "reportbench.reference_titles":
+        survey = _delimited(prompt, "SURVEY")
+        listed = re.findall(r"^\[\d+\]\s*(.+?)\.?(?:\s+(https?://\S+))?\s*$", survey, re.MULTILINE)
+        data = {"references": [{"title": title, "url": url} for title, url in listed]}
+    elif step == "reportbench.consistency":
+        data = {"label": "inconsistent" if digest % 3 == 0 else "consistent", "rationale": "loopback"}
+    elif step == "reportbench.factuality":
+        data = {"label": "incorrect" if digest % 3 == 0 else "correct", "rationale": "loopback"}
+    else:
+        data = {}
+    content = json.dumps(data)
+    return Reply.text(content, tokens_in=len(request.prompt) // 4, tokens_out=len(content) // 4,
+                      model=str(request.body.get("model", "")))
+
+
+def with_prompt_usage(responder: Callable[[Request], Reply]) -> Callable[[Request], Reply]:
+    """``responder``, with each chat answer's usage set to the prompt's and the answer's length / 4 (the
+    plain responders report a fixed 100 / 20), so token figures grow with what is really sent."""
+
+    def sized(request: Request) -> Reply:
+        reply = responder(request)
+        if request.path.endswith("/chat/completions") and isinstance(reply.body, dict) and "usage" in reply.body:
+            content = reply.body["choices"][0]["message"]["content"]
+            tokens_in, tokens_out = len(request.prompt) // 4, len(content) // 4
+            reply.body["usage"] = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                                   "total_tokens": tokens_in + tokens_out}
+        return reply
+
+    return sized
+
+
 RESPONDERS: dict[str, Callable[[Request], Reply]] = {
     "default": default_responder,
     "checklist": checklist_responder,
     "labelled-checklist": labelled_checklist_responder,
     "survey": survey_responder,
     "deepscholar": deepscholar_responder,
+    "reportbench": reportbench_responder,
+    # the same answers, with usage from the prompt's length (bench/protocols_bench.py)
+    "labelled-checklist+usage": with_prompt_usage(labelled_checklist_responder),
+    "survey+usage": with_prompt_usage(survey_responder),
+    "deepscholar+usage": with_prompt_usage(deepscholar_responder),
 }
 
 
