@@ -20,7 +20,6 @@ an earlier bench invocation on the same database is reused by the first run.
 from __future__ import annotations
 
 import itertools
-import logging
 import queue
 import threading
 import time
@@ -281,16 +280,7 @@ def figures_of(result: dict) -> list[dict]:
 
 def measure(*, reports: int | None, latency: float = LATENCY, echo: bool = True) -> list[dict]:
     """Every protocol measured once; prints a compact table when ``echo``."""
-    # one INFO line per request would bury the table (the openai client's HTTP library logs as "httpx2")
-    loggers = [logging.getLogger(name) for name in ("httpx", "httpx2")]
-    levels = [log.level for log in loggers]
-    for log in loggers:
-        log.setLevel(logging.WARNING)
-    try:
-        results = [measure_protocol(p, reports=reports, latency=latency) for p in PROTOCOLS]
-    finally:
-        for log, level in zip(loggers, levels, strict=True):
-            log.setLevel(level)
+    results = [measure_protocol(p, reports=reports, latency=latency) for p in PROTOCOLS]
     if echo:
         print(f"    {'protocol':<12} {'reports':>7} {'calls/rep':>9} {'tok in/rep':>10} {'tok out/rep':>11} "
               f"{'wall s':>7} {'ideal s':>7} {'in flight':>9} {'re-run':>6}")

@@ -229,7 +229,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     # one line per HTTP request to a judge endpoint drowns everything else; calls are in LLMCall rows
-    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpcore", "openai")},
+    "loggers": {name: {"level": "WARNING"} for name in ("httpx", "httpx2", "httpcore", "httpcore2", "openai")},
 }
 
 VAR_DIR.mkdir(parents=True, exist_ok=True)
