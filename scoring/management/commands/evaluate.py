@@ -14,6 +14,7 @@ import time
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES
@@ -25,7 +26,6 @@ NO_WORKER = (
     "No Celery worker is alive. Start one with `celery -A config worker` (or `manage.py studio`, "
     "which starts the web server and a worker), or run the jobs in this command's process with --inline."
 )
-SUMMARY_METRICS = ("overall", "general", "constraint", "precision")
 
 
 class Command(BaseCommand):
@@ -153,21 +153,25 @@ def print_run_summary(command: BaseCommand, run) -> None:
 
 
 def print_score_cards(command: BaseCommand, run) -> None:
+    """System cards with the protocol's headline metrics (the leaderboard's columns)."""
     cards = list(run_score_cards(run=run))
     if not cards:
         command.stdout.write("no score cards")
         return
-    keys = [k for k in SUMMARY_METRICS if any(k in c.metrics for c in cards)] or sorted(
-        {k for c in cards for k, v in c.metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    )[:6]
-    command.stdout.write(f"{'system':<30}" + "".join(f"{k:>12}" for k in keys) + f"{'judged':>9}{'failed':>8}")
+    numeric = sorted({k for c in cards for k, v in c.metrics.items()
+                      if (v is None or isinstance(v, (int, float))) and not isinstance(v, bool) and k not in NOT_METRICS})
+    keys = headline_metrics(run.protocol, numeric)
+    digits = 1 if run.protocol in PERCENT_PROTOCOLS else 3
+    widths = [max(len(k), 7) + 2 for k in keys]
+    command.stdout.write(f"{'system':<30}" + "".join(f"{k:>{w}}" for k, w in zip(keys, widths))
+                         + f"{'judged':>9}{'failed':>8}")
     for card in cards:
-        values = "".join(f"{_number(card.metrics.get(k)):>12}" for k in keys)
+        values = "".join(f"{_number(card.metrics.get(k), digits):>{w}}" for k, w in zip(keys, widths))
         command.stdout.write(f"{str(card.system)[:29]:<30}{values}{card.items_judged:>9}{card.items_failed:>8}")
 
 
-def _number(value) -> str:
-    return "—" if value is None else f"{value:.1f}"
+def _number(value, digits: int) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 def _duration(seconds: float) -> str:
