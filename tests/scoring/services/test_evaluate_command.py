@@ -67,6 +67,8 @@ def test_inline_runs_the_jobs_in_the_command_process_with_a_progress_bar(data, m
     assert "offline heuristic" in out  # the scripted judge's configuration is an offline one
     assert f"run #{run.pk} finished" in out
     assert "sys-a" in out and "100.0" in out
+    header = next(line for line in out.splitlines() if line.startswith("system"))
+    assert header.split() == ["system", "overall", "general", "constraint", "precision", "judged", "failed"]
 
     rescored = StringIO()
     call_command("rescore", "--run", str(run.pk), stdout=rescored)
