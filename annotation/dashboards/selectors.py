@@ -56,8 +56,12 @@ DISAGREEMENT_LIMIT = 200
 VERDICT_ORDER = ("correct", "omitted", "incorrect")
 
 
+_ACRONYMS = {"rams": "RAMS", "tams": "TAMS", "tp": "TP", "f1": "F1", "iaa": "IAA"}
+
+
 def metric_label(key: str) -> str:
-    return key.replace("_", " ").capitalize()
+    words = key.split("_")
+    return " ".join(_ACRONYMS.get(w, w.capitalize() if i == 0 else w) for i, w in enumerate(words))
 
 
 def system_label(name: str, version: str = "") -> str:
