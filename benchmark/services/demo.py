@@ -4,7 +4,9 @@ Several tasks of each protocol with several systems' reports on the same tasks:
 all four DeepSynth-Eval tasks (with their example reports), ten ReportBench tasks (the
 first of each application domain) with their complete gold bibliographies, all 63 DeepScholar-bench papers (four
 systems' reports on rows 0 and 1), and SurveyLens' luciferase topic (seven systems)
-with both human annotation files (100 preferences). Accounts are not created here.
+with both human annotation files (100 preferences); and one task set per protocol
+(``demo-<protocol>``, not frozen) holding its demo tasks, to export and evaluate. Accounts
+are not created here.
 
 Every importer updates instead of duplicating and writes only what changed, so a
 second ``demo_load`` changes nothing.
@@ -16,6 +18,8 @@ from django.db import transaction
 
 from ..importers.base import ImportFailed, ImportResult, read_jsonl
 from ..importers.catalogue import run_import
+from ..models import Protocol, Task, TaskSet
+from .tasksets import taskset_create
 
 REPORTBENCH = "reportbench/ReportBench_v1.1.jsonl"
 REPORTBENCH_DEMO_TASKS = 10
@@ -51,4 +55,17 @@ def demo_load(*, shared_dir: str | Path) -> ImportResult:
         result = run_import(name, datasets / relative, **options)
         result.messages = [f"[{name}] {message}" for message in result.messages]
         total.merge(result)
+    keys = {"reportbench": set(reportbench_demo_keys(datasets / REPORTBENCH))}
+    for protocol in Protocol.values:
+        tasks = Task.objects.filter(protocol=protocol)
+        if protocol in keys:
+            tasks = tasks.filter(key__in=keys[protocol])
+        if not tasks.exists():
+            continue
+        if TaskSet.objects.filter(name=f"demo-{protocol}").exists():
+            total.add("task set", "unchanged")
+            continue
+        taskset_create(name=f"demo-{protocol}", tasks=tasks,
+                       description=f"The demo's {Protocol(protocol).label} tasks, from the public release.")
+        total.add("task set", "created")
     return total

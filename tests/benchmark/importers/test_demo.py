@@ -5,7 +5,7 @@ from django.apps import apps
 from django.core.management import call_command
 
 from annotation.models import PairwisePreference
-from benchmark.models import Discipline, GoldReference, Protocol, Report, Task
+from benchmark.models import Discipline, GoldReference, Protocol, Report, Task, TaskSet
 from benchmark.services.demo import demo_load
 
 from . import model_counts
@@ -40,6 +40,11 @@ def test_demo_load_is_complete_and_idempotent(datasets):
     assert Report.objects.filter(task__protocol=Protocol.DEEPSYNTH).count() == 4
     assert PairwisePreference.objects.count() == 100
     assert any(m.startswith("[surveylens-annotations] ") for m in result.messages)
+    # One task set per protocol with its demo tasks, ready to export and evaluate.
+    sets = {t.name: t for t in TaskSet.objects.all()}
+    assert sorted(sets) == ["demo-deepscholar", "demo-deepsynth", "demo-reportbench", "demo-surveylens"]
+    assert sets["demo-reportbench"].tasks.count() == 10 and sets["demo-surveylens"].tasks.count() == 11
+    assert result.counts["task set"] == {"created": 4}
 
     # A second load (through the command, which calls the same service) changes nothing.
     counts, stamps = model_counts(), _stamps()
@@ -47,5 +52,5 @@ def test_demo_load_is_complete_and_idempotent(datasets):
     call_command("load_demo", shared_dir=str(datasets.parent), stdout=out)
     assert model_counts() == counts
     assert _stamps() == stamps
-    assert "task: 88 unchanged" in out.getvalue()
+    assert "task: 88 unchanged" in out.getvalue() and "task set: 4 unchanged" in out.getvalue()
     assert " created" not in out.getvalue() and " updated" not in out.getvalue()
