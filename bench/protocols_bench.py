@@ -20,12 +20,12 @@ an earlier bench invocation on the same database is reused by the first run.
 from __future__ import annotations
 
 import itertools
-import queue
-import threading
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.jobs import execute_jobs
 
 LATENCY = 0.2
 CONCURRENCY = 8
@@ -182,33 +182,11 @@ PROTOCOLS = [
 
 def _execute(run, judge) -> float:
     """Run every job of ``run`` on JOB_THREADS threads, as a threaded Celery worker would; the wall seconds."""
-    from django.db import connection
-
-    from scoring.services.runs import job_execute, run_finalize, run_start
+    from scoring.services.runs import run_finalize, run_start
 
     run_start(run=run, enqueue=False)
-    jobs: queue.Queue[int] = queue.Queue()
-    for pk in run.jobs.order_by("pk").values_list("pk", flat=True):
-        jobs.put(pk)
-    outcomes: list[str] = []
-
-    def worker() -> None:
-        try:
-            while True:
-                try:
-                    pk = jobs.get_nowait()
-                except queue.Empty:
-                    return
-                outcomes.append(job_execute(job_id=pk, judge=judge, enqueue=False))
-        finally:
-            connection.close()
-
     start = time.perf_counter()
-    threads = [threading.Thread(target=worker) for _ in range(JOB_THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    outcomes = execute_jobs(run, judge, threads=JOB_THREADS)
     wall = time.perf_counter() - start
     finished = run_finalize(run=run)
     if finished.status != "finished" or set(outcomes) - {"done"}:

@@ -12,9 +12,9 @@ that. Each repetition uses a new judge configuration, so no verdict is reused.
 from __future__ import annotations
 
 import itertools
-import queue
-import threading
 from pathlib import Path
+
+from bench.jobs import execute_jobs
 
 LATENCY = 0.2
 CONCURRENCY = 8
@@ -46,12 +46,10 @@ def _reports():
 
 
 def _throughput_setup():
-    from django.db import connection
-
     from scoring.judges.openai_judge import OpenAIJudge
     from scoring.models import JudgeConfig
     from scoring.pipelines.deepsynth import checklist_for_scoring
-    from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+    from scoring.services.runs import run_create, run_finalize, run_start
     from tests.support.fake_openai import FakeOpenAIProcess
 
     tasks, systems = _reports()
@@ -68,27 +66,8 @@ def _throughput_setup():
     ideal = calls * LATENCY / CONCURRENCY
 
     def execute() -> None:
-        jobs: queue.Queue[int] = queue.Queue()
-        for pk in run.jobs.order_by("pk").values_list("pk", flat=True):
-            jobs.put(pk)
-
-        def worker() -> None:
-            try:
-                while True:
-                    try:
-                        pk = jobs.get_nowait()
-                    except queue.Empty:
-                        return
-                    job_execute(job_id=pk, judge=judge, enqueue=False)
-            finally:
-                connection.close()
-
         try:
-            threads = [threading.Thread(target=worker) for _ in range(JOB_THREADS)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
+            execute_jobs(run, judge, threads=JOB_THREADS)
             finished = run_finalize(run=run)
             stats = server.stats()
         finally:
