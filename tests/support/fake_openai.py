@@ -139,20 +139,25 @@ def label_for(item_id: int) -> str:
     return LABELS[item_id % len(LABELS)]
 
 
-def requested_items(prompt: str) -> list[dict]:
-    """The requirement lines of a rendered checklist prompt (JSON objects with id and text, before the report)."""
-    items = []
+def prompt_objects(prompt: str, *, until: str, keys: tuple[str, ...]) -> list[dict]:
+    """The JSON-object lines of a rendered prompt that carry ``keys``, before the line starting ``until``."""
+    found = []
     for line in prompt.splitlines():
-        if line.startswith("<<<REPORT"):
+        if line.startswith(until):
             break
         if line.startswith("{"):
             try:
                 value = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(value, dict) and "id" in value and "text" in value:
-                items.append(value)
-    return items
+            if isinstance(value, dict) and all(k in value for k in keys):
+                found.append(value)
+    return found
+
+
+def requested_items(prompt: str) -> list[dict]:
+    """The requirement lines of a rendered checklist prompt (JSON objects with id and text, before the report)."""
+    return prompt_objects(prompt, until="<<<REPORT", keys=("id", "text"))
 
 
 def labelled_checklist_responder(request: Request) -> Reply:
@@ -194,17 +199,7 @@ def survey_responder(request: Request) -> Reply:
     high = {"surveylens.rubric": 5, "scisage.quality": 10}.get(step)
     if high is None:
         return Reply.json({})
-    ids = []
-    for line in request.last_message.splitlines():
-        if line.startswith("<<<SURVEY"):
-            break
-        if line.startswith("{"):
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict) and "id" in value and "name" in value:
-                ids.append(value["id"])
+    ids = [value["id"] for value in prompt_objects(request.last_message, until="<<<SURVEY", keys=("id", "name"))]
     return Reply.json({"scores": [{"id": i, "score": survey_score(i, high), "rationale": "loopback"} for i in ids]})
 
 
