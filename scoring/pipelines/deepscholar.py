@@ -119,6 +119,7 @@ from .verdicts import (
     Decision,
     Pending,
     answer_error,
+    answered_in_chunks,
     ask_one_each,
     cost_share,
     reusable,
@@ -618,12 +619,13 @@ class DeepScholarPipeline(BasePipeline):
             if not reusable(existing.get((NUGGET_KIND, n.id, "", 0)), fingerprint(report_hash, n.text), NUGGET_LABELS)
         ]
         batches = [todo[i:i + size] for i in range(0, len(todo), size)]
-        concurrency = max(1, int(config.max_concurrency or 1))
-        for start in range(0, len(batches), concurrency):  # each chunk stored, committed, before the next is asked
-            chunk = batches[start:start + concurrency]
-            calls = [JudgeCall(step=NUGGETS, variables={
-                "report": report.text, "nuggets": [{"id": n.id, "text": n.text} for n, _ in batch]}) for batch in chunk]
-            for batch, answer in zip(chunk, judge.answer_many(calls), strict=True):
+
+        def call_of(batch) -> JudgeCall:
+            return JudgeCall(step=NUGGETS, variables={
+                "report": report.text, "nuggets": [{"id": n.id, "text": n.text} for n, _ in batch]})
+
+        for chunk, answers in answered_in_chunks(judge, batches, call_of, run=run):
+            for batch, answer in zip(chunk, answers, strict=True):
                 self._store_nugget_batch(batch, answer, run=run, report=report)
 
     @staticmethod

@@ -35,6 +35,7 @@ from scoring.metrics import checklist_scores, threshold_from_clip_factor
 from scoring.models import Verdict
 
 from .base import BasePipeline, fingerprint, record_answer, split_evenly
+from .verdicts import answered_in_chunks, reusable
 
 STEP = "deepsynth.checklist_group"
 TARGET_KIND = "checklist_item"
@@ -138,15 +139,6 @@ def group_threshold(group: ChecklistGroup, n_items: int, n_judged: int) -> float
     return min(theta, float(n_judged))
 
 
-def _reusable(verdict: Verdict | None, input_hash: str) -> bool:
-    """A finished verdict on the same question: known label, no error, and (when it recorded
-    one) the same input fingerprint. Verdicts without a fingerprint (imported) are trusted."""
-    if verdict is None or verdict.error or verdict.label not in LABEL_SCORES:
-        return False
-    recorded = verdict.raw_response.get("input_hash") if isinstance(verdict.raw_response, dict) else None
-    return recorded is None or recorded == input_hash
-
-
 class DeepSynthPipeline(BasePipeline):
     protocol = "deepsynth"
 
@@ -170,11 +162,14 @@ class DeepSynthPipeline(BasePipeline):
         calls = []
         for repeat in range(config.repeats):
             for spec in specs:
-                todo = [item for item in spec.items if not _reusable(existing.get((item.id, repeat)), inputs[item.id])]
+                todo = [item for item in spec.items
+                        if not reusable(existing.get((item.id, repeat)), inputs[item.id], LABEL_SCORES)]
                 if todo:
                     stored = frozenset(item.id for item in todo if (item.id, repeat) in existing)
                     calls.append(self._group_call(spec, todo, inputs, repeat, report, stored))
-        self._ask(judge, calls, run=run, report=report, concurrency=int(config.max_concurrency or 1))
+        for chunk, answers in answered_in_chunks(judge, calls, lambda group_call: group_call.call, run=run):
+            for group_call, answer in zip(chunk, answers, strict=True):
+                self._store(group_call, answer, run=run, report=report)
 
     @staticmethod
     def _question(group: ChecklistGroup) -> str:
@@ -199,16 +194,6 @@ class DeepSynthPipeline(BasePipeline):
             target_kind=TARGET_KIND, target_key="", target_id__in=item_ids,
         ).only("id", "target_id", "repeat", "label", "error", "raw_response")
         return {(v.target_id, v.repeat): v for v in rows}
-
-    def _ask(self, judge: Judge, calls: list[GroupCall], *, run, report, concurrency: int) -> None:
-        """Ask in chunks of ``concurrency`` calls through ``judge.answer_many`` (so each backend
-        keeps its own batching and concurrency) and store each chunk's answers, committed,
-        before asking the next: a worker killed mid-job loses at most one chunk of answers."""
-        for start in range(0, len(calls), max(1, concurrency)):
-            chunk = calls[start:start + max(1, concurrency)]
-            answers = judge.answer_many([group_call.call for group_call in chunk])
-            for group_call, answer in zip(chunk, answers, strict=True):
-                self._store(group_call, answer, run=run, report=report)
 
     def _store(self, group_call: GroupCall, answer: JudgeAnswer, *, run, report) -> None:
         config = run.judge_config
@@ -259,7 +244,7 @@ class DeepSynthPipeline(BasePipeline):
             current = locked.get(row.target_id)
             if current is None:
                 to_insert.append(row)
-            elif not _reusable(current, row.raw_response["input_hash"]):
+            elif not reusable(current, row.raw_response["input_hash"], LABEL_SCORES):
                 row.pk, row.created_at, row.updated_at = current.pk, current.created_at, now
                 to_update.append(row)
         Verdict.objects.bulk_create(to_insert, ignore_conflicts=True)

@@ -107,6 +107,7 @@ from .verdicts import (
     Decision,
     Pending,
     answer_error,
+    answered_in_chunks,
     ask_one_each,
     cost_share,
     reusable,
@@ -374,12 +375,9 @@ def parse_scores(answer: JudgeAnswer, ids: Sequence, high: int) -> dict:
 
 
 def ask_scored(judge: Judge, calls: Sequence[ScoredCall], *, run, report, kind: str, high: int) -> None:
-    """Ask calls that each score several targets, in chunks of ``max_concurrency``; each chunk's
-    verdicts (one per target, the call's cost shared between them) are committed before the next."""
-    size = max(1, int(run.judge_config.max_concurrency or 1))
-    for start in range(0, len(calls), size):
-        chunk = calls[start:start + size]
-        answers = judge.answer_many([c.call for c in chunk])
+    """Ask calls that each score several targets with ``answered_in_chunks``; each chunk's verdicts
+    (one per target, the call's cost shared between them) are committed before the next."""
+    for chunk, answers in answered_in_chunks(judge, calls, lambda c: c.call, run=run):
         with transaction.atomic():
             rows = []
             for scored, answer in zip(chunk, answers, strict=True):

@@ -8,7 +8,7 @@ makes duplicates impossible even when two workers race.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -119,6 +119,18 @@ def label_decision(data: Mapping, labels: Mapping[str, float | None]) -> Decisio
     return Decision(label=label, score=labels[label], rationale=str(data.get("rationale") or ""))
 
 
+def answered_in_chunks(judge: Judge, items: Sequence, call_of: Callable[[object], JudgeCall], *,
+                       run) -> Iterator[tuple[Sequence, list[JudgeAnswer]]]:
+    """``(chunk, answers)`` for ``items`` in chunks of the configuration's ``max_concurrency``, each
+    asked through ``judge.answer_many`` (so a backend keeps its own batching and concurrency).
+    A chunk is asked only once the caller has handled the previous one: storing each chunk,
+    committed, before the next means a worker killed mid-job loses at most one chunk of answers."""
+    size = max(1, int(run.judge_config.max_concurrency or 1))
+    for start in range(0, len(items), size):
+        chunk = items[start:start + size]
+        yield chunk, judge.answer_many([call_of(item) for item in chunk])
+
+
 @dataclass
 class Pending:
     """One judge call still to make about one target, and the verdict it will become."""
@@ -141,15 +153,11 @@ def ask_one_each(
     labels: Mapping[str, float | None],
     decide: Callable[[Mapping], Decision] | None = None,
 ) -> None:
-    """Ask each pending call (one target each) in chunks of the configuration's ``max_concurrency``
-    through ``judge.answer_many`` and store each chunk's verdicts, committed, before asking the
-    next: a worker killed mid-job loses at most one chunk of answers. ``decide`` reads an answer's
-    data (default :func:`label_decision`)."""
+    """Ask each pending call (one target each) with :func:`answered_in_chunks` and store each
+    chunk's verdicts in one transaction. ``decide`` reads an answer's data (default
+    :func:`label_decision`)."""
     decide = decide or (lambda data: label_decision(data, labels))
-    size = max(1, int(run.judge_config.max_concurrency or 1))
-    for start in range(0, len(pending), size):
-        chunk = pending[start:start + size]
-        answers = judge.answer_many([p.call for p in chunk])
+    for chunk, answers in answered_in_chunks(judge, pending, lambda p: p.call, run=run):
         with transaction.atomic():
             rows = []
             for item, answer in zip(chunk, answers, strict=True):
