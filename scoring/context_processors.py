@@ -1,8 +1,11 @@
+from django.utils.functional import SimpleLazyObject
+
 from .workers import live_workers
 
 
 def worker_status(request) -> dict:
-    """Every page says when no worker is running, so nobody waits for jobs that cannot start."""
+    """Every page says when no worker is running, so nobody waits for jobs that cannot start.
+    Lazy: only templates that show it (the page layout, not htmx partials) pay its query."""
     if not getattr(request, "user", None) or not request.user.is_authenticated:
         return {}
-    return {"live_workers": live_workers()}
+    return {"live_workers": SimpleLazyObject(live_workers)}

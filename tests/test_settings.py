@@ -27,7 +27,7 @@ def test_production_refuses_to_start_without_a_secret_key(tmp_path):
 def test_embedded_default_is_sqlite_under_var(tmp_path):
     result = run_settings({"DEBUG": "1", "VAR_DIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "django.db.backends.sqlite3"
+    assert result.stdout.strip() == "config.sqlite"  # Django's SQLite backend, writers queued
 
 
 def test_a_malformed_boolean_is_an_error_not_a_guess(tmp_path):
