@@ -8,38 +8,53 @@ slots are counted again under the lock before the claim is written, because the 
 query's snapshot may predate a concurrent claim. ``label_submit`` takes the same row lock.
 """
 
-from django.db import transaction
-from django.db.models import Count, Exists, F, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Label
+from .rawsql import by_pk, first_row, table
 from .services.audit import audit_record
 from .services.claims import claim_create, claim_expire, item_has_free_slot
 from .services.errors import AnnotationError
 from .services.labels import require_labeller
-from .services.locking import first_unlocked, item_lock
+from .services.locking import item_lock, lock_clause
 
 
-def _candidates(*, project: AnnotationProject, user, now):
-    active_claims = (
-        Assignment.objects.filter(item=OuterRef("pk"), status=Assignment.Status.ACTIVE, expires_at__gt=now)
-        .order_by()
-        .values("item")
-        .annotate(n=Count("pk"))
-        .values("n")
+def _first_claimable(*, project: AnnotationProject, user, now, passed_over: list[int]) -> AnnotationItem | None:
+    """The first item in claiming order that the user may take, locked (see the module
+    docstring), or None. Its ORDER BY is the expression index of migration 0005, which the
+    database walks instead of sorting the open items."""
+    item, assignment, label = table(AnnotationItem), table(Assignment), table(Label)
+    passed = f"AND i.id NOT IN ({', '.join(['%s'] * len(passed_over))})" if passed_over else ""
+    sql = f"""
+        SELECT i.* FROM {item} i
+        WHERE i.project_id = %s AND i.status = %s
+          AND (SELECT COUNT(*) FROM {assignment} a WHERE a.item_id = i.id AND a.status = %s AND a.expires_at > %s)
+              < i.labels_needed - i.labels_done
+          AND NOT EXISTS (SELECT 1 FROM {label} l WHERE l.item_id = i.id AND l.annotator_id = %s)
+          AND NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.item_id = i.id AND s.user_id = %s AND s.status = %s)
+          {passed}
+        ORDER BY i.labels_needed - i.labels_done, i.labels_done, i.position, i.id
+        LIMIT 1 {lock_clause(of="i", skip_locked=True)}"""
+    params = [
+        project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, connection.ops.adapt_datetimefield_value(now),
+        user.pk, user.pk, Assignment.Status.SKIPPED, *passed_over,
+    ]
+    return first_row(AnnotationItem, sql, params)
+
+
+def _held_claim(*, project: AnnotationProject, user) -> Assignment | None:
+    """The user's active claim in the project (at most one: ``assignment_one_active``), with
+    its item."""
+    held = first_row(
+        Assignment, f"SELECT * FROM {table(Assignment)} WHERE project_id = %s AND user_id = %s AND status = %s",
+        [project.pk, user.pk, Assignment.Status.ACTIVE],
     )
-    return (
-        AnnotationItem.objects.filter(project=project, status=AnnotationItem.Status.OPEN)
-        .annotate(active_claims=Coalesce(Subquery(active_claims), 0), remaining=F("labels_needed") - F("labels_done"))
-        .filter(active_claims__lt=F("remaining"))
-        .exclude(Exists(Label.objects.filter(item=OuterRef("pk"), annotator=user)))
-        .exclude(Exists(Assignment.objects.filter(item=OuterRef("pk"), user=user, status=Assignment.Status.SKIPPED)))
-        .order_by("remaining", "labels_done", "position", "id")
-    )
+    if held is not None:
+        held.item = by_pk(AnnotationItem, held.item_id)
+    return held
 
 
-@transaction.atomic
 def next_item_for(*, project: AnnotationProject, user, role: str | None = None) -> Assignment | None:
     """Claim the user's next item and return the claim (``assignment.item``), or None when
     nothing is left for them. Asking again while holding an unexpired claim returns that claim.
@@ -50,20 +65,25 @@ def next_item_for(*, project: AnnotationProject, user, role: str | None = None) 
     if role is None:
         project = AnnotationProject.objects.get(pk=project.pk)
     require_labeller(project=project, user=user, role=role)
+    # Returning the claim the user holds is a read: it takes no write lock (on SQLite a write
+    # transaction would queue every page load behind every submission).
+    held = _held_claim(project=project, user=user)
+    if held is not None and held.expires_at > timezone.now() and held.item.status == AnnotationItem.Status.OPEN:
+        return held
+    return _claim_next(project=project, user=user)
+
+
+@transaction.atomic
+def _claim_next(*, project: AnnotationProject, user) -> Assignment | None:
     now = timezone.now()
-    held = (
-        Assignment.objects.select_related("item")
-        .filter(project=project, user=user, status=Assignment.Status.ACTIVE)
-        .first()
-    )
+    held = _held_claim(project=project, user=user)  # again, in the transaction: a second tab may have claimed
     if held is not None:
         if held.expires_at > now and held.item.status == AnnotationItem.Status.OPEN:
             return held
         claim_expire(held, now)
-    candidates = _candidates(project=project, user=user, now=now)
     passed_over: list[int] = []
     while True:
-        item = first_unlocked(candidates.exclude(pk__in=passed_over))
+        item = _first_claimable(project=project, user=user, now=now, passed_over=passed_over)
         if item is None:
             return None
         if item_has_free_slot(item, now):

@@ -18,6 +18,7 @@ from benchmark.models import SETTLED_STATUSES, ChecklistGroup, ChecklistItem, Go
 from benchmark.services.history import snapshot
 from scoring.models import Statement, Verdict
 
+from . import rawsql
 from .models import (
     VERIFY_TARGETS,
     AnnotationItem,
@@ -62,9 +63,15 @@ def project_with_role(*, project_id: int, user) -> tuple[AnnotationProject, str 
     role once per request with this and pass it down."""
     if not getattr(user, "is_authenticated", False):
         return AnnotationProject.objects.get(pk=project_id), None
-    project = AnnotationProject.objects.annotate(
-        my_role=Subquery(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1])
-    ).get(pk=project_id)
+    project = rawsql.first_row(
+        AnnotationProject,
+        f"SELECT p.*, (SELECT m.role FROM {rawsql.table(ProjectMembership)} m"
+        f" WHERE m.project_id = p.id AND m.user_id = %s) AS my_role FROM {rawsql.table(AnnotationProject)} p"
+        " WHERE p.id = %s",
+        [user.pk, project_id],
+    )
+    if project is None:
+        raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
     if project.my_role:
         return project, project.my_role
     return project, Role.CURATOR if is_global_curator(user) else None
@@ -178,6 +185,9 @@ def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
 
 def item_target(item: AnnotationItem) -> Any:
     """The target row of one item (None when it was deleted)."""
+    model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
+    if model is not None and model is not GoldReference:  # a plain row: no related row to read along
+        return rawsql.by_pk(model, item.target_id)
     return item_targets([item])[item.pk]
 
 
@@ -292,7 +302,10 @@ def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
     workspace asks for it: most proposals never need it, and it is the bulk of the panel."""
     if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
         return None
-    tasks = Task.objects.select_related("survey").prefetch_related(*_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
+    tasks = (
+        Task.objects.select_related("survey").defer("survey__full_text")  # megabytes the panel never shows
+        .prefetch_related(*_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
+    )
     return tasks.filter(pk=item.task_id).first()
 
 
@@ -309,11 +322,12 @@ def _project_view(project: AnnotationProject) -> dict:
     }
 
 
-def label_form_context(*, item: AnnotationItem, project: AnnotationProject) -> dict:
+def label_form_context(*, item: AnnotationItem, project: AnnotationProject, target: Any) -> dict:
     """What a label form needs of an item (``forms.label_form_for``): the project and the
     target as an unrevealed labeller sees it — a submission is checked against this before
-    ``label_submit`` takes the item's lock, without reading labels or claims."""
-    return {"project": _project_view(project), "target": target_brief(item, item_target(item), blind=project.blind)}
+    ``label_submit`` takes the item's lock, without reading labels or claims. ``target``: the
+    item's target row (``item_target``), which the caller passes on to ``label_submit``."""
+    return {"project": _project_view(project), "target": target_brief(item, target, blind=project.blind)}
 
 
 def item_context_for(
@@ -503,23 +517,13 @@ def project_item_totals(*, project: AnnotationProject) -> dict:
 
 def own_progress(*, project: AnnotationProject, user) -> dict:
     """The workspace's progress line: the user's own labels and skips in the project
-    (``mine``, exact: one query) and the project's ``project_item_totals``."""
-    mine = (
-        AnnotationProject.objects.filter(pk=project.pk)
-        .annotate(
-            n_labels=Coalesce(Subquery(
-                Label.objects.filter(project=OuterRef("pk"), annotator=user).order_by().values("project")
-                .annotate(n=Count("pk")).values("n")
-            ), 0),
-            n_skips=Coalesce(Subquery(
-                Assignment.objects.filter(project=OuterRef("pk"), user=user, status=Assignment.Status.SKIPPED)
-                .order_by().values("project").annotate(n=Count("pk")).values("n")
-            ), 0),
-        )
-        .values_list("n_labels", "n_skips")
-        .get()
+    (``mine``, exact) and the project's ``project_item_totals``."""
+    labels, skips = rawsql.scalar_row(
+        f"SELECT (SELECT COUNT(*) FROM {rawsql.table(Label)} WHERE project_id = %s AND annotator_id = %s),"
+        f" (SELECT COUNT(*) FROM {rawsql.table(Assignment)} WHERE project_id = %s AND user_id = %s AND status = %s)",
+        [project.pk, user.pk, project.pk, user.pk, Assignment.Status.SKIPPED],
     )
-    return {"mine": {"labels": mine[0], "skips": mine[1]}, **project_item_totals(project=project)}
+    return {"mine": {"labels": labels, "skips": skips}, **project_item_totals(project=project)}
 
 
 def task_curation_status(*, task: Task) -> dict:

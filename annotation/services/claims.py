@@ -1,10 +1,11 @@
 """Claims on items: the slot count and the claim row shared by ``next_item_for`` and the undo
 that hands an item back to its annotator. Call under the item's row lock (``item_lock`` or
-``first_unlocked``): every claimer and submitter takes that lock first.
+``lock_clause``): every claimer and submitter takes that lock first.
 """
 
 from datetime import datetime
 
+from .. import rawsql
 from ..models import AnnotationItem, AnnotationProject, Assignment
 from .audit import audit_record
 
@@ -14,12 +15,23 @@ def claim_expire(assignment: Assignment, now: datetime) -> None:
     assignment.save(update_fields=["status", "ended_at"])
 
 
+def active_claims(item: AnnotationItem) -> list[Assignment]:
+    """The item's claims in status active, expired or not (at most its overlap k)."""
+    return rawsql.rows(
+        Assignment, f"SELECT * FROM {rawsql.table(Assignment)} WHERE item_id = %s AND status = %s",
+        [item.pk, Assignment.Status.ACTIVE],
+    )
+
+
 def item_has_free_slot(item: AnnotationItem, now: datetime) -> bool:
-    """Open, and its labels plus unexpired claims leave room for one more (overlap k)."""
-    claims = Assignment.objects.filter(item=item, status=Assignment.Status.ACTIVE)
-    for claim in claims.filter(expires_at__lte=now):
-        claim_expire(claim, now)
-    active = claims.filter(expires_at__gt=now).count()
+    """Open, and its labels plus unexpired claims leave room for one more (overlap k).
+    Claims found expired are marked so on the way."""
+    active = 0
+    for claim in active_claims(item):
+        if claim.expires_at <= now:
+            claim_expire(claim, now)
+        else:
+            active += 1
     return item.status == AnnotationItem.Status.OPEN and item.labels_done + active < item.labels_needed
 
 

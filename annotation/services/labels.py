@@ -9,6 +9,7 @@ again. Resubmitting the same form (same ``client_token``) returns the first labe
 import uuid
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from benchmark.models import Task
@@ -17,7 +18,7 @@ from benchmark.services.history import StaleEditError, proposable_update
 from ..models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label, PairwisePreference, ReportPair
 from ..selectors import LABELLING_ROLES, item_target, project_role
 from .audit import audit_record
-from .claims import claim_create, claim_release, item_has_free_slot
+from .claims import active_claims, claim_create, claim_release, item_has_free_slot
 from .errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
 from .locking import item_lock
 from .review import item_complete, task_uncurate
@@ -33,12 +34,20 @@ def _token(client_token) -> uuid.UUID:
         raise ValueError(f"client_token: {client_token!r} is not a UUID") from exc
 
 
-def _resubmission(*, annotator, token: uuid.UUID, item_id: int) -> Label | None:
-    first = Label.objects.filter(annotator=annotator, client_token=token).first()
+def _earlier_submission(*, annotator, token: uuid.UUID, item_id: int) -> Label | None:
+    """The annotator's label made with this form (``token``): a resubmission, returned as is.
+    Raises ``ValueError`` when the token was used on another item and ``AlreadyLabelledError``
+    when the annotator labelled this item with another form. One query for both."""
+    earlier = list(
+        Label.objects.filter(Q(client_token=token) | Q(item_id=item_id), annotator=annotator).order_by("id")[:2]
+    )
+    first = next((label for label in earlier if label.client_token == token), None)
     if first is not None and first.item_id != item_id:
         raise ValueError(
             f"client_token: already used for a label on item {first.item_id}; each form needs its own token"
         )
+    if first is None and earlier:
+        raise AlreadyLabelledError(f"you already labelled item {item_id}; undo your last label to change it")
     return first
 
 
@@ -69,7 +78,7 @@ def preference_record(*, label: Label, pair: ReportPair, project: AnnotationProj
 @transaction.atomic
 def label_submit(
     *, item: AnnotationItem, annotator, value: dict, client_token, project: AnnotationProject | None = None,
-    role: str | None = None,
+    role: str | None = None, target=None,
 ) -> Label:
     """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels.
 
@@ -85,35 +94,32 @@ def label_submit(
 
     ``project`` and ``role``: the item's project and the annotator's role in it, when the
     caller (a view) read them at the start of this request; else they are looked up.
+    ``target``: the item's target row when the caller read it in this request to check the
+    form; a verify decision is still applied against the version the reviewers saw
+    (``proposable_update`` re-reads the row under its lock), so an older copy cannot slip in.
     """
     token = _token(client_token)
-    first = _resubmission(annotator=annotator, token=token, item_id=item.pk)
-    if first is not None:
-        return first
     locked = item_lock(item_id=item.pk)
     if project is not None and project.pk == locked.project_id:
         locked.project = project
     else:
         project, role = locked.project, None
-    require_labeller(project=project, user=annotator, role=role)
-    # A concurrent submission of the same form may have committed while we waited for the lock.
-    first = _resubmission(annotator=annotator, token=token, item_id=item.pk)
+    # Under the lock: a concurrent submission of the same form has committed by now.
+    first = _earlier_submission(annotator=annotator, token=token, item_id=locked.pk)
     if first is not None:
         return first
-    if Label.objects.filter(item=locked, annotator=annotator).exists():
-        raise AlreadyLabelledError(
-            f"you already labelled item {locked.pk}; undo your last label to change it"
-        )
+    require_labeller(project=project, user=annotator, role=role)
     if locked.status != AnnotationItem.Status.OPEN:
         raise ItemNotOpenError(f"item {locked.pk} already has all {locked.labels_needed} labels it needs")
-    target = item_target(locked)
+    if target is None or target.pk != locked.target_id:
+        target = item_target(locked)
     clean = value_clean(project=project, target=target, value=value)
     now = timezone.now()
-    claims = Assignment.objects.filter(item=locked, status=Assignment.Status.ACTIVE)
-    own = claims.filter(user=annotator).first()
+    claims = active_claims(locked)
+    own = next((claim for claim in claims if claim.user_id == annotator.pk), None)
     if own is None or own.expires_at <= now:
-        taken = locked.labels_done + claims.filter(expires_at__gt=now).exclude(user=annotator).count()
-        if taken >= locked.labels_needed:
+        others = sum(1 for claim in claims if claim.user_id != annotator.pk and claim.expires_at > now)
+        if locked.labels_done + others >= locked.labels_needed:
             raise ClaimLostError(
                 f"your hold on item {locked.pk} expired and its {locked.labels_needed} slots are taken; "
                 "your label was not saved — ask for the next item"

@@ -8,9 +8,9 @@ IMMEDIATE``, which serializes writers, and we refuse to run if that was changed.
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
-from django.db.models import QuerySet
 
 from ..models import AnnotationItem
+from ..rawsql import by_pk
 
 
 def _check_serialized_writers() -> None:
@@ -23,12 +23,20 @@ def _check_serialized_writers() -> None:
 
 
 def item_lock(*, item_id: int) -> AnnotationItem:
-    """Wait for and lock one item row (call inside a transaction)."""
-    _check_serialized_writers()
-    return AnnotationItem.objects.select_for_update(no_key=True).get(pk=item_id)
+    """Wait for and lock one item row (call inside a transaction); ``AnnotationItem.DoesNotExist``
+    when there is none."""
+    item = by_pk(AnnotationItem, item_id, lock=lock_clause())
+    if item is None:
+        raise AnnotationItem.DoesNotExist(f"no annotation item {item_id}")
+    return item
 
 
-def first_unlocked(queryset: QuerySet) -> object | None:
-    """Lock and return the first row of ``queryset`` that no other transaction holds, or None."""
+def lock_clause(*, of: str = "", skip_locked: bool = False) -> str:
+    """The end of a raw ``SELECT`` that locks the rows it returns: ``FOR NO KEY UPDATE`` on
+    PostgreSQL (``of``: only the rows of that table alias; ``skip_locked``: pass over rows
+    another transaction holds); nothing on SQLite, whose IMMEDIATE transaction already holds
+    the database's one write lock."""
     _check_serialized_writers()
-    return queryset.select_for_update(skip_locked=True, no_key=True, of=("self",)).first()
+    if connection.vendor == "sqlite":
+        return ""
+    return " ".join(["FOR NO KEY UPDATE", *([f"OF {of}"] if of else []), *(["SKIP LOCKED"] if skip_locked else [])])

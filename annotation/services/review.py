@@ -10,13 +10,12 @@ decision the item's task becomes curated once every proposable of the task is se
 import operator
 from functools import reduce
 
-from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef
 from django.utils import timezone
 
-from benchmark.models import SETTLED_STATUSES, Revision, Task
+from benchmark.models import SETTLED_STATUSES, Task
 from benchmark.services.history import StaleEditError, proposable_review
 
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
@@ -41,8 +40,7 @@ def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str,
         raise ReviewConflictError(f"the decision was not applied: {exc}") from exc
     except ValidationError as exc:
         raise ReviewConflictError(f"the decision was not applied: {'; '.join(exc.messages)}") from exc
-    content_type = ContentType.objects.get_for_model(target, for_concrete_model=False)
-    item.applied_revision = Revision.objects.filter(content_type=content_type, object_id=target.pk).latest("id")
+    item.applied_revision = updated.latest_revision
     item.target_version = updated.version
     item.conflict = ""
     if item.task_id:

@@ -1,10 +1,11 @@
 """Who may open which project page, and how refusals look (full page, or a message htmx shows)."""
 
 from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 
 from ..models import AnnotationItem, AnnotationProject
+from ..rawsql import by_pk
 from ..selectors import project_with_role
 
 ALERT_TARGET = "#ws-alert"
@@ -23,7 +24,11 @@ def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
 
 
 def item_in(project: AnnotationProject, item_id: int) -> AnnotationItem:
-    return get_object_or_404(AnnotationItem, pk=item_id, project=project)
+    item = by_pk(AnnotationItem, item_id)
+    if item is None or item.project_id != project.pk:
+        raise Http404("No such item in this project")
+    item.project = project
+    return item
 
 
 def refuse(request, message: str, *, status: int = 403) -> HttpResponse:

@@ -13,7 +13,14 @@ from django.views.decorators.http import require_POST
 from ..assignment import assignment_skip, next_item_for
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
-from ..selectors import LABELLING_ROLES, item_context_for, label_form_context, own_progress, task_material
+from ..selectors import (
+    LABELLING_ROLES,
+    item_context_for,
+    item_target,
+    label_form_context,
+    own_progress,
+    task_material,
+)
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import label_submit, label_undo_last
@@ -158,13 +165,14 @@ def _task_material(request, project, item):
 def label_create(request, project_id: int, item_id: int):
     project, role = project_for(request, project_id)
     item = item_in(project, item_id)
-    form = label_form_for(label_form_context(item=item, project=project), data=request.POST)
+    target = item_target(item)
+    form = label_form_for(label_form_context(item=item, project=project, target=target), data=request.POST)
     if not form.is_valid():
         return _render(request, project, role, item=item, form=form, status=422)
     try:
         label_submit(
             item=item, annotator=request.user, value=form.value(), client_token=form.cleaned_data["client_token"],
-            project=project, role=role,
+            project=project, role=role, target=target,
         )
     except ValueError as exc:
         service_error_attach(form, exc)

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
+from django.db.models import Q
 
 from ..models import Proposable, ReviewStatus, Revision
 
@@ -59,6 +60,26 @@ def revision_record(
     )
 
 
+def _tied_fields(obj: models.Model, changed: set[str]) -> set[str]:
+    """``changed`` plus every field that shares a constraint (unique or check) with one of them."""
+    checked = set(changed)
+    groups = [set(together) for together in obj._meta.unique_together]
+    for constraint in obj._meta.constraints:
+        names = set(getattr(constraint, "fields", ()) or ())
+        condition = getattr(constraint, "condition", None)
+        if isinstance(condition, Q):
+            names |= condition.referenced_base_fields
+        groups.append(names)
+    grew = True
+    while grew:  # a constraint may tie in a field that another constraint ties further
+        grew = False
+        for names in groups:
+            if names & checked and not names <= checked:
+                checked |= names
+                grew = True
+    return checked
+
+
 @transaction.atomic
 def proposable_update(
     *,
@@ -73,7 +94,8 @@ def proposable_update(
     """Apply ``changes`` to an item unless it moved past ``expected_version`` meanwhile.
 
     The row is locked for the check-and-write, so two editors of the same version
-    cannot both succeed: the second gets ``StaleEditError``.
+    cannot both succeed: the second gets ``StaleEditError``. The returned row carries the
+    revision written for the change as ``latest_revision``.
     """
     unknown = set(changes) - set(obj.tracked_fields)
     if unknown:
@@ -84,10 +106,13 @@ def proposable_update(
     before = snapshot(current)
     for name, value in changes.items():
         setattr(current, name, value)
-    current.full_clean()
+    # Only what changed is validated, with every field a constraint ties to it (Django skips a
+    # constraint when any of its fields is excluded): the rest was valid when it was written.
+    checked = _tied_fields(current, set(changes))
+    current.full_clean(exclude=[f.name for f in current._meta.concrete_fields if f.name not in checked])
     current.version += 1
-    current.save()
-    revision_record(
+    current.save(update_fields=[*changes, "version", *(["updated_at"] if hasattr(current, "updated_at") else [])])
+    current.latest_revision = revision_record(
         obj=current, action=action, actor=actor, actor_label=actor_label, before=before, after=snapshot(current), note=note
     )
     return current

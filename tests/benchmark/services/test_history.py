@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from benchmark import models
 from benchmark.models import ChecklistItem, Nugget, Revision
 from benchmark.services.history import StaleEditError, proposable_review, proposable_update, snapshot
 from tests import factories
@@ -100,3 +101,21 @@ def test_review_sets_status_and_records_edits():
         proposable_review(obj=reviewed, status="maybe", expected_version=2)
     assert Nugget.objects.get(pk=nugget.pk).version == 2
     assert ChecklistItem.objects.count() == 0
+
+
+def test_a_change_is_validated_with_the_fields_a_constraint_ties_to_it():
+    # (task, level) is unique: changing the level alone is checked against the task's other prompts
+    first = factories.TaskPromptFactory(level=models.TaskPrompt.Level.GENERAL)
+    second = factories.TaskPromptFactory(task=first.task, level=models.TaskPrompt.Level.DETAIL)
+    with pytest.raises(ValidationError, match="Task and Level already exists"):
+        proposable_update(obj=second, changes={"level": models.TaskPrompt.Level.GENERAL}, expected_version=1)
+    # a group answering a constraint question must stay a constraint group (kind and question together)
+    question = models.ConstraintQuestion.objects.create(task=first.task, text="Does it cover 2023?")
+    group = factories.ChecklistGroupFactory(task=first.task, kind=models.ChecklistGroup.Kind.CONSTRAINT,
+                                            constraint_question=question)
+    with pytest.raises(ValidationError, match="group_question_only_for_constraint"):
+        proposable_update(obj=group, changes={"kind": models.ChecklistGroup.Kind.GENERAL}, expected_version=1)
+    second.refresh_from_db()
+    group.refresh_from_db()
+    assert (second.level, second.version, group.kind, group.version) == ("detail", 1, "constraint", 1)
+    assert revisions_of(second) == [] and revisions_of(group) == []
