@@ -259,7 +259,11 @@ class Label(models.Model):
             models.UniqueConstraint(fields=["annotator", "client_token"], name="label_unique_client_token"),
             models.UniqueConstraint(fields=["item", "annotator"], name="label_one_per_annotator"),
         ]
-        indexes = [models.Index(fields=["project", "annotator", "created_at"])]
+        indexes = [
+            models.Index(fields=["project", "annotator", "created_at"]),
+            # a project's newest label in one index step: the agreement dashboard's fingerprint
+            models.Index(fields=["project", "id"], name="label_project_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.annotator} on item {self.item_id}"
