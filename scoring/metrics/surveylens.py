@@ -17,8 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment, minimize
 from scipy.special import expit
+
+# scipy.optimize is imported where it is used: it weighs ~25 MiB, and the web processes,
+# which import this package for their dashboards, never call it.
 
 from ._validate import as_numeric, check_choice, check_range, check_real, fail
 
@@ -100,6 +102,8 @@ def rams(sim_gen_gold: Any, sim_gen_gen: Any, tau: float, lam: float = 1.0) -> d
     # and among equally many hits the less redundant entries win.
     relative = weights / max(float(weights.max()), np.finfo(float).tiny)
     gain += hit * (_HIT_BONUS * (1.0 + relative / (m + 1)))[:, None]
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(gain, maximize=True)
     matched_hits = hit[rows, cols]
     precision = float(np.sum(weights[rows] * matched_hits) / m)
@@ -169,6 +173,8 @@ def bt_aspect_weights(winner_scores: Any, loser_scores: Any, alpha: float = 0.1,
         value = np.logaddexp(0.0, -margin).sum() + a * (w @ w)
         grad = -(diff.T @ expit(-margin)) + 2.0 * a * w
         return float(value), grad
+
+    from scipy.optimize import minimize
 
     k = diff.shape[1]
     result = minimize(
