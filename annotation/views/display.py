@@ -32,6 +32,16 @@ def _md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)\s]*\)")
+_MD_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>])")
+
+
+def _md_plain(text: str) -> str:
+    """A bibliography entry written in markdown (``\\[[Author 2021](https://…)\\] Title``) as
+    the text a reader sees; the entry's link is shown as its own anchor."""
+    return _MD_ESCAPED.sub(r"\1", _MD_LINK.sub(r"\1", text))
+
+
 # --- Reports with their citations linked to their bibliography --------------------------------
 
 
@@ -81,7 +91,8 @@ def report_view(text: str, *, anchor: str) -> ReportView:
     for start, end, replacement in sorted(cuts, reverse=True):
         body = body[:start] + replacement + body[end:]
     references = [
-        {"anchor": f"{anchor}-{ref.index}", "raw": ref.raw, "title": ref.title, "href": _reference_href(ref)}
+        {"anchor": f"{anchor}-{ref.index}", "text": _md_plain(ref.raw), "title": ref.title,
+         "href": _reference_href(ref)}
         for ref in parsed.references
     ]
     return ReportView(
