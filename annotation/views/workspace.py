@@ -74,39 +74,48 @@ def _render(
         shown = display.kind_view(context, task=context["task"])
         if form is not None and context["project"]["kind"] == Kind.VERIFY:
             shown["fields"] = [dict(row, edit=form.edit_form[row["name"]]) for row in shown.get("fields", [])]
+        # htmx panels load the "add a missing item" form when it is opened (most items never need
+        # it, and building and rendering it is a fifth of the panel); a page shows it inline.
+        add_lazy = bool(request.htmx) and add_form is None and not add_kind and _add_allowed(project, context)
         page.update(
             kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
             display=shown, labels=display.labels_view(context), form=form,
-            add_form=add_form if add_form is not None else _add_form(project, context, kind=add_kind),
-            add_open=add_form is not None or bool(add_kind),
+            add_form=add_form if add_form is not None or add_lazy else _add_form(project, context, kind=add_kind),
+            add_open=add_form is not None or bool(add_kind), add_lazy=add_lazy,
         )
     page["progress"] = own_progress(project=project, user=request.user)
     template = "annotation/_panel.html" if request.htmx else "annotation/workspace.html"
     return render(request, template, page, status=status)
 
 
+def _add_allowed(project: AnnotationProject, context: dict) -> bool:
+    """Whether the item's panel offers to add a missing item: beside a verify proposal of a
+    task, to those who may label, while the project is open."""
+    return bool(
+        addable_kinds(project) and context["task"] is not None and context["role"] in LABELLING_ROLES
+        and project.status == AnnotationProject.Status.OPEN
+    )
+
+
 def _add_form(project: AnnotationProject, context: dict, *, data=None, kind: str = "") -> ProposableAddForm | None:
-    """The "add a missing item" form beside a verify proposal of a task, for those who may label."""
-    kinds = addable_kinds(project)
-    task = context["task"]
-    if not kinds or task is None or context["role"] not in LABELLING_ROLES:
+    """The "add a missing item" form (``_add_allowed``), or None."""
+    if not _add_allowed(project, context):
         return None
-    if project.status != AnnotationProject.Status.OPEN:
-        return None
-    return ProposableAddForm(data, kinds=kinds, task=task, kind=kind)
+    return ProposableAddForm(data, kinds=addable_kinds(project), task=context["task"], kind=kind)
 
 
 def _add_response(request, project, role, item, *, form=None, kind="", added=None, status=200):
-    """The add card alone for htmx (it swaps ``#ws-add``: a kind switch, an error, a success),
-    else the whole workspace page around it."""
+    """The add card alone for htmx (it swaps ``#ws-add``: its first opening, a kind switch, an
+    error, a success), else the whole workspace page around it."""
     if not request.htmx:
         return _render(request, project, role, item=item, add_form=form, add_kind=kind, status=status)
     context = item_context_for(item=item, user=request.user, with_task=True, role=role)
+    opening = form is None and not kind and added is None
     form = form or _add_form(project, context, kind=kind)
     if form is None:
         return refuse(request, ADD_REFUSED)
     page = {"project": project, "ctx": context, "add_form": form, "added": added, "add_open": added is None,
-            "add_swap": True}
+            "add_swap": True, "add_opening": opening}
     return render(request, "annotation/_add_item.html", page, status=status)
 
 

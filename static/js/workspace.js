@@ -18,6 +18,11 @@
     { code: "...", swap: false },
   ];
 
+  // Settle at once: the workspace animates nothing on settle, and htmx wires a swapped panel
+  // (its forms, its hx- attributes) only when it settles; a key pressed in between would meet a
+  // panel that does not answer yet.
+  htmx.config.defaultSettleDelay = 0;
+
   const TEXT_TYPES = /^(text|search|number|email|url|tel|password|date)$/;
   const starts = new Map(); // client_token -> performance.now() when its form first appeared
 
@@ -207,14 +212,36 @@
     return Array.from(card.querySelectorAll("form select, form textarea, form input:not([type=hidden])"));
   }
 
+  // <details data-load="url" data-load-target="selector" data-load-swap="innerHTML|outerHTML">:
+  // the part is fetched when the details first opens. A delegated listener rather than
+  // hx-trigger="toggle": htmx wires the elements of a swapped panel only when it settles, and a
+  // details opened before that (n pressed at once) would never load. A failed load is retried on
+  // the next opening.
+  function onLazyToggle(event) {
+    const details = event.target;
+    if (!details.open || !details.dataset || !details.dataset.load || details.dataset.loading) return;
+    const selector = details.dataset.loadTarget;
+    const target = details.querySelector(selector) || details.closest(selector);
+    if (!target) return;
+    details.dataset.loading = "true";
+    window.htmx
+      .ajax("GET", details.dataset.load, { source: details, target, swap: details.dataset.loadSwap || "innerHTML" })
+      .then(() => details.removeAttribute("data-load"))
+      .finally(() => delete details.dataset.loading);
+  }
+
+  // Opening the card focuses its first field. A card swapped in open fires toggle too, in a race
+  // with its settle (focusAddCard): a field already focused in the card is left alone.
   function onAddToggle(event) {
     const details = event.target;
     if (!details.matches || !details.matches("details[data-add]")) return;
-    if (details.open) addFields(details)[0]?.focus();
-    else details.closest(".ws-item")?.focus({ preventScroll: true });
+    const fields = addFields(details);
+    if (details.open && !fields.includes(document.activeElement)) fields[0]?.focus();
+    else if (!details.open) details.closest(".ws-item")?.focus({ preventScroll: true });
   }
 
-  // After the card was swapped: the kind's first field, the first invalid field, or (added) the item.
+  // After the card was swapped alone (its own settle: htmx wires its form only then): the kind's
+  // first field, the first invalid field, or (added) the item.
   function focusAddCard() {
     const card = document.querySelector("#ws-add[data-focus]");
     if (!card) return false;
@@ -226,14 +253,15 @@
     }
     const fields = addFields(card);
     const invalid = card.querySelector(".invalid textarea, .invalid input, .invalid select");
-    (how === "error" && invalid ? invalid : fields[1] || fields[0])?.focus();
+    // "kind": the form's first opening (the kind to add); "field": the chosen kind's first field
+    (how === "error" && invalid ? invalid : how === "kind" ? fields[0] : fields[1] || fields[0])?.focus();
     return true;
   }
 
   function afterSettle(event) {
     initPanel();
-    if (focusAddCard()) return; // the add card was swapped alone
     const swapped = event.detail.target;
+    if (swapped && swapped.id === "ws-add") focusAddCard();
     if (!swapped || swapped.id !== "workspace") return;
     // A key pressed between the swap and now (e focusing a field) already put the user to
     // work in the new panel: moving the focus would send what they type next to shortcuts.
@@ -254,7 +282,9 @@
   }
 
   document.addEventListener("keydown", onKeyDown);
-  document.addEventListener("toggle", onAddToggle, true); // toggle does not bubble: capture it
+  // toggle does not bubble: capture it
+  document.addEventListener("toggle", onLazyToggle, true);
+  document.addEventListener("toggle", onAddToggle, true);
   document.addEventListener("submit", onSubmitCapture, true);
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-help-open]")) toggleHelp();

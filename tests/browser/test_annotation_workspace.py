@@ -195,6 +195,9 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     press(page, "u")
     assert wait_item(page, fifth) == fourth
     expect(page.locator(".ws-flash")).to_contain_text("Undid your skip")
+    # A slow settle (htmx wires a swapped panel's elements only then) puts the n below before it:
+    # the add form must load all the same.
+    page.evaluate("htmx.config.defaultSettleDelay = 400")
     press(page, "a", "Enter")
     assert wait_item(page, fourth) == fifth
 
@@ -203,6 +206,8 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     expect(page.locator(".ws-proposal")).to_contain_text("fog and darkness")
     press(page, "n")
     expect(page.locator("#ws-add select[name=add-kind]")).to_be_focused()
+    page.wait_for_function("!document.querySelector('#ws-add[data-focus]')")  # the card has settled
+    page.evaluate("htmx.config.defaultSettleDelay = 0")
     expect(page.locator("#ws-add select[name=add-kind]")).to_have_value("nugget")
     press(page, "Tab", "Control+Enter")
     expect(page.locator("#ws-add .error")).to_contain_text("This field is required")

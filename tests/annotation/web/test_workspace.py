@@ -395,6 +395,19 @@ def test_the_verify_panel_offers_to_add_a_missing_item_with_n(as_user, verify_al
     assert html.index('id="ws-add"') > html.index("</form>", html.index('id="label-form"'))
 
 
+def test_the_htmx_panel_loads_the_add_form_when_it_is_opened(as_user, verify_all, alice):
+    client = as_user(alice)  # htmx requests
+    html = body(client.get(url("workspace", verify_all)))
+    item = claim_of(alice, verify_all).item
+    card = html[html.index('id="ws-add"'):]
+    assert f'data-load="{url("add_item", verify_all, item)}"' in card
+    assert 'name="add-kind"' not in html  # not built until the annotator opens it
+    opened = body(client.get(url("add_item", verify_all, item)))
+    assert opened.lstrip().startswith('<section id="ws-add"') and 'data-focus="kind"' in opened
+    assert "<details data-add open" in opened and 'name="add-kind"' in opened and 'name="add-text"' in opened
+    assert "data-load=" not in opened
+
+
 def test_switching_the_kind_shows_its_fields(as_user, verify_all, alice):
     client = as_user(alice)
     client.get(url("workspace", verify_all))
