@@ -31,3 +31,42 @@ def demo_accounts_ensure() -> list[tuple[str, str, str, bool]]:
         _, created = account_ensure(username=username, password=password, role=role, is_staff=role == Role.CURATOR)
         rows.append((username, password, role, created))
     return rows
+
+
+# The demo's annotation projects: (name, kind, demo task set of ``load_demo``, what it is for).
+DEMO_PROJECTS = (
+    ("Demo: review DeepSynth proposals", "verify", "demo-deepsynth",
+     "Accept, edit or reject the checklist items, constraint questions and prompts proposed for the DeepSynth tasks."),
+    ("Demo: compare DeepScholar reports", "pairwise", "demo-deepscholar",
+     "Which of two related-work sections is better? Each pair is shown twice, positions swapped."),
+)
+
+
+def demo_projects_ensure() -> list[tuple[str, int, bool]]:
+    """The demo's annotation projects, created by the demo curator over ``load_demo``'s task
+    sets with both demo annotators as members: ``(name, items, created)``. A project whose
+    task set is missing (no demo data loaded) is left out; an existing one is left as it is."""
+    from benchmark.models import TaskSet
+
+    from ..models import AnnotationProject
+    from .projects import membership_add, project_create
+
+    User = get_user_model()
+    curator = User.objects.get(username=DEMO_ACCOUNTS[0][0])
+    annotators = [User.objects.get(username=name) for name, _, role in DEMO_ACCOUNTS if role == Role.ANNOTATOR]
+    rows = []
+    for name, kind, task_set_name, description in DEMO_PROJECTS:
+        project = AnnotationProject.objects.filter(name=name).first()
+        created = False
+        if project is None:
+            task_set = TaskSet.objects.filter(name=task_set_name).first()
+            if task_set is None:
+                continue
+            with transaction.atomic():
+                project = project_create(name=name, kind=kind, created_by=curator, task_set=task_set,
+                                         description=description)
+                for user in annotators:
+                    membership_add(project=project, user=user, role=Role.ANNOTATOR, actor=curator)
+            created = True
+        rows.append((name, project.items.count(), created))
+    return rows

@@ -54,3 +54,28 @@ def test_demo_load_is_complete_and_idempotent(datasets):
     assert _stamps() == stamps
     assert "task: 88 unchanged" in out.getvalue() and "task set: 4 unchanged" in out.getvalue()
     assert " created" not in out.getvalue() and " updated" not in out.getvalue()
+
+
+def test_demo_accounts_open_a_project_of_each_kind_for_both_annotators(datasets):
+    from annotation.models import AnnotationProject, ProjectMembership, Role
+
+    demo_load(shared_dir=datasets.parent)
+    out = StringIO()
+    call_command("demo_accounts", stdout=out)
+    projects = {p.name: p for p in AnnotationProject.objects.all()}
+    verify, pairwise = projects["Demo: review DeepSynth proposals"], projects["Demo: compare DeepScholar reports"]
+    assert (verify.kind, pairwise.kind) == ("verify", "pairwise")
+    assert verify.items.count() > 100
+    assert pairwise.items.count() == 2 * 4 * 3  # 2 tasks, 4 systems: every ordered pair, positions swapped
+    for project in (verify, pairwise):
+        members = ProjectMembership.objects.filter(project=project, role=Role.ANNOTATOR)
+        assert sorted(members.values_list("user__username", flat=True)) == ["annotator1", "annotator2"]
+    assert "Demo: review DeepSynth proposals — " in out.getvalue() and "(created)" in out.getvalue()
+
+    # Again: nothing new, and the demo data still loads unchanged beside the projects.
+    counts = model_counts()
+    again = StringIO()
+    call_command("demo_accounts", stdout=again)
+    call_command("load_demo", shared_dir=str(datasets.parent), stdout=again)
+    assert model_counts() == counts
+    assert "(created)" not in again.getvalue() and " updated" not in again.getvalue()
