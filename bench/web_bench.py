@@ -10,8 +10,11 @@ For each database (``var/bench_web.sqlite3`` and ``ses_bench_web`` on the Postgr
    under ``CaptureQueriesContext``: production code carries no counter);
 3. serves it with gunicorn (``DEBUG=0``, behind a simulated TLS proxy: ``X-Forwarded-Proto``),
    and drives it from this process over keep-alive HTTP/1.1 connections, one logged-in
-   session (CSRF like a browser) per annotator account: a loop is the htmx GET of the next
-   item, then the htmx POST of its label (accept). Warm-up loops are not counted;
+   session (CSRF like a browser) per annotator account. A loop is what the workspace does for
+   each item: the htmx POST of the shown item's label (accept), whose response is the next
+   item's panel, claimed for the annotator in that request. Each browser opens the workspace
+   once (the htmx GET that claims its first item, outside the loops; its time is a page row of
+   its own). Warm-up loops are not counted;
 4. counts over-assignment from the database afterwards (items with more distinct annotators
    among labels and unexpired claims than the overlap) and items whose counter disagrees with
    their labels.
@@ -191,12 +194,12 @@ def _count_queries(load: WebLoad) -> dict:
 
     probe = Client()
     probe.force_login(User.objects.get(username=info["probe"]))
+    panel = count("open workspace (htmx GET)", probe, "get", f"/annotate/{info['project_id']}/",
+                  headers={"HX-Request": "true"})
     for _ in range(load.query_loops):
-        panel = count("next item (htmx GET)", probe, "get", f"/annotate/{info['project_id']}/",
-                      headers={"HX-Request": "true"})
         action, token = label_form(panel)
-        count("submit label (htmx POST)", probe, "post", action, data={"client_token": token, "decision": "accept"},
-              headers={"HX-Request": "true"})
+        panel = count("loop (htmx POST: label, next item)", probe, "post", action,
+                      data={"client_token": token, "decision": "accept"}, headers={"HX-Request": "true"})
     count("pairwise page", probe, "get", f"/annotate/{info['pairwise_project_id']}/")
     curator = Client()
     curator.force_login(User.objects.get(username=info["curator"]))
@@ -280,6 +283,7 @@ class Browser:
         self.origin = f"https://127.0.0.1:{port}"
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.cookies: dict[str, str] = {}
+        self.panel: str | None = None  # the workspace panel on screen, with its label form
 
     def reconnect(self) -> None:
         """A fresh connection before each phase (the server closes idle keep-alive connections)."""
@@ -326,41 +330,46 @@ class Browser:
         if status != 302 or "sessionid" not in self.cookies:
             raise BenchError(f"login of {username} failed: HTTP {status}")
 
-    def loop(self, project_id: int) -> tuple[float, float]:
-        """Next item, then submit its label; the seconds of each request."""
-        status, panel, next_seconds = self.request("GET", f"/annotate/{project_id}/", htmx=True)
+    def open_workspace(self, project_id: int) -> float:
+        """The htmx GET of the workspace panel (it claims the first item, or returns the one
+        held); its seconds."""
+        self.panel = None
+        status, panel, seconds = self.request("GET", f"/annotate/{project_id}/", htmx=True)
         if status != 200:
-            raise BenchError(f"next item: HTTP {status}")
-        action, token = label_form(panel)
-        csrf = CSRF_FIELD.search(panel)
-        status, body, submit_seconds = self.request("POST", action, htmx=True, data={
+            raise BenchError(f"open the workspace: HTTP {status}")
+        self.panel = panel
+        return seconds
+
+    def loop(self, project_id: int) -> float:
+        """Submit the shown item's label; the response is the next item's panel. Its seconds."""
+        if self.panel is None:  # after an error: open the workspace again, outside the loop
+            self.open_workspace(project_id)
+        action, token = label_form(self.panel)
+        csrf = CSRF_FIELD.search(self.panel)
+        self.panel = None
+        status, body, seconds = self.request("POST", action, htmx=True, data={
             "csrfmiddlewaretoken": csrf.group(1) if csrf else "", "client_token": token, "decision": "accept"})
         if status != 200 or "Saved your label" not in body:
             raise BenchError(f"submit {action}: HTTP {status}")
-        return next_seconds, submit_seconds
+        self.panel = body
+        return seconds
 
 
 @dataclass
 class LoopLog:
     loops: list[float]
-    next_item: list[float]
-    submit: list[float]
     errors: list[str]
 
     @classmethod
     def empty(cls) -> "LoopLog":
-        return cls([], [], [], [])
+        return cls([], [])
 
     def run(self, browser: Browser, project_id: int, count: int) -> None:
         for _ in range(count):
             try:
-                next_seconds, submit_seconds = browser.loop(project_id)
+                self.loops.append(browser.loop(project_id))
             except (BenchError, OSError, http.client.HTTPException) as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
-                continue
-            self.loops.append(next_seconds + submit_seconds)
-            self.next_item.append(next_seconds)
-            self.submit.append(submit_seconds)
 
 
 def _browsers(port: int, usernames: list[str], password: str) -> list[Browser]:
@@ -394,8 +403,6 @@ def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad) -> tupl
     merged = LoopLog.empty()
     for log in logs:
         merged.loops += log.loops
-        merged.next_item += log.next_item
-        merged.submit += log.submit
         merged.errors += log.errors
     return merged, wall
 
@@ -433,8 +440,12 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
             sequential.run(first, project, load.sequential_loops)
             concurrent, wall = _concurrent(annotators, project, load)
             curator = _browsers(server.port, [prepared["curator"]], prepared["password"])[0]
-            pages = {"pairwise page": _page_times(first, f"/annotate/{prepared['pairwise_project_id']}/",
-                                                  load.page_repeats)}
+            pages = {
+                "workspace page (reload: the held item)": _page_times(first, f"/annotate/{project}/",
+                                                                      load.page_repeats),
+                "pairwise page": _page_times(first, f"/annotate/{prepared['pairwise_project_id']}/",
+                                             load.page_repeats),
+            }
             for name, path in DASHBOARDS:
                 pages[f"dashboard {name}"] = _page_times(curator, path, load.page_repeats)
         result.update(

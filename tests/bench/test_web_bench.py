@@ -34,14 +34,15 @@ def _assert_report_shape(result: dict, label: str) -> None:
     assert result["check"]["miscounted_items"] == 0
     rows = {row["figure"]: row for row in figures_of(result)}
     for name in ("sequential loop p95", "8 annotators, loops/s", "8 annotators, loop p95", "errors (both phases)",
-                 "items over their overlap", "queries, next item (htmx GET)", "queries, submit label (htmx POST)",
+                 "items over their overlap", "queries, open workspace (htmx GET)",
+                 "queries, loop (htmx POST: label, next item)", "workspace page (reload: the held item) p95",
                  "pairwise page p95", "dashboard agreement p95", "web worker peak RSS (gunicorn worker, under load)"):
         assert f"{label}: {name}" in rows, name
     assert rows[f"{label}: errors (both phases)"]["value"] == 0
     assert rows[f"{label}: items over their overlap"]["value"] == 0
     assert rows[f"{label}: 8 annotators, loops/s"]["better"] == "higher"
     assert rows[f"{label}: 8 annotators, loops/s"]["value"] > 0
-    assert rows[f"{label}: queries, submit label (htmx POST)"]["value"] > 0
+    assert rows[f"{label}: queries, loop (htmx POST: label, next item)"]["value"] > 0
     assert 20 < rows[f"{label}: web worker peak RSS (gunicorn worker, under load)"]["value"] < 4096
     assert len([name for name in rows if ": dashboard " in name]) == 7
 
