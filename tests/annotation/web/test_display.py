@@ -20,3 +20,13 @@ def test_a_report_bibliography_shows_its_entries_as_text_with_their_links():
     view = report_view(text, anchor="ref-left")
     assert [ref["text"] for ref in view.references] == ["1. [Stephan Zheng' 2021-08-05] The AI Economist"]
     assert view.references[0]["href"]
+
+
+def test_a_report_bibliography_keeps_the_reports_own_numbering():
+    from django.template.loader import render_to_string
+
+    text = "# Related Works\n\nSee [1] and [2].\n\n## References\n\n[1] Saez, E. Kink points.\n[2] Zheng, S. The AI Economist.\n"
+    html = render_to_string("annotation/_bibliography.html", {"references": report_view(text, anchor="r").references})
+    assert '<ul class="ws-refs">' in html and "<ol" not in html  # the list adds no second number
+    assert "[1] Saez, E. Kink points." in html and "[2] Zheng, S. The AI Economist." in html
+    assert "comment" not in html
