@@ -364,13 +364,15 @@ def item_context_for(
         role = project_role(project=project, user=user)
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
-    labels = list(item.labels.select_related("annotator"))
+    revealed = not project.blind or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
+    # Blind and not revealed to a curator: the others' labels are read only once the user's own
+    # exists (an unlabelled item, the workspace's usual case, needs none of them).
+    labels = list((item.labels if revealed else item.labels.filter(annotator=user)).select_related("annotator"))
     own = next((label for label in labels if label.annotator_id == user.pk), None)
-    revealed = (
-        not project.blind
-        or own is not None
-        or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
-    )
+    if own is not None and not revealed:
+        revealed = True
+        labels = list(item.labels.select_related("annotator"))
+        own = next(label for label in labels if label.annotator_id == user.pk)
     target = item_target(item)
     context = {
         "project": _project_view(project),

@@ -21,7 +21,7 @@ from .audit import audit_record
 from .claims import active_claims, claim_create, claim_release, item_has_free_slot
 from .errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
 from .locking import item_lock
-from .review import item_complete, task_uncurate
+from .review import COMPLETED_ITEM_FIELDS, item_complete, task_uncurate
 from .values import value_clean
 
 PREFERENCE_SOURCE = "studio"
@@ -143,9 +143,11 @@ def label_submit(
         actor=annotator, action="label.submit", target_kind="annotation_item", target_id=locked.pk, project=project,
         before=before, after={"label_id": label.pk, "value": clean, "labels_done": locked.labels_done},
     )
+    changed = ["labels_done"]
     if locked.labels_done == locked.labels_needed:
         item_complete(item=locked, actor=annotator, target=target)
-    locked.save()
+        changed += COMPLETED_ITEM_FIELDS
+    locked.save(update_fields=changed)
     return label
 
 

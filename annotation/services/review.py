@@ -57,10 +57,14 @@ def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = 
 
 _UNREAD = object()
 
+# The item fields ``item_complete`` (with ``review_apply``) may change: what its caller saves.
+COMPLETED_ITEM_FIELDS = ("status", "completed_at", "disagreement", "conflict", "applied_revision", "target_version")
+
 
 def item_complete(*, item: AnnotationItem, actor, target=_UNREAD) -> None:
-    """Called under the item's lock when its last label arrived (the caller saves the item).
-    ``target``: the item's target row when the caller read it under the same lock."""
+    """Called under the item's lock when its last label arrived (the caller saves the item's
+    ``COMPLETED_ITEM_FIELDS``). ``target``: the item's target row when the caller read it under
+    the same lock."""
     project = item.project
     labels = list(Label.objects.filter(item=item).order_by("created_at", "id"))
     if target is _UNREAD:
