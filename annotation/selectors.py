@@ -367,7 +367,14 @@ def item_context_for(
     revealed = not project.blind or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
     # Blind and not revealed to a curator: the others' labels are read only once the user's own
     # exists (an unlabelled item, the workspace's usual case, needs none of them).
-    labels = list((item.labels if revealed else item.labels.filter(annotator=user)).select_related("annotator"))
+    if revealed:
+        labels = list(item.labels.select_related("annotator"))
+    else:
+        labels = rawsql.rows(
+            Label, f"SELECT * FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s", [item.pk, user.pk]
+        )
+        for label in labels:
+            label.annotator = user
     own = next((label for label in labels if label.annotator_id == user.pk), None)
     if own is not None and not revealed:
         revealed = True

@@ -8,13 +8,13 @@ again. Resubmitting the same form (same ``client_token``) returns the first labe
 
 import uuid
 
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from benchmark.models import Task
 from benchmark.services.history import StaleEditError, proposable_update
 
+from .. import rawsql
 from ..models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label, PairwisePreference, ReportPair
 from ..selectors import LABELLING_ROLES, item_target, project_role
 from .audit import audit_record
@@ -38,8 +38,12 @@ def _earlier_submission(*, annotator, token: uuid.UUID, item_id: int) -> Label |
     """The annotator's label made with this form (``token``): a resubmission, returned as is.
     Raises ``ValueError`` when the token was used on another item and ``AlreadyLabelledError``
     when the annotator labelled this item with another form. One query for both."""
-    earlier = list(
-        Label.objects.filter(Q(client_token=token) | Q(item_id=item_id), annotator=annotator).order_by("id")[:2]
+    token_db = Label._meta.get_field("client_token").get_db_prep_value(token, connection)
+    earlier = rawsql.rows(
+        Label,
+        f"SELECT * FROM {rawsql.table(Label)} WHERE annotator_id = %s AND (client_token = %s OR item_id = %s)"
+        " ORDER BY id LIMIT 2",
+        [annotator.pk, token_db, item_id],
     )
     first = next((label for label in earlier if label.client_token == token), None)
     if first is not None and first.item_id != item_id:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from benchmark.models import SETTLED_STATUSES, Task
 from benchmark.services.history import StaleEditError, proposable_review
 
+from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
 from ..selectors import is_global_curator, item_target, project_role, task_curation_status
 from .audit import audit_record
@@ -66,7 +67,9 @@ def item_complete(*, item: AnnotationItem, actor, target=_UNREAD) -> None:
     ``COMPLETED_ITEM_FIELDS``). ``target``: the item's target row when the caller read it under
     the same lock."""
     project = item.project
-    labels = list(Label.objects.filter(item=item).order_by("created_at", "id"))
+    labels = rawsql.rows(
+        Label, f"SELECT * FROM {rawsql.table(Label)} WHERE item_id = %s ORDER BY created_at, id", [item.pk]
+    )
     if target is _UNREAD:
         target = item_target(item)
     judge_label = target.label if project.kind == AnnotationProject.Kind.AGREEMENT and target is not None else None
