@@ -128,12 +128,12 @@ def label_submit(
                 f"your hold on item {locked.pk} expired and its {locked.labels_needed} slots are taken; "
                 "your label was not saved — ask for the next item"
             )
+    # No savepoint around the insert: on a conflict the whole submission is refused and rolled back.
     try:
-        with transaction.atomic():
-            label = Label.objects.create(
-                project=project, item=locked, annotator=annotator, value=clean, client_token=token, assignment=own,
-                created_at=now,
-            )
+        label = Label.objects.create(
+            project=project, item=locked, annotator=annotator, value=clean, client_token=token, assignment=own,
+            created_at=now,
+        )
     except IntegrityError as exc:  # the same token raced in for another item
         raise ValueError("client_token: already used for another label; each form needs its own token") from exc
     if own is not None:

@@ -45,6 +45,22 @@ def test_a_token_cannot_be_reused_for_another_item(owner, alice):
         label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
 
 
+def test_a_token_racing_in_for_another_item_is_refused_and_nothing_of_it_is_stored(owner, alice, monkeypatch):
+    """The insert's unique key catches what the check under the item's lock cannot see: the
+    same form submitted for another item at the same moment (that item's lock is another)."""
+    project = agreement_project(owner, [alice])
+    first, second = project.items.order_by("position")[:2]
+    form = token()
+    label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=form)
+    monkeypatch.setattr(labels_module, "_earlier_submission", lambda **kwargs: None)  # the race's blind spot
+    with pytest.raises(ValueError, match="already used for another label"):
+        label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
+    second.refresh_from_db()
+    assert second.labels_done == 0 and not Label.objects.filter(item=second).exists()
+    assert AuditEvent.objects.filter(action="label.submit").count() == 1
+    label_submit(item=second, annotator=alice, value={"label": "omitted"}, client_token=token())  # usable after
+
+
 def test_a_second_different_submission_is_an_error(owner, alice):
     project = agreement_project(owner, [alice], overlap=2)
     item = project.items.first()
