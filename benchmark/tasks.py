@@ -17,6 +17,7 @@ from .services.exports import export_execute
     retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=8,
 )
 def run_export(self, job_id: int) -> str:
-    if not ExportJob.objects.filter(pk=job_id).exists():
-        return "missing"  # deleted before a worker got to it
-    return export_execute(job_id=job_id, worker=self.request.hostname or "").status
+    try:
+        return export_execute(job_id=job_id, worker=self.request.hostname or "").status
+    except ExportJob.DoesNotExist:
+        return "missing"  # deleted (cancelled) before a worker got to it

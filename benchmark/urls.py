@@ -14,4 +14,5 @@ urlpatterns = [
     path("exports/new/", views_exports.export_create, name="export_create"),
     path("exports/<int:job_id>/row/", views_exports.export_row, name="export_row"),
     path("exports/<int:job_id>/download/", views_exports.export_download, name="export_download"),
+    path("exports/<int:job_id>/delete/", views_exports.export_delete, name="export_delete"),
 ]

@@ -1,6 +1,6 @@
 """Pages for task sets and exports: the set list and detail (tasks, versions, hash, changelog,
 export form), the export form's POST, the user's export jobs with live progress (each
-running row polls itself every second and stops once done), and the download.
+running row polls itself every second and stops once done), the download and the deletion.
 
 Views only translate: ``benchmark.services.exports`` decides who may export and see what.
 """
@@ -18,6 +18,7 @@ from annotation.selectors import is_global_curator, projects_for
 
 from .models import ExportJob, TaskSet
 from .services.exports import (
+    export_delete as export_delete_job,
     export_file,
     export_get,
     export_request,
@@ -106,3 +107,23 @@ def export_download(request, job_id: int):
     except ValueError as exc:
         return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
     return FileResponse(path.open("rb"), as_attachment=True, filename=job.filename, content_type="application/zip")
+
+
+@require_POST
+@login_required
+def export_delete(request, job_id: int):
+    """Delete an export (cancel it while queued). htmx swaps the row away, or back with the
+    reason it stays; without JavaScript the list comes back with a message."""
+    try:
+        export_delete_job(job_id=job_id, user=request.user)
+    except ExportJob.DoesNotExist:
+        raise Http404("No such export") from None
+    except ValueError as exc:
+        if request.htmx:
+            return render(request, "benchmark/exports/_row.html", {"job": _job(request, job_id), "row_error": exc})
+        messages.error(request, f"Not deleted: {exc}")
+        return redirect("benchmark:export_list")
+    if request.htmx:
+        return HttpResponse("")
+    messages.success(request, f"Export #{job_id} deleted, with its file.")
+    return redirect("benchmark:export_list")

@@ -16,7 +16,14 @@ from rest_framework.response import Response
 from annotation.exporters import FORMATS as ANNOTATION_FORMATS
 
 from ..models import ExportJob
-from ..services.exports import TASKSET_FORMATS, export_file, export_get, export_request, exports_for
+from ..services.exports import (
+    TASKSET_FORMATS,
+    export_delete,
+    export_file,
+    export_get,
+    export_request,
+    exports_for,
+)
 from .common import Api, ListApi, input_of
 
 
@@ -84,6 +91,12 @@ class ExportDetailApi(Api):
     def get(self, request, pk: int):
         job = export_get(job_id=pk, user=request.user)
         return Response(self.OutputSerializer(job, context={"request": request}).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, pk: int):
+        """Delete the export and its file (cancel it while queued); 400 while it is running."""
+        export_delete(job_id=pk, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ExportDownloadApi(Api):

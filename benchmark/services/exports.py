@@ -6,6 +6,7 @@ by a Celery worker into ``VAR_DIR/exports`` (never inside a request), with progr
 * ``export_execute`` (the task's one call) writes the bundle to a temporary file in the same
   folder and renames it into place only when it is complete, then records size and sha256;
   any failure is recorded on the job with its reason and the temporary file is removed.
+* ``export_delete`` removes a job (cancels it while queued) and its file.
 * A bundle is a zip: the data files of the format and ``manifest.json``. Task-set bundles are
   deterministic (fixed entry times, sorted keys, no export time inside), so exporting an
   unchanged set twice gives the same bytes and the same sha256.
@@ -487,6 +488,23 @@ def export_get(*, job_id: int, user) -> ExportJob:
     if job is None or not export_visible(job=job, user=user):
         raise ExportJob.DoesNotExist(f"no export {job_id}")
     return job
+
+
+def export_delete(*, job_id: int, user) -> None:
+    """Delete an export and its file: the requester or a curator (``export_get``: others get
+    ``ExportJob.DoesNotExist``). A queued job is cancelled; a running one cannot be deleted
+    (``ValueError``) until it is done or failed. The file goes once the row's deletion commits."""
+    with transaction.atomic():
+        locked = ExportJob.objects.select_for_update().filter(pk=job_id).first()  # the worker's claim waits
+        job = export_get(job_id=job_id, user=user) if locked is not None else None
+        if job is None:
+            raise ExportJob.DoesNotExist(f"no export {job_id}")
+        if locked.status == ExportJob.Status.RUNNING:
+            raise ValueError(f"export {job_id} is running; delete it once it is done or failed")
+        locked.delete()
+        if locked.file_path:
+            path = exports_dir() / locked.file_path
+            transaction.on_commit(lambda: path.unlink(missing_ok=True))
 
 
 def export_file(*, job: ExportJob) -> Path:

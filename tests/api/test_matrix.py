@@ -43,6 +43,19 @@ def _export(w):
     return {"pk": w.objs["export"].pk}
 
 
+def _fresh_export(w):
+    """A finished export of its own for a deletion cell (the shared one stays for the others)."""
+    from benchmark.models import ExportJob
+
+    job = ExportJob.objects.create(kind="annotations", parameters={"project": w.project_a.pk, "format": "jsonl"},
+                                   requested_by=w.users["curator"], filename="matrix-delete.zip")
+    return {"pk": job.pk}
+
+
+# The curator deletes it; the admin, asking next, finds it gone.
+DELETE_OWN_EXPORT = (403, 404, 404, 404, 204, 404)
+
+
 PROPOSABLE = ("prompt", "constraint-question", "checklist-group", "checklist-item", "gold-reference", "nugget",
               "rubric-criterion")
 
@@ -65,7 +78,7 @@ API = {
     # Export jobs: the service decides (an empty body is a 400 for everyone signed in); a job
     # is seen by its requester (the curator here) and curators, and does not exist for others.
     "export-list": [("get", None, None, READ), ("post", None, {}, (403, 400, 400, 400, 400, 400))],
-    "export-detail": [("get", _export, None, OWN_EXPORT)],
+    "export-detail": [("get", _export, None, OWN_EXPORT), ("delete", _fresh_export, None, DELETE_OWN_EXPORT)],
     "export-download": [("get", _export, None, OWN_EXPORT)],
     "judgeconfig-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
     "judgeconfig-detail": [("get", lambda w: {"pk": w.project_a.judge_config_id}, None, READ)],
@@ -140,6 +153,7 @@ PAGES = {
     "benchmark:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
     "benchmark:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
     "benchmark:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
+    "benchmark:export_delete": [("get", lambda w: {"job_id": _export(w)["pk"]}, (405,) * 6)],  # POST only: test_exports.py
     "benchmark:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
     "annotation:project_list": [("get", None, PAGE)],
     "annotation:workspace": [("get", _project, None)],

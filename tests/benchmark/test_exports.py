@@ -9,7 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from benchmark.models import ExportJob, ReviewStatus, TaskPrompt
-from benchmark.services.exports import export_request, taskset_bundle_write
+from benchmark.services.exports import export_delete, export_request, taskset_bundle_write
 from benchmark.services.history import proposable_review, proposable_update
 from benchmark.services.tasksets import taskset_create, taskset_freeze, taskset_new_version, taskset_update
 from benchmark.tasks import run_export
@@ -224,3 +224,72 @@ def test_task_set_pages_show_versions_hash_changes_and_the_form_to_curators(owne
     client.force_login(annotator("bo"))
     assert 'id="export-form"' not in client.get(f"/benchmark/task-sets/{v2.pk}/").content.decode()
     assert client.get(f"/benchmark/exports/{job.pk}/row/").status_code == 404
+
+
+def test_deleting_an_export_removes_its_row_and_file_and_cancels_a_queued_one(
+        owner, enqueued, var_dir, django_capture_on_commit_callbacks):
+    task_set = taskset_create(name="to delete", tasks=[rich_task()])
+    with django_capture_on_commit_callbacks(execute=True):
+        done = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+        queued = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+    run_export(enqueued.pop(0))
+    done.refresh_from_db()
+    path = var_dir / "exports" / done.file_path
+    assert done.status == "done" and path.is_file()
+
+    # Not the requester, not a curator: as if it did not exist; nothing changes.
+    with pytest.raises(ExportJob.DoesNotExist):
+        export_delete(job_id=done.pk, user=annotator("bo"))
+    # Running: refused with the reason, kept.
+    ExportJob.objects.filter(pk=queued.pk).update(status="running")
+    with pytest.raises(ValueError, match="running"):
+        export_delete(job_id=queued.pk, user=owner)
+    ExportJob.objects.filter(pk=queued.pk).update(status="queued")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        export_delete(job_id=done.pk, user=owner)
+        export_delete(job_id=queued.pk, user=curator("cy"))  # any curator may
+    assert not ExportJob.objects.filter(pk__in=[done.pk, queued.pk]).exists()
+    assert not path.exists() and list((var_dir / "exports").iterdir()) == []
+    assert run_all(enqueued) is None and enqueued == []  # the cancelled job's message finds nothing
+
+
+def test_the_export_list_deletes_a_row_with_htmx_or_a_plain_form(owner, enqueued, client,
+                                                                 django_capture_on_commit_callbacks):
+    task_set = taskset_create(name="rows", tasks=[rich_task()])
+    with django_capture_on_commit_callbacks(execute=True):
+        first = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+        second = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+    run_all(enqueued)
+    client.force_login(owner)
+    page = client.get("/benchmark/exports/").content.decode()
+    assert f'hx-post="/benchmark/exports/{first.pk}/delete/"' in page and "Delete export" in page
+
+    swapped = client.post(f"/benchmark/exports/{first.pk}/delete/", headers={"HX-Request": "true"})
+    assert swapped.status_code == 200 and swapped.content == b""  # the row is swapped away
+    plain = client.post(f"/benchmark/exports/{second.pk}/delete/", follow=True)
+    assert plain.redirect_chain[-1][0] == "/benchmark/exports/"
+    assert f"Export #{second.pk} deleted" in plain.content.decode()
+    assert not ExportJob.objects.exists()
+    assert client.post(f"/benchmark/exports/{second.pk}/delete/").status_code == 404
+
+    with django_capture_on_commit_callbacks(execute=True):
+        running = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+    ExportJob.objects.filter(pk=running.pk).update(status="running")
+    kept = client.post(f"/benchmark/exports/{running.pk}/delete/", headers={"HX-Request": "true"})
+    assert kept.status_code == 200 and "Not deleted: export" in kept.content.decode()
+    assert f'id="export-{running.pk}"' in kept.content.decode() and ExportJob.objects.filter(pk=running.pk).exists()
+
+
+def test_api_deletes_an_export(owner, enqueued, django_capture_on_commit_callbacks):
+    task_set = taskset_create(name="api delete", tasks=[rich_task()])
+    with django_capture_on_commit_callbacks(execute=True):
+        job = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+    client = APIClient()
+    client.force_login(owner)
+    ExportJob.objects.filter(pk=job.pk).update(status="running")
+    refused = client.delete(f"/api/exports/{job.pk}/")
+    assert refused.status_code == 400 and "running" in refused.json()["detail"]
+    ExportJob.objects.filter(pk=job.pk).update(status="queued")
+    assert client.delete(f"/api/exports/{job.pk}/").status_code == 204
+    assert client.get(f"/api/exports/{job.pk}/").status_code == 404

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from django.db import connection
+from playwright.sync_api import expect
 
 from benchmark.importers.catalogue import run_import
 from benchmark.models import ExportJob, Task
@@ -82,3 +83,16 @@ def test_a_curator_exports_a_task_set_and_downloads_it(page, live_server, login,
     # The finished row no longer polls.
     assert row.get_attribute("hx-trigger") is None
     assert task_set.pk == job.parameters["task_set"]
+
+    # Delete it: the browser asks first; dismissing keeps it, accepting removes the row and the file.
+    path = tmp_path / "exports" / job.file_path
+    questions = []
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+    row.locator("button", has_text="Delete").click()
+    expect(row).to_be_visible()
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
+    row.locator("button", has_text="Delete").click()
+    expect(row).to_have_count(0)
+    assert questions == [f"Delete export #{job.pk} and its file?"] * 2
+    assert not ExportJob.objects.filter(pk=job.pk).exists() and not path.exists()
+    screenshot("exports-list-deleted")
