@@ -365,21 +365,14 @@ def item_context_for(
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
     revealed = not project.blind or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
-    # Blind and not revealed to a curator: the others' labels are read only once the user's own
-    # exists (an unlabelled item, the workspace's usual case, needs none of them).
-    if revealed:
-        labels = list(item.labels.select_related("annotator"))
-    else:
-        labels = rawsql.rows(
-            Label, f"SELECT * FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s", [item.pk, user.pk]
+    if not revealed:  # blind: revealed by the user's own label; an unlabelled item reads no label
+        (revealed,) = rawsql.scalar_row(
+            f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s)",
+            [item.pk, user.pk],
         )
-        for label in labels:
-            label.annotator = user
+        revealed = bool(revealed)
+    labels = list(item.labels.select_related("annotator")) if revealed else []
     own = next((label for label in labels if label.annotator_id == user.pk), None)
-    if own is not None and not revealed:
-        revealed = True
-        labels = list(item.labels.select_related("annotator"))
-        own = next(label for label in labels if label.annotator_id == user.pk)
     target = item_target(item)
     context = {
         "project": _project_view(project),
