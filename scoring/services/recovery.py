@@ -22,13 +22,15 @@ from ..workers import live_workers
 logger = logging.getLogger(__name__)
 
 
-def work_of_dead_workers_requeue() -> dict[str, int]:
-    """Put orphaned batches and export jobs back to their queued state and enqueue them again."""
+def work_of_dead_workers_requeue(*, lost: list[str] = ()) -> dict[str, int]:
+    """Put orphaned batches and export jobs back to their queued state and enqueue them again.
+    ``lost``: workers known to have died, whose work is orphaned even where a new worker of the
+    same name is alive now."""
     from benchmark.tasks import run_export
 
     from ..tasks import propose_batch
 
-    alive = [w.hostname for w in live_workers()]
+    alive = [w.hostname for w in live_workers() if w.hostname not in lost]
     requeued = {}
     for model, running, queued, task in (
         (ProposalBatch, ProposalBatch.Status.RUNNING, ProposalBatch.Status.PENDING, propose_batch),

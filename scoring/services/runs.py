@@ -12,7 +12,9 @@ it with the dead worker's connection). Such an orphan is claimable again when it
 message is redelivered, and ``jobs_recover`` (run when a worker starts and every
 ``JOB_RECOVERY_SECONDS`` in each worker's heartbeat thread) or
 ``run_resume`` re-enqueues it — needed because the filesystem broker deletes a message
-when it hands it out, so a SIGKILLed worker's message is gone. Whatever a job stored
+when it hands it out, so a SIGKILLed worker's message is gone. For the same reason, when a
+worker is found lost (``scoring.workers.lost_workers_take``), the pending jobs are enqueued
+again: it may have taken their messages without starting them. Whatever a job stored
 before the kill stays: verdicts are committed as each judge answer arrives and are
 reused, never duplicated, when the job runs again.
 
@@ -158,26 +160,34 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     return run
 
 
-def jobs_recover() -> dict[str, int]:
+def jobs_recover(*, redeliver_pending: bool = False) -> dict[str, int]:
     """Re-enqueue jobs of running runs that a dead worker left ``running`` (PostgreSQL only:
     elsewhere a live worker's job cannot be told apart), and finalize runs whose jobs have
     all settled but whose finalization was lost. Called when a worker starts and periodically
-    by every worker (``scoring.workers.HeartbeatThread``)."""
-    requeued, finalized = [], 0
-    if connection.vendor == "postgresql":
-        with transaction.atomic():
+    by every worker (``scoring.workers.HeartbeatThread``).
+
+    ``redeliver_pending`` (a worker was lost): enqueue the pending jobs of running runs again
+    as well — the lost worker may have taken their messages and died before starting them. A
+    job whose message arrives twice runs once: the second finds it claimed (``job_execute``)."""
+    requeued, redelivered, finalized = [], [], 0
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
             running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
             requeued = sorted(_orphaned_jobs(running))
             now = timezone.now()
             RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, updated_at=now)
-            _enqueue_jobs(requeued)
+        if redeliver_pending:
+            pending = RunJob.objects.filter(status=Job.PENDING, run__status=Run.RUNNING).exclude(pk__in=requeued)
+            redelivered = sorted(pending.values_list("pk", flat=True))
+        _enqueue_jobs(requeued + redelivered)
     active = RunJob.objects.filter(run=OuterRef("pk"), status__in=ACTIVE_JOB_STATUSES)
     for run in EvaluationRun.objects.filter(status=Run.RUNNING).exclude(Exists(active)):
         run_finalize(run=run)
         finalized += 1
-    if requeued or finalized:
-        logger.warning("recovered %d orphaned job(s), finalized %d settled run(s)", len(requeued), finalized)
-    return {"requeued": len(requeued), "finalized": finalized}
+    if requeued or redelivered or finalized:
+        logger.warning("recovered %d orphaned job(s), enqueued %d pending job(s) again, finalized %d settled run(s)",
+                       len(requeued), len(redelivered), finalized)
+    return {"requeued": len(requeued), "redelivered": len(redelivered), "finalized": finalized}
 
 
 # --- executing one job -------------------------------------------------------------------

@@ -8,6 +8,7 @@ from django.utils import timezone
 from benchmark.models import ExportJob
 from scoring.models import ProposalBatch, WorkerHeartbeat
 from scoring.services.recovery import work_of_dead_workers_requeue
+from scoring.workers import lost_workers_take, recover_orphaned_work
 from tests.annotation_factories import JudgeConfigFactory
 from tests.factories import UserFactory
 
@@ -46,3 +47,32 @@ def test_work_of_a_dead_worker_is_requeued_and_work_of_a_live_one_or_a_command_i
     assert ExportJob.objects.get(pk=exports["alive@host"].pk).status == "running"
     assert ProposalBatch.objects.get(pk=finished.pk).status == "finished"
     assert work_of_dead_workers_requeue() == {"proposalbatch_requeued": 0, "exportjob_requeued": 0}
+
+
+def test_lost_workers_are_taken_once_stale_rows_and_a_starting_workers_predecessor(settings):
+    settings.WORKER_HEARTBEAT_SECONDS = 10
+    beat("alive@host", 1)
+    beat("killed@host", 3600)
+    beat("restarting@host", 1)  # killed a moment ago; a new worker of that name is starting
+    assert lost_workers_take() == ["killed@host"]
+    assert lost_workers_take() == []  # acted on once
+    assert lost_workers_take(starting="restarting@host") == ["restarting@host"]
+    assert list(WorkerHeartbeat.objects.values_list("hostname", flat=True)) == ["alive@host"]
+
+
+def test_a_lost_worker_requeues_its_work_even_under_a_name_alive_again(django_capture_on_commit_callbacks,
+                                                                       monkeypatch):
+    beat("restarted@host", 1)  # the new worker of the name already beats
+    user = UserFactory()
+    export = ExportJob.objects.create(kind="taskset", requested_by=user, status="running", worker="restarted@host")
+    enqueued, recovered = [], []
+    monkeypatch.setattr("benchmark.tasks.run_export.delay", enqueued.append)
+    monkeypatch.setattr("scoring.workers.jobs_recover", lambda **kw: recovered.append(kw) or {})
+    with django_capture_on_commit_callbacks(execute=True):
+        assert work_of_dead_workers_requeue()["exportjob_requeued"] == 0  # alive, as far as anyone knows
+        recover_orphaned_work(lost=["restarted@host"])
+    assert enqueued == [export.pk] and ExportJob.objects.get(pk=export.pk).status == "queued"
+    assert recovered == [{"redeliver_pending": True}]
+    with django_capture_on_commit_callbacks(execute=True):
+        recover_orphaned_work()  # nothing lost: pending jobs are not sent again
+    assert recovered[-1] == {"redeliver_pending": False}

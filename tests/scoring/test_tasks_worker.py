@@ -119,6 +119,12 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
             # the waiting command must notice the dead worker before a new one appears
             wait_for(lambda: "No Celery worker is alive" in command_log.read_text(), 60,
                      "the command to notice the dead worker", command_log, process=command)
+            # As if the killed worker had taken every queued message before it died (the
+            # filesystem broker deletes a message when it hands it out): the pending jobs'
+            # messages are gone, and only the lost worker's recovery can bring them back.
+            pending_at_kill = run.jobs.filter(status=RunJob.Status.PENDING).count()
+            for message in (tmp_path / "broker" / "queue").iterdir():
+                message.unlink()
             second = start_worker(env, "second@test", log)
             command.wait(timeout=120)
             out = command_log.read_text()
@@ -135,6 +141,7 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         assert f"run #{run.pk} finished" in out and "[##############################] 8/8 jobs" in out
         assert set(run.jobs.values_list("status", flat=True)) == {"done"}
         assert all(run.jobs.get(pk=pk).attempts == 2 for pk in orphans)  # reclaimed after the kill
+        assert pending_at_kill > 0 and "enqueued %d pending job(s) again" % pending_at_kill in log.read_text()
 
         # nothing finished was lost or redone, and nothing is duplicated
         verdicts = Verdict.objects.filter(judge_config=config)

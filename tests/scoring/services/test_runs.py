@@ -267,7 +267,7 @@ def test_a_job_left_running_by_a_dead_worker_is_reclaimed_and_recovered(setup, s
     orphan = run.jobs.order_by("pk").first()
     RunJob.objects.filter(pk=orphan.pk).update(status=Job.RUNNING, attempts=1)  # its worker died: no lock held
     with django_capture_on_commit_callbacks(execute=True):
-        assert jobs_recover() == {"requeued": 1, "finalized": 0}
+        assert jobs_recover() == {"requeued": 1, "redelivered": 0, "finalized": 0}
     assert sent == [("execute", orphan.pk)]
     assert job_execute(job_id=orphan.pk, judge=ScriptedJudge(), enqueue=False) == "done"
     orphan.refresh_from_db()
@@ -276,6 +276,24 @@ def test_a_job_left_running_by_a_dead_worker_is_reclaimed_and_recovered(setup, s
     # a redelivered message finds a running job that nobody holds, and claims it
     RunJob.objects.filter(pk=orphan.pk).update(status=Job.RUNNING)
     assert job_execute(job_id=orphan.pk, judge=ScriptedJudge(), enqueue=False) == "done"
+
+
+@pytest.mark.django_db
+def test_a_lost_worker_gets_the_pending_jobs_enqueued_again_and_each_still_runs_once(
+        setup, sent, django_capture_on_commit_callbacks):
+    """The filesystem broker deletes a message when it hands it out: a worker killed between
+    taking a job's message and claiming the job leaves it pending with no message anywhere."""
+    run = run_start(run=create(setup), enqueue=False)
+    done, lost, *others = run.jobs.order_by("pk")
+    assert job_execute(job_id=done.pk, judge=ScriptedJudge(), enqueue=False) == "done"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs_recover()["redelivered"] == 0  # no worker lost: nothing is sent twice
+    assert sent == []
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs_recover(redeliver_pending=True) == {"requeued": 0, "redelivered": 1 + len(others), "finalized": 0}
+    assert sorted(sent) == sorted(("execute", job.pk) for job in [lost, *others])
+    assert job_execute(job_id=lost.pk, judge=ScriptedJudge(), enqueue=False) == "done"
+    assert job_execute(job_id=lost.pk, judge=ScriptedJudge(), enqueue=False) == "skipped"  # its old message, if any
 
 
 @pytest.mark.django_db(transaction=True)
