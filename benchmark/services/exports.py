@@ -410,14 +410,14 @@ def _file_digest(path: Path) -> str:
 
 
 def export_execute(*, job_id: int, worker: str = "") -> ExportJob:
-    """Run one queued job (or one a dead worker left running) to done or failed; ``worker`` is the
-    Celery worker's hostname, recorded so that the job can be re-queued if that worker dies."""
+    """Run one queued job to done or failed; ``worker`` is the Celery worker's hostname, recorded
+    so that the job can be re-queued if that worker dies (``scoring.services.recovery`` puts it
+    back to queued). Only a queued job is claimed, so a second message for a job runs nothing."""
     now = timezone.now()
     if not ExportJob.objects.filter(pk=job_id).exists():
         raise ExportJob.DoesNotExist(f"no export job {job_id}")
-    claimed = ExportJob.objects.filter(
-        pk=job_id, status__in=(ExportJob.Status.QUEUED, ExportJob.Status.RUNNING)
-    ).update(status=ExportJob.Status.RUNNING, started_at=now, updated_at=now, error="", worker=worker)
+    claimed = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.QUEUED).update(
+        status=ExportJob.Status.RUNNING, started_at=now, updated_at=now, error="", worker=worker)
     job = ExportJob.objects.select_related("requested_by").get(pk=job_id)
     if not claimed:
         return job

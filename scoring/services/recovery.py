@@ -1,4 +1,5 @@
-"""Re-queue proposal batches and export jobs that a dead Celery worker left running.
+"""Re-queue proposal batches and export jobs that a dead Celery worker left running (and, when
+a worker was lost, enqueue the waiting ones again).
 
 Evaluation jobs are recovered by ``scoring.services.runs.jobs_recover`` (advisory locks). A
 proposal batch or an export job records the hostname of the worker that claimed it; when that
@@ -25,7 +26,9 @@ logger = logging.getLogger(__name__)
 def work_of_dead_workers_requeue(*, lost: list[str] = ()) -> dict[str, int]:
     """Put orphaned batches and export jobs back to their queued state and enqueue them again.
     ``lost``: workers known to have died, whose work is orphaned even where a new worker of the
-    same name is alive now."""
+    same name is alive now; the queued batches and exports are then enqueued again as well, as
+    a lost worker may have taken their messages (each is claimed only from queued, so a second
+    message runs nothing)."""
     from benchmark.tasks import run_export
 
     from ..tasks import propose_batch
@@ -44,9 +47,14 @@ def work_of_dead_workers_requeue(*, lost: list[str] = ()) -> dict[str, int]:
             )
             model.objects.filter(pk__in=orphans, status=running).update(
                 status=queued, worker="", updated_at=timezone.now())
-            for pk in orphans:
+            waiting = (
+                list(model.objects.filter(status=queued).exclude(pk__in=orphans).values_list("pk", flat=True))
+                if lost else []
+            )
+            for pk in orphans + waiting:
                 transaction.on_commit(lambda pk=pk, task=task: task.delay(pk))
         requeued[f"{model._meta.model_name}_requeued"] = len(orphans)
-        if orphans:
-            logger.warning("re-queued %d %s(s) left running by a dead worker", len(orphans), model._meta.verbose_name)
+        if orphans or waiting:
+            logger.warning("re-queued %d %s(s) left running by a dead worker, enqueued %d waiting one(s) again",
+                           len(orphans), model._meta.verbose_name, len(waiting))
     return requeued

@@ -293,3 +293,17 @@ def test_api_deletes_an_export(owner, enqueued, django_capture_on_commit_callbac
     ExportJob.objects.filter(pk=job.pk).update(status="queued")
     assert client.delete(f"/api/exports/{job.pk}/").status_code == 204
     assert client.get(f"/api/exports/{job.pk}/").status_code == 404
+
+
+def test_a_second_message_for_a_running_export_runs_nothing(owner, enqueued, var_dir,
+                                                           django_capture_on_commit_callbacks):
+    """Only a queued job is claimed: a message sent again (a lost worker's recovery) while
+    another worker writes the job leaves that worker alone."""
+    task_set = taskset_create(name="twice", tasks=[rich_task()])
+    with django_capture_on_commit_callbacks(execute=True):
+        job = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+    ExportJob.objects.filter(pk=job.pk).update(status="running", worker="other@host")
+    assert run_export(job.pk) == "running"
+    job.refresh_from_db()
+    assert job.worker == "other@host" and job.progress_done == 0
+    assert not (var_dir / "exports").exists()  # nothing written, not even the folder

@@ -65,14 +65,23 @@ def test_a_lost_worker_requeues_its_work_even_under_a_name_alive_again(django_ca
     beat("restarted@host", 1)  # the new worker of the name already beats
     user = UserFactory()
     export = ExportJob.objects.create(kind="taskset", requested_by=user, status="running", worker="restarted@host")
+    waiting_export = ExportJob.objects.create(kind="taskset", requested_by=user, status="queued")
+    waiting_batch = ProposalBatch.objects.create(judge_config=JudgeConfigFactory(), status="pending")
     enqueued, recovered = [], []
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", enqueued.append)
+    monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
+    monkeypatch.setattr("scoring.tasks.propose_batch.delay", lambda pk: enqueued.append(("batch", pk)))
     monkeypatch.setattr("scoring.workers.jobs_recover", lambda **kw: recovered.append(kw) or {})
     with django_capture_on_commit_callbacks(execute=True):
         assert work_of_dead_workers_requeue()["exportjob_requeued"] == 0  # alive, as far as anyone knows
+    assert enqueued == []  # and nothing waiting is sent twice while no worker is lost
+    with django_capture_on_commit_callbacks(execute=True):
         recover_orphaned_work(lost=["restarted@host"])
-    assert enqueued == [export.pk] and ExportJob.objects.get(pk=export.pk).status == "queued"
+    # its running export goes back to the queue; what waits in it is sent again (its message may be gone)
+    assert sorted(enqueued) == sorted([("export", export.pk), ("export", waiting_export.pk),
+                                       ("batch", waiting_batch.pk)])
+    assert ExportJob.objects.get(pk=export.pk).status == "queued"
     assert recovered == [{"redeliver_pending": True}]
     with django_capture_on_commit_callbacks(execute=True):
         recover_orphaned_work()  # nothing lost: pending jobs are not sent again
     assert recovered[-1] == {"redeliver_pending": False}
+

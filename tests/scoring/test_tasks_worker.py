@@ -141,7 +141,9 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         assert f"run #{run.pk} finished" in out and "[##############################] 8/8 jobs" in out
         assert set(run.jobs.values_list("status", flat=True)) == {"done"}
         assert all(run.jobs.get(pk=pk).attempts == 2 for pk in orphans)  # reclaimed after the kill
-        assert pending_at_kill > 0 and "enqueued %d pending job(s) again" % pending_at_kill in log.read_text()
+        # (the orphan may have been put back to pending by a concurrent recovery first, and counted too)
+        redelivered = [int(n) for n in re.findall(r"enqueued (\d+) pending job\(s\) again", log.read_text())]
+        assert pending_at_kill > 0 and max(redelivered, default=0) >= pending_at_kill
 
         # nothing finished was lost or redone, and nothing is duplicated
         verdicts = Verdict.objects.filter(judge_config=config)
