@@ -85,6 +85,7 @@ def test_a_curator_exports_a_task_set_and_downloads_it(page, live_server, login,
     assert task_set.pk == job.parameters["task_set"]
 
     # Delete it: the browser asks first; dismissing keeps it, accepting removes the row and the file.
+    expect(page.locator(".no-exports")).to_be_hidden()
     path = tmp_path / "exports" / job.file_path
     questions = []
     page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
@@ -93,6 +94,8 @@ def test_a_curator_exports_a_task_set_and_downloads_it(page, live_server, login,
     page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
     row.locator("button", has_text="Delete").click()
     expect(row).to_have_count(0)
+    expect(page.locator("#export-jobs")).to_be_hidden()  # the emptied table gives way to the "none" line
+    expect(page.locator(".no-exports")).to_be_visible()
     assert questions == [f"Delete export #{job.pk} and its file?"] * 2
     assert not ExportJob.objects.filter(pk=job.pk).exists() and not path.exists()
     screenshot("exports-list-deleted")
