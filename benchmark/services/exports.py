@@ -491,13 +491,12 @@ def export_get(*, job_id: int, user) -> ExportJob:
 
 
 def export_delete(*, job_id: int, user) -> None:
-    """Delete an export and its file: the requester or a curator (``export_get``: others get
+    """Delete an export and its file: those who may see it (``export_visible``; others get
     ``ExportJob.DoesNotExist``). A queued job is cancelled; a running one cannot be deleted
     (``ValueError``) until it is done or failed. The file goes once the row's deletion commits."""
     with transaction.atomic():
         locked = ExportJob.objects.select_for_update().filter(pk=job_id).first()  # the worker's claim waits
-        job = export_get(job_id=job_id, user=user) if locked is not None else None
-        if job is None:
+        if locked is None or not export_visible(job=locked, user=user):
             raise ExportJob.DoesNotExist(f"no export {job_id}")
         if locked.status == ExportJob.Status.RUNNING:
             raise ValueError(f"export {job_id} is running; delete it once it is done or failed")
