@@ -215,8 +215,8 @@
   // <details data-load="url" data-load-target="selector" data-load-swap="innerHTML|outerHTML">:
   // the part is fetched when the details first opens. A delegated listener rather than
   // hx-trigger="toggle": htmx wires the elements of a swapped panel only when it settles, and a
-  // details opened before that (n pressed at once) would never load. A failed load is retried on
-  // the next opening.
+  // details opened before that (n pressed at once) would never load. A load that never reached
+  // the server (network down) is retried on the next opening; an answer, even an error, is final.
   function onLazyToggle(event) {
     const details = event.target;
     if (!details.open || !details.dataset || !details.dataset.load || details.dataset.loading) return;
