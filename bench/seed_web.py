@@ -26,6 +26,8 @@ from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
+from bench import bench_dataset
+
 NUGGETS_PER_TASK = 100
 LABELS_PER_ITEM = 10
 SEED_REVIEWERS = LABELS_PER_ITEM  # reviewer j wrote label j of every item
@@ -241,7 +243,7 @@ def _pairwise(*, curator, annotators: list, tasks: list) -> None:
     from benchmark.models import System
     from benchmark.services.reports import ReportInput, reports_submit
 
-    dataset = ROOT.parent / "shared" / "datasets" / "deepsynth-eval" / "example_gen_result.jsonl"
+    dataset = bench_dataset("deepsynth-eval/example_gen_result.jsonl")
     texts = [json.loads(line)["survey_result"] for line in dataset.read_text().splitlines() if line.strip()]
     systems = [System.objects.get_or_create(name=f"bench-web-system-{n}", version="")[0]
                for n in range(PAIRWISE_SYSTEMS)]
