@@ -35,7 +35,7 @@ def account_ensure(*, username: str, password: str, role: str, is_staff: bool = 
 @transaction.atomic
 def account_create(*, username: str, role: str, password: str | None = None, email: str = "",
                    actor=None) -> tuple[object, str | None]:
-    """A new account with its role (a curator may also use the admin), and its audit row.
+    """A new account with its role, and its audit row. A curator is staff, as the demo curator.
 
     ``password`` is checked against ``AUTH_PASSWORD_VALIDATORS``; without one a random password
     is generated and returned (the only place it exists in clear: it is neither stored nor

@@ -27,6 +27,6 @@ class Command(BaseCommand):
             user, generated = account_create(username=username, role=role, password=password, email=email)
         except ValueError as exc:
             raise CommandError(f"no account created: {exc}") from None
-        self.stdout.write(f"created {role} {user.username!r}" + (" (may also use /admin/)" if user.is_staff else ""))
+        self.stdout.write(f"created {role} {user.username!r}")
         if generated:
             self.stdout.write(f"password (shown once, not stored in clear): {generated}")
