@@ -4,6 +4,7 @@ pathological inputs."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -98,7 +99,7 @@ def test_pathological_inputs_are_fast(name, fmt):
     assert report.text is PATHOLOGICAL[name]
 
 
-def _big_report(size: int, root) -> str:
+def _big_report(size: int, root: Path) -> str:
     base = "\n\n".join(s.text for s in samples.deepscholar_samples(root))
     return (base * (size // len(base) + 1))[:size]
 
