@@ -10,7 +10,7 @@ from django.db import transaction
 from ..models import AnnotatorProfile, Role
 from .audit import audit_record
 
-# Roles a real account can be created with; viewers are made by curators in the admin.
+# Roles create_account offers; a viewer is an account whose profile role is changed in the admin.
 ACCOUNT_ROLES = (Role.CURATOR, Role.ANNOTATOR)
 
 DEMO_ACCOUNTS = (
