@@ -3,16 +3,7 @@
 Each setup empties the benchmark tables (not timed), then returns the timed import.
 """
 
-from pathlib import Path
-
-
-def _datasets() -> Path:
-    from django.conf import settings
-
-    path = Path(settings.SHARED_DIR) / "datasets"
-    if not path.is_dir():
-        raise SystemExit(f"the shared datasets are missing at {path} (set SHARED_DIR)")
-    return path
+from bench import bench_dataset
 
 
 def _empty_benchmark_tables() -> None:
@@ -36,7 +27,7 @@ def _full_import(name: str, relative: str):
     def setup():
         from benchmark.importers.catalogue import run_import
 
-        path = _datasets() / relative
+        path = bench_dataset() / relative
         _empty_benchmark_tables()
         return lambda: run_import(name, path)
 

@@ -14,9 +14,8 @@
 
 import atexit
 import json
-from pathlib import Path
 
-from django.conf import settings
+from bench import bench_dataset
 
 CALLS, LATENCY, CONCURRENCY = 100, 0.2, 8
 _servers: list = []
@@ -25,7 +24,7 @@ _servers: list = []
 def _real_sentences(count: int) -> list[str]:
     from scoring.judges import lexical
 
-    path = Path(settings.SHARED_DIR) / "datasets" / "deepsynth-eval" / "example_gen_result.jsonl"
+    path = bench_dataset("deepsynth-eval/example_gen_result.jsonl")
     texts: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         task = json.loads(line)

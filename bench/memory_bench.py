@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench import bench_dataset
 from bench.memory import MiB, PeakRss
 from bench.web_bench import BenchError, _drop, _run, figure, server_environment, stop_group
 
@@ -102,8 +103,6 @@ def _run_peak(env: dict, work_dir: Path) -> tuple[int, float, dict]:
 
 
 def run_figures(*, quick: bool = False) -> list[dict]:
-    from django.conf import settings
-
     url = _database()
     _drop(url)  # an empty database every time: the import is a first, full one
     work_dir = ROOT / "var" / "bench-memory"
@@ -111,7 +110,7 @@ def run_figures(*, quick: bool = False) -> list[dict]:
     env = server_environment(database_url=url, work_dir=work_dir)
     env.update(CELERY_BROKER_URL="filesystem://", WORKER_HEARTBEAT_SECONDS="1")
     _run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], env, "migrate")
-    import_peak = _import_peak(env, Path(settings.SHARED_DIR) / "datasets")
+    import_peak = _import_peak(env, bench_dataset())
     worker_peak, seconds, run = _run_peak(env, work_dir)
     print(f"    {run['reports']} reports, {run['calls']} judge calls in {seconds:.1f} s", flush=True)
     return [

@@ -18,12 +18,16 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmark.datasets import DatasetsMissing  # noqa: E402
 from benchmark.parsing import parse_report, samples  # noqa: E402
 
 
 def _parse_all(load: Callable[[], list[samples.Sample]]) -> Callable[[], Callable[[], int]]:
     def setup() -> Callable[[], int]:
-        inputs = [(s.text, s.format) for s in load()]
+        try:
+            inputs = [(s.text, s.format) for s in load()]
+        except DatasetsMissing as exc:
+            raise SystemExit(str(exc)) from None
         if not inputs:
             raise SystemExit(f"no inputs found under {samples.datasets_dir()}")
 

@@ -23,16 +23,14 @@ import itertools
 import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
+from bench import bench_dataset
 from bench.jobs import execute_jobs
 
 LATENCY = 0.2
 CONCURRENCY = 8
 JOB_THREADS = 8
 IDEAL_TARGET = 1.2
-ROOT = Path(__file__).resolve().parent.parent
-DATASETS = ROOT.parent / "shared" / "datasets"
 REPORTBENCH_TASKS = 2
 REPORTBENCH_SYSTEMS = ("bench-rb-full", "bench-rb-half")
 REPORTBENCH_CITED = 8  # gold references a report cites (the "half" system cites every other one)
@@ -57,7 +55,7 @@ def _deepsynth_reports():
     from benchmark.services.reports import ReportInput, reports_submit
 
     if not Task.objects.filter(protocol="deepsynth", source="deepsynth").exists():
-        run_import("deepsynth", DATASETS / "deepsynth-eval" / "example_gen_result.jsonl")
+        run_import("deepsynth", bench_dataset("deepsynth-eval/example_gen_result.jsonl"))
     tasks = list(Task.objects.filter(protocol="deepsynth", source="deepsynth").order_by("key"))
     examples = {r.task_id: r.text for r in Report.objects.filter(task__in=tasks, system__name=DEEPSYNTH_VARIANTS[0])}
     # a second system: the example report with a different closing line, so its verdicts are not reused
@@ -100,9 +98,9 @@ def _reportbench_reports():
     from benchmark.services.demo import REPORTBENCH, reportbench_demo_keys
     from benchmark.services.reports import ReportInput, reports_submit
 
-    keys = reportbench_demo_keys(DATASETS / REPORTBENCH, n=REPORTBENCH_TASKS)
+    keys = reportbench_demo_keys(bench_dataset(REPORTBENCH), n=REPORTBENCH_TASKS)
     if Task.objects.filter(protocol="reportbench", key__in=keys).count() < len(keys):
-        run_import("reportbench", DATASETS / REPORTBENCH, keys=keys)
+        run_import("reportbench", bench_dataset(REPORTBENCH), keys=keys)
     tasks = list(Task.objects.filter(protocol="reportbench", key__in=keys).order_by("key"))
     systems = [System.objects.get_or_create(name=name, version="")[0] for name in REPORTBENCH_SYSTEMS]
     items = []
@@ -119,7 +117,7 @@ def _deepscholar_reports():
     from benchmark.models import Report, Task
 
     if not Report.objects.filter(task__protocol="deepscholar").exists():
-        run_import("deepscholar", DATASETS / "deepscholar-bench")
+        run_import("deepscholar", bench_dataset("deepscholar-bench"))
     return Report.objects.filter(task__protocol="deepscholar", task__in=Task.objects.filter(protocol="deepscholar"))
 
 
@@ -128,7 +126,7 @@ def _surveylens_task():
     from benchmark.models import RubricCriterion, Task
 
     if not Task.objects.filter(protocol="surveylens", key="luciferase").exists():
-        run_import("surveylens", DATASETS / "surveylens" / "luciferase")
+        run_import("surveylens", bench_dataset("surveylens/luciferase"))
     task = Task.objects.get(protocol="surveylens", key="luciferase")
     for component, aspects in SURVEYLENS_TABLE_2.items():
         for position, (aspect, weight) in enumerate(aspects):
@@ -206,7 +204,7 @@ def measure_protocol(protocol: Protocol, *, reports: int | None, latency: float)
 
     chosen = list(protocol.reports().select_related("task", "system").order_by("task__key", "system__name")[:reports])
     if not chosen:
-        raise RuntimeError(f"no {protocol.name} report to evaluate: is {DATASETS} complete?")
+        raise RuntimeError(f"no {protocol.name} report to evaluate: is {bench_dataset()} complete?")
     tasks = list({r.task_id: r.task for r in chosen}.values())
     systems = list({r.system_id: r.system for r in chosen}.values())
     with FakeOpenAIProcess(latency=latency, responder=protocol.responder) as server:

@@ -12,16 +12,14 @@ that. Each repetition uses a new judge configuration, so no verdict is reused.
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
+from bench import bench_dataset
 from bench.jobs import execute_jobs
 
 LATENCY = 0.2
 CONCURRENCY = 8
 JOB_THREADS = 8
 SYSTEMS = 25
-ROOT = Path(__file__).resolve().parent.parent
-DATASET = ROOT.parent / "shared" / "datasets" / "deepsynth-eval" / "example_gen_result.jsonl"
 _counter = itertools.count()
 
 
@@ -33,7 +31,7 @@ def _reports():
 
     tasks = list(Task.objects.filter(protocol="deepsynth", source="deepsynth").order_by("key"))
     if not tasks:
-        run_import("deepsynth", DATASET)
+        run_import("deepsynth", bench_dataset("deepsynth-eval/example_gen_result.jsonl"))
         tasks = list(Task.objects.filter(protocol="deepsynth", source="deepsynth").order_by("key"))
     systems = [System.objects.get_or_create(name=f"bench-system-{i:02d}", version="")[0] for i in range(SYSTEMS)]
     if Report.objects.filter(system__in=systems, task__in=tasks).count() < len(systems) * len(tasks):

@@ -26,6 +26,8 @@ from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
+from bench import bench_dataset
+
 NUGGETS_PER_TASK = 100
 LABELS_PER_ITEM = 10
 SEED_REVIEWERS = LABELS_PER_ITEM  # reviewer j wrote label j of every item
@@ -234,15 +236,20 @@ def _prior_labels(*, project, reviewers: list) -> int:
     return len(items) * k
 
 
-def _pairwise(*, curator, annotators: list, tasks: list) -> None:
+def _example_reports() -> list[str]:
+    """The DeepSynth-Eval example surveys (real report text); read before seeding, so a missing
+    datasets folder stops the bench at once."""
+    dataset = bench_dataset("deepsynth-eval/example_gen_result.jsonl")
+    return [json.loads(line)["survey_result"] for line in dataset.read_text().splitlines() if line.strip()]
+
+
+def _pairwise(*, curator, annotators: list, tasks: list, texts: list[str]) -> None:
     """A pairwise project over real report text (the DeepSynth-Eval example survey, one per system)."""
     from annotation.models import AnnotationProject, Role
     from annotation.services.projects import membership_add, project_create
     from benchmark.models import System
     from benchmark.services.reports import ReportInput, reports_submit
 
-    dataset = ROOT.parent / "shared" / "datasets" / "deepsynth-eval" / "example_gen_result.jsonl"
-    texts = [json.loads(line)["survey_result"] for line in dataset.read_text().splitlines() if line.strip()]
     systems = [System.objects.get_or_create(name=f"bench-web-system-{n}", version="")[0]
                for n in range(PAIRWISE_SYSTEMS)]
     reports_submit(items=[
@@ -287,6 +294,7 @@ def seed(spec: SeedSpec) -> dict:
     from annotation.models import AnnotationProject, Role
     from annotation.services.projects import membership_add, project_create
 
+    texts = _example_reports()
     with transaction.atomic():
         people = _accounts(spec)
         curator = people["curator"]
@@ -298,7 +306,7 @@ def seed(spec: SeedSpec) -> dict:
         for user in [*people["live"], *people["reviewers"]]:
             membership_add(project=project, user=user, role=Role.ANNOTATOR, actor=curator)
         labels = _prior_labels(project=project, reviewers=people["reviewers"])
-        _pairwise(curator=curator, annotators=people["live"], tasks=tasks[:PAIRWISE_TASKS])
+        _pairwise(curator=curator, annotators=people["live"], tasks=tasks[:PAIRWISE_TASKS], texts=texts)
         _dashboards(spec)
     maintain()
     return {"items": project.items.count(), "labels": labels}

@@ -11,9 +11,12 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from benchmark.datasets import datasets_dir
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var"))
-SHARED_DIR = Path(os.environ.get("SHARED_DIR", BASE_DIR.parent / "shared"))
+# The real datasets (demo, tests, bench): DATASETS_DIR, default the datasets/ folder in the repository.
+DATASETS_DIR = datasets_dir()
 
 
 def env_bool(name: str, default: bool) -> bool:

@@ -11,6 +11,9 @@ urlpatterns = [
     path("healthz", scoring_views.healthz, name="healthz"),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Accounts made with a generated password (manage.py create_account) change it here.
+    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("benchmark/", include("benchmark.urls")),
     path("annotate/", include("annotation.urls")),
     path("dashboards/", include("annotation.dashboards.urls")),

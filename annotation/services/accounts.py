@@ -1,9 +1,17 @@
 """People: accounts with a role and, for annotators, disciplines."""
 
+import secrets
+
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from ..models import AnnotatorProfile, Role
+from .audit import audit_record
+
+# Roles create_account offers; a viewer is an account whose profile role is changed in the admin.
+ACCOUNT_ROLES = (Role.CURATOR, Role.ANNOTATOR)
 
 DEMO_ACCOUNTS = (
     ("curator", "curator-demo", Role.CURATOR),
@@ -22,6 +30,43 @@ def account_ensure(*, username: str, password: str, role: str, is_staff: bool = 
         user.save(update_fields=["password"])
     AnnotatorProfile.objects.get_or_create(user=user, defaults={"role": role})
     return user, created
+
+
+@transaction.atomic
+def account_create(*, username: str, role: str, password: str | None = None, email: str = "",
+                   actor=None) -> tuple[object, str | None]:
+    """A new account with its role, and its audit row. A curator is staff, as the demo curator.
+
+    ``password`` is checked against ``AUTH_PASSWORD_VALIDATORS``; without one a random password
+    is generated and returned (the only place it exists in clear: it is neither stored nor
+    logged), else None. ``ValueError`` naming the field when the username is taken or an input
+    is invalid; nothing is stored then."""
+    User = get_user_model()
+    username = username.strip()
+    if not username:
+        raise ValueError("username: must not be empty")
+    try:
+        User._meta.get_field("username").run_validators(username)
+    except ValidationError as exc:
+        raise ValueError("username: " + " ".join(exc.messages)) from None
+    if role not in ACCOUNT_ROLES:
+        raise ValueError(f"role: {str(role)!r} is not one of {', '.join(ACCOUNT_ROLES)}")
+    if User.objects.filter(username__iexact=username).exists():
+        raise ValueError(f"username: an account named {username!r} already exists (nothing was changed)")
+    generated = None
+    if password is None:
+        password = generated = secrets.token_urlsafe(15)
+    user = User(username=username, email=email.strip(), is_staff=role == Role.CURATOR)
+    try:
+        validate_password(password, user=user)
+    except ValidationError as exc:
+        raise ValueError("password: " + " ".join(exc.messages)) from None
+    user.set_password(password)
+    user.save()
+    AnnotatorProfile.objects.create(user=user, role=role)
+    audit_record(actor=actor, action="account.create", target_kind="user", target_id=user.pk,
+                 after={"username": user.username, "email": user.email, "role": role, "is_staff": user.is_staff})
+    return user, generated
 
 
 def demo_accounts_ensure() -> list[tuple[str, str, str, bool]]:

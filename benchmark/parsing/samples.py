@@ -1,21 +1,21 @@
-"""Loaders for the real system outputs under ``shared/datasets`` (tests,
+"""Loaders for the real system outputs in the datasets folder (tests,
 benchmarks and demos parse these).  Only the standard library is used.
 
-The datasets folder is ``$SURVEY_EVAL_DATASETS`` when set, else
-``$SHARED_DIR/datasets`` (the variable ``config.settings`` reads), else
-``<repository>/../shared/datasets`` (how CI and the developers' machines lay
-out the repository and ``shared/``)."""
+The folder is ``benchmark.datasets.datasets_dir()``: ``$DATASETS_DIR`` when
+set, else the repository's ``datasets/``."""
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-DATASETS_ENV = "SURVEY_EVAL_DATASETS"
+from ..datasets import DATASETS_ENV, dataset_path, datasets_dir
+
+__all__ = ["DATASETS_ENV", "Sample", "datasets_dir", "deepscholar_samples", "deepsynth_samples",
+           "latex_related_work_samples", "ssr_to_markdown", "surveylens_samples", "system_output_samples"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,16 +23,6 @@ class Sample:
     name: str  # e.g. "deepscholar/storm/0", "deepsynth/2", "surveylens/Qwen"
     text: str
     format: str
-
-
-def datasets_dir() -> Path:
-    configured = os.environ.get(DATASETS_ENV)
-    if configured:
-        return Path(configured)
-    shared = os.environ.get("SHARED_DIR")
-    if shared:
-        return Path(shared) / "datasets"
-    return Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 
 
 def ssr_to_markdown(ssr: dict) -> str:
@@ -52,7 +42,7 @@ def ssr_to_markdown(ssr: dict) -> str:
 
 
 def deepsynth_samples(root: Path | None = None) -> Iterator[Sample]:
-    path = (root or datasets_dir()) / "deepsynth-eval" / "example_gen_result.jsonl"
+    path = dataset_path("deepsynth-eval/example_gen_result.jsonl", root=root)
     with path.open(encoding="utf-8") as handle:
         for row, line in enumerate(handle):
             if line.strip():
@@ -60,14 +50,14 @@ def deepsynth_samples(root: Path | None = None) -> Iterator[Sample]:
 
 
 def deepscholar_samples(root: Path | None = None) -> Iterator[Sample]:
-    base = (root or datasets_dir()) / "deepscholar-bench" / "system_outputs"
+    base = dataset_path("deepscholar-bench/system_outputs", root=root)
     for path in sorted(base.glob("*/*/*.md")):
         system, row = path.parent.parent.name, path.parent.name
         yield Sample(f"deepscholar/{system}/{row}", path.read_text(encoding="utf-8"), "markdown")
 
 
 def surveylens_samples(root: Path | None = None) -> Iterator[Sample]:
-    base = (root or datasets_dir()) / "surveylens" / "luciferase"
+    base = dataset_path("surveylens/luciferase", root=root)
     for path in sorted(base.glob("*.json")):
         ssr = json.loads(path.read_text(encoding="utf-8"))
         yield Sample(f"surveylens/{path.stem}", ssr_to_markdown(ssr), "markdown")
@@ -75,7 +65,7 @@ def surveylens_samples(root: Path | None = None) -> Iterator[Sample]:
 
 def latex_related_work_samples(root: Path | None = None) -> Iterator[Sample]:
     """The human-written related-work sections (LaTeX-ish, ``\\cite{}``)."""
-    path = (root or datasets_dir()) / "deepscholar-bench" / "papers_with_related_works.csv"
+    path = dataset_path("deepscholar-bench/papers_with_related_works.csv", root=root)
     csv.field_size_limit(1 << 30)
     with path.open(encoding="utf-8", newline="") as handle:
         for row, record in enumerate(csv.DictReader(handle)):

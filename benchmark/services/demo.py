@@ -1,4 +1,4 @@
-"""The demo data set, loaded from the real public releases in ``<shared_dir>/datasets``.
+"""The demo data set, loaded from the real public releases in the datasets folder (``DATASETS_DIR``).
 
 Several tasks of each protocol with several systems' reports on the same tasks:
 all four DeepSynth-Eval tasks (with their example reports), ten ReportBench tasks (the
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from ..datasets import DatasetsMissing, dataset_path
 from ..importers.base import ImportFailed, ImportResult, read_jsonl
 from ..importers.catalogue import run_import
 from ..models import Protocol, Task, TaskSet
@@ -43,11 +44,14 @@ def reportbench_demo_keys(path: Path, *, n: int = REPORTBENCH_DEMO_TASKS) -> lis
 
 
 @transaction.atomic
-def demo_load(*, shared_dir: str | Path) -> ImportResult:
+def demo_load(*, datasets_dir: str | Path) -> ImportResult:
     """Import the demo set in one transaction; a missing or broken file stores nothing."""
-    datasets = Path(shared_dir) / "datasets"
-    if not datasets.is_dir():
-        raise ImportFailed("the shared datasets folder is missing (set SHARED_DIR)", file=datasets)
+    datasets = Path(datasets_dir)
+    for _, relative, _ in DEMO_IMPORTS:
+        try:
+            dataset_path(relative, root=datasets)
+        except DatasetsMissing as exc:
+            raise ImportFailed(str(exc)) from None
     total = ImportResult()
     for name, relative, options in DEMO_IMPORTS:
         if name == "reportbench":

@@ -9,13 +9,13 @@ class Command(BaseCommand):
     help = "Load the demo tasks, reports and preferences from the real public datasets (idempotent; no accounts)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--shared-dir", default=str(settings.SHARED_DIR),
-                            help="folder holding datasets/ (default: SHARED_DIR)")
+        parser.add_argument("--datasets-dir", default=str(settings.DATASETS_DIR),
+                            help="the datasets folder (default: DATASETS_DIR, the repository's datasets/)")
         parser.add_argument("--messages", action="store_true", help="list every data-quality message")
 
-    def handle(self, *args, shared_dir: str, messages: bool, **options):
+    def handle(self, *args, datasets_dir: str, messages: bool, **options):
         try:
-            result = demo_load(shared_dir=shared_dir)
+            result = demo_load(datasets_dir=datasets_dir)
         except ImportFailed as exc:
             raise CommandError(f"demo load failed, nothing was stored: {exc}") from None
         for kind, outcomes in sorted(result.counts.items()):

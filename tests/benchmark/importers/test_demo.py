@@ -24,7 +24,7 @@ def _stamps() -> dict[str, dict]:
 
 
 def test_demo_load_is_complete_and_idempotent(datasets):
-    result = demo_load(shared_dir=datasets.parent)
+    result = demo_load(datasets_dir=datasets)
 
     tasks = Task.objects.all()
     assert tasks.filter(protocol=Protocol.DEEPSYNTH).count() == 4
@@ -49,7 +49,7 @@ def test_demo_load_is_complete_and_idempotent(datasets):
     # A second load (through the command, which calls the same service) changes nothing.
     counts, stamps = model_counts(), _stamps()
     out = StringIO()
-    call_command("load_demo", shared_dir=str(datasets.parent), stdout=out)
+    call_command("load_demo", datasets_dir=str(datasets), stdout=out)
     assert model_counts() == counts
     assert _stamps() == stamps
     assert "task: 88 unchanged" in out.getvalue() and "task set: 4 unchanged" in out.getvalue()
@@ -59,7 +59,7 @@ def test_demo_load_is_complete_and_idempotent(datasets):
 def test_demo_accounts_open_a_project_of_each_kind_for_both_annotators(datasets):
     from annotation.models import AnnotationProject, ProjectMembership, Role
 
-    demo_load(shared_dir=datasets.parent)
+    demo_load(datasets_dir=datasets)
     out = StringIO()
     call_command("demo_accounts", stdout=out)
     projects = {p.name: p for p in AnnotationProject.objects.all()}
@@ -76,6 +76,19 @@ def test_demo_accounts_open_a_project_of_each_kind_for_both_annotators(datasets)
     counts = model_counts()
     again = StringIO()
     call_command("demo_accounts", stdout=again)
-    call_command("load_demo", shared_dir=str(datasets.parent), stdout=again)
+    call_command("load_demo", datasets_dir=str(datasets), stdout=again)
     assert model_counts() == counts
     assert "(created)" not in again.getvalue() and " updated" not in again.getvalue()
+
+
+def test_load_demo_from_a_missing_folder_is_one_clear_line_and_stores_nothing(tmp_path):
+    from django.core.management.base import CommandError
+
+    counts = model_counts()
+    with pytest.raises(CommandError, match=r"^demo load failed, nothing was stored: the datasets folder is missing at "
+                                           r".*nowhere \(set DATASETS_DIR"):
+        call_command("load_demo", datasets_dir=str(tmp_path / "nowhere"), stdout=StringIO())
+    (tmp_path / "partial" / "deepsynth-eval").mkdir(parents=True)
+    with pytest.raises(CommandError, match=r"example_gen_result\.jsonl is missing from the datasets folder"):
+        call_command("load_demo", datasets_dir=str(tmp_path / "partial"), stdout=StringIO())
+    assert model_counts() == counts

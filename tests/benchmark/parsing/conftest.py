@@ -1,18 +1,18 @@
-"""Fixtures for the report-parser tests: the real datasets in shared/."""
+"""Fixtures for the report-parser tests: the real datasets (``tests.conftest.DATASETS``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from benchmark.parsing import parse_report, samples
+from tests.conftest import DATASETS
 
 
 @pytest.fixture(scope="session")
 def datasets_root():
-    root = samples.datasets_dir()
-    if not root.is_dir():
-        pytest.fail(f"real datasets not found at {root}; set {samples.DATASETS_ENV}")
-    return root
+    if not DATASETS.is_dir():
+        pytest.fail(f"real datasets not found at {DATASETS}; set {samples.DATASETS_ENV}")
+    return DATASETS
 
 
 @pytest.fixture(scope="session")

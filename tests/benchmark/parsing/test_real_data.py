@@ -1,4 +1,4 @@
-"""The parser on every real system output in shared/datasets.
+"""The parser on every real system output in the datasets folder.
 
 The expected numbers were checked by hand against the files (grep counts of
 ``](http`` links, ``[n]`` markers, ``^#`` headings and reference lines, an

@@ -4,6 +4,7 @@ pathological inputs."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -98,13 +99,13 @@ def test_pathological_inputs_are_fast(name, fmt):
     assert report.text is PATHOLOGICAL[name]
 
 
-def _big_report(size: int) -> str:
-    base = "\n\n".join(s.text for s in samples.deepscholar_samples())
+def _big_report(size: int, root: Path) -> str:
+    base = "\n\n".join(s.text for s in samples.deepscholar_samples(root))
     return (base * (size // len(base) + 1))[:size]
 
 
 def test_five_megabyte_report_is_linear(datasets_root):
-    small, big = _big_report(500_000), _big_report(5_000_000)
+    small, big = _big_report(500_000, datasets_root), _big_report(5_000_000, datasets_root)
     started = time.process_time()
     parse_report(small)
     small_cpu = time.process_time() - started
