@@ -109,7 +109,7 @@ def entries_in_region(text: str, lines, first: int, last: int, section_index: in
 def _continues(previous: str, line: str) -> bool:
     """Does ``line`` continue the entry on ``previous`` (a wrapped entry),
     rather than being a remark after the list ("Please let me know...")?"""
-    if not line.strip():
+    if not line.strip() or line.lstrip().startswith("</"):  # "</references>" closes the list
         return False
     if line[:1] in (" ", "\t") or previous.rstrip()[-1:] in (",", ";", ":", "-", "\u2013", "&", "("):
         return True
