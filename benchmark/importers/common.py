@@ -33,6 +33,7 @@ from ..models import (
     Discipline,
     GoldReference,
     Origin,
+    Report,
     ReviewStatus,
     Revision,
     Survey,
@@ -289,12 +290,22 @@ def task_prompts_sync(prompts: Sequence[TaskPrompt], *, label: str, result: Impo
 
 
 def reports_store(items: Sequence[ReportInput], *, result: ImportResult) -> None:
-    """``reports_submit`` with its counts added to the result."""
+    """``reports_submit`` with its counts added to the result, and per system the reports
+    read and the citations the parser found in them (from the stored parse statistics)."""
     if not items:
         return
     for outcome, n in reports_submit(items=items).items():
         if n:
             result.add("report", outcome, n)
+    wanted = {(i.task.pk, i.system.pk) for i in items}
+    names = {i.system.pk: i.system.name for i in items}
+    stored = Report.objects.filter(task_id__in={t for t, _ in wanted}, system_id__in=set(names))
+    for task_id, system_id, stats in stored.values_list("task_id", "system_id", "stats"):
+        if (task_id, system_id) in wanted:
+            tally = result.system(names[system_id])
+            tally.reports += 1
+            tally.citations += int(stats.get("citations") or 0)
+            tally.resolved += int(stats.get("resolved_citations") or 0)
 
 
 def disciplines_ensure(taxonomy: str, names: dict[str, str], *, result: ImportResult) -> dict[str, Discipline]:

@@ -110,7 +110,7 @@ def discipline_code(value: str) -> str | None:
 
 def _ssr(path: Path, folder_name: str) -> tuple[Record, dict]:
     name = f"{folder_name}/{path.name}"
-    data = read_json(path)
+    data = read_json(path, name=name)
     rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
     if not isinstance(data, dict):
         raise rec.fail(f"expected a JSON object, got {type(data).__name__}")

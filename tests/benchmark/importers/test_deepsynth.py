@@ -121,7 +121,7 @@ def stored(release):
 @pytest.mark.parametrize(
     ("content", "match"),
     [
-        (_line() + "\n{\"task_id\": ", r"tasks\.jsonl, line 2: malformed JSON"),
+        (_line() + "\n{\"task_id\": ", r"tasks\.jsonl, line 2, column 13: malformed JSON: expecting value$"),
         (_line(general_prompt=None), r"line 1, field 'general_prompt': required field is missing"),
         (_line(group={"strict": "yes"}), r"line 1, field 'checklist\[0\]\.strict': expected true/false, got str"),
         (_line(group={"detailed_prompt": ""}), r"line 1, field 'checklist\[0\]\.detailed_prompt': must not be empty"),

@@ -192,7 +192,7 @@ def test_binary_and_malformed_files_are_rejected(one_file, stored, tmp_path):
     bad.write_bytes(b"\x00\x01\x02")
     assert_rejected("surveylens-annotations", bad, match=r"bad\.json: contains NUL bytes")
     bad.write_text('{"annotator_id": "x", "part_c": [', encoding="utf-8")
-    assert_rejected("surveylens-annotations", bad, match=r"bad\.json: malformed JSON")
+    assert_rejected("surveylens-annotations", bad, match=r"bad\.json, line 1, column \d+: malformed JSON: ")
 
 
 def test_broken_ssr_is_rejected(topic, tmp_path):
