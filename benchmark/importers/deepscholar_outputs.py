@@ -161,8 +161,8 @@ def _documents_ctxs(rec: Record) -> list[dict]:
 
 
 def _report(row_dir: Path, layout: RowLayout, name: str) -> tuple[str, list | None]:
-    report_name = f"{name}/{layout.report.relative_to(row_dir).as_posix()}"
-    docs_name = f"{name}/{layout.documents.relative_to(row_dir).as_posix()}" if layout.documents else ""
+    report_name = shown(f"{name}/{layout.report.relative_to(row_dir).as_posix()}")
+    docs_name = shown(f"{name}/{layout.documents.relative_to(row_dir).as_posix()}") if layout.documents else ""
     if layout.report.suffix.lower() == ".json":
         rec = _record(layout.report, report_name)
         return rec.text("output", required=True), _documents_ctxs(rec)
