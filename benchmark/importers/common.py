@@ -45,6 +45,7 @@ from ..models import (
 from ..services.bibliography import bib_entries_upsert
 from ..services.history import snapshot
 from ..services.reports import ReportInput, reports_submit
+from ..services.systems import system_names_resolve
 from .base import ImportFailed, ImportResult, Record, read_jsonl
 
 BATCH = 1000
@@ -327,21 +328,31 @@ class SystemSpec:
 
 
 def systems_ensure(specs: Iterable[SystemSpec], *, result: ImportResult) -> dict[str, System]:
-    """``{name: System}``; missing systems are created from their spec, existing ones left as they are."""
+    """``{released name: System}``, each name read through ``system_names_resolve`` (the alias table,
+    then case and separators); missing systems are created from their spec under the resolved
+    name, existing ones left as they are."""
     specs = {(s.name, s.version): s for s in specs}
+    resolved = system_names_resolve({n for n, _ in specs})
+    for name, canonical in sorted(resolved.items()):
+        if name != canonical:
+            result.messages.append(f"system {name!r} imported as {canonical!r} (system alias table, or the same name "
+                                   "up to case and separators)")
+    keyed: dict[tuple[str, str], SystemSpec] = {}
+    for (name, version), spec in specs.items():
+        keyed.setdefault((resolved[name], version), spec)
     found = {
         (s.name, s.version): s
-        for s in System.objects.filter(name__in={n for n, _ in specs}, version__in={v for _, v in specs})
+        for s in System.objects.filter(name__in={n for n, _ in keyed}, version__in={v for _, v in keyed})
     }
     missing = [
-        System(name=s.name, version=s.version, workflow=s.workflow, base_model=s.base_model, description=s.description)
-        for k, s in specs.items()
-        if k not in found
+        System(name=name, version=version, workflow=s.workflow, base_model=s.base_model, description=s.description)
+        for (name, version), s in keyed.items()
+        if (name, version) not in found
     ]
     System.objects.bulk_create(missing)
     _count(result, "system", len(missing), 0, 0)
     found |= {(s.name, s.version): s for s in missing}
-    return {name: found[(name, version)] for name, version in specs}
+    return {name: found[(resolved[name], version)] for name, version in specs}
 
 
 # --- curated items ------------------------------------------------------------------------
