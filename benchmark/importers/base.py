@@ -5,11 +5,13 @@ transaction), and every error names the file, the line (or record) and the field
 """
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ijson
 from django.conf import settings
 
 MAX_JSON_DEPTH = 64
@@ -248,3 +250,98 @@ class _NestedRecord(Record):
     def fail(self, message: str, field: str = "") -> ImportFailed:
         path = f"{self.prefix}.{field}" if field else self.prefix
         return ImportFailed(message, file=self.file, line=self.line, field=path)
+
+
+class _CountingReader:
+    """A binary file that counts the bytes read since the last ``mark()`` and refuses to read
+    past ``limit`` of them: one record of a streamed array is never held beyond the limit."""
+
+    def __init__(self, handle, limit: int, on_overflow) -> None:
+        self.handle, self.limit, self.on_overflow = handle, limit, on_overflow
+        self.since = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.since += len(data)
+        if self.since > self.limit + _STREAM_BUFFER:  # the parser reads ahead up to one buffer
+            raise self.on_overflow()
+        return data
+
+    def mark(self) -> None:
+        self.since = 0
+
+
+_STREAM_BUFFER = 64 * 1024
+_PYTHON_BACKEND_POSITION = re.compile(r" at (\d+)$")
+
+
+def _line_column(path: Path, offset: int) -> tuple[int, int]:
+    """1-based line and column of a byte offset, read in chunks."""
+    line, line_start, consumed = 1, 0, 0
+    with path.open("rb") as handle:
+        while consumed < offset:
+            chunk = handle.read(min(1 << 20, offset - consumed))
+            if not chunk:
+                break
+            newlines = chunk.count(b"\n")
+            if newlines:
+                line += newlines
+                line_start = consumed + chunk.rindex(b"\n") + 1
+            consumed += len(chunk)
+    return line, offset - line_start + 1
+
+
+def _stream_syntax_error(path: Path, name: str) -> ImportFailed:
+    """Locate a syntax error the fast parser found, with the pure-Python parser (which knows the
+    byte offset); only ever run on a file that is already known to be broken."""
+    import ijson.backends.python as slow
+
+    try:
+        with path.open("rb") as handle:
+            for _ in slow.parse(handle):
+                pass
+    except ijson.JSONError as exc:
+        text = str(exc)
+        match = _PYTHON_BACKEND_POSITION.search(text)
+        offset = int(match[1]) if match else path.stat().st_size
+        line, column = _line_column(path, offset)
+        reason = _PYTHON_BACKEND_POSITION.sub("", text).strip() or "malformed"
+        return ImportFailed(f"malformed JSON: {reason[:1].lower()}{reason[1:]}", file=name, line=line, column=column)
+    return ImportFailed("malformed JSON", file=name)
+
+
+def iter_json_array(path: str | Path, *, name: str | None = None, max_record_bytes: int | None = None) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, item)`` for each item of a file holding one JSON array, streamed: one
+    item in memory at a time, each within ``IMPORT_MAX_LINE_BYTES`` (give or take the 64 KiB
+    read-ahead), whatever the file's size."""
+    path = Path(path)
+    name = name or path.name
+    limit = max_record_bytes or settings.IMPORT_MAX_LINE_BYTES
+    position = [0]  # the index of the record being read
+    with path.open("rb") as handle:
+        reader = _CountingReader(
+            handle, limit,
+            lambda: ImportFailed(f"longer than the {limit:,}-byte limit", file=name, field=f"[{position[0]}]"),
+        )
+        try:
+            for index, item in enumerate(ijson.items(reader, "item", use_float=True, buf_size=_STREAM_BUFFER)):
+                if _depth(item, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+                    raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=name,
+                                       field=f"[{index}]")
+                yield index, item
+                position[0] = index + 1
+                reader.mark()
+        except ijson.JSONError:
+            raise _stream_syntax_error(path, name) from None
+        except UnicodeDecodeError as exc:
+            raise ImportFailed(f"not UTF-8 text (byte {exc.start})", file=name) from None
+
+
+def json_top_level(path: str | Path) -> str:
+    """The first non-blank character of a JSON file: ``[`` for an array, ``{`` for an object."""
+    with Path(path).open("rb") as handle:
+        while chunk := handle.read(4096):
+            stripped = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
+            if stripped:
+                return stripped[:1].decode("latin-1")
+    return ""
