@@ -276,17 +276,18 @@ _PYTHON_BACKEND_POSITION = re.compile(r" at (\d+)$")
 
 
 def _line_column(path: Path, offset: int) -> tuple[int, int]:
-    """1-based line and column of a byte offset, read in chunks."""
+    """1-based line and column of a character offset (the pure-Python parser counts decoded
+    characters), read in chunks."""
     line, line_start, consumed = 1, 0, 0
-    with path.open("rb") as handle:
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
         while consumed < offset:
             chunk = handle.read(min(1 << 20, offset - consumed))
             if not chunk:
                 break
-            newlines = chunk.count(b"\n")
+            newlines = chunk.count("\n")
             if newlines:
                 line += newlines
-                line_start = consumed + chunk.rindex(b"\n") + 1
+                line_start = consumed + chunk.rindex("\n") + 1
             consumed += len(chunk)
     return line, offset - line_start + 1
 

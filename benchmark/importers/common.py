@@ -327,16 +327,22 @@ class SystemSpec:
     version: str = ""
 
 
+def system_names_read(names: Iterable[str], *, result: ImportResult) -> dict[str, str]:
+    """``system_names_resolve``, saying in the messages which released names were read as another."""
+    resolved = system_names_resolve(names)
+    for name, canonical in sorted(resolved.items()):
+        if name != canonical:
+            result.messages.append(f"system {name!r} imported as {canonical!r} (system alias table, or the same name "
+                                   "up to case and separators)")
+    return resolved
+
+
 def systems_ensure(specs: Iterable[SystemSpec], *, result: ImportResult) -> dict[str, System]:
     """``{released name: System}``, each name read through ``system_names_resolve`` (the alias table,
     then case and separators); missing systems are created from their spec under the resolved
     name, existing ones left as they are."""
     specs = {(s.name, s.version): s for s in specs}
-    resolved = system_names_resolve({n for n, _ in specs})
-    for name, canonical in sorted(resolved.items()):
-        if name != canonical:
-            result.messages.append(f"system {name!r} imported as {canonical!r} (system alias table, or the same name "
-                                   "up to case and separators)")
+    resolved = system_names_read({n for n, _ in specs}, result=result)
     keyed: dict[tuple[str, str], SystemSpec] = {}
     for (name, version), spec in specs.items():
         keyed.setdefault((resolved[name], version), spec)

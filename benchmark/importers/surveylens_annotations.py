@@ -40,13 +40,13 @@ from annotation.models import AnnotatorProfile, PairwisePreference, Role
 
 from ..models import Protocol, Report, Survey, TaskPrompt
 from ..services.reports import ReportInput
-from ..services.systems import system_names_resolve
 from .base import ImportFailed, ImportResult, Record, iter_json_array, json_top_level, read_json
 from .common import (
     disciplines_ensure,
     reports_store,
     rows_upsert,
     slugify_key,
+    system_names_read,
     systems_ensure,
     task_prompts_sync,
     tasks_with_surveys_upsert,
@@ -57,7 +57,7 @@ _CHOICES = {"a_better": PairwisePreference.Choice.LEFT, "b_better": PairwisePref
             "tie": PairwisePreference.Choice.TIE}
 _TOPIC = re.compile(r"^\s*(?:topic\s*:\s*)?(?P<topic>.+?)(?:\s*[—–-]+\s*outline)?\s*$", re.IGNORECASE | re.DOTALL)
 # The content and reference label files ask in Chinese: "主题：<topic>的reference" ("topic: <topic>'s reference").
-_TOPIC_ZH = re.compile(r"^\s*主题\s*[：:]\s*(?P<topic>.+?)\s*的\s*(?P<component>[A-Za-z\u4e00-\u9fff]*)\s*$", re.DOTALL)
+_TOPIC_ZH = re.compile(r"^\s*主题\s*[：:]\s*(?P<topic>.*?)\s*的\s*(?P<component>[A-Za-z]+|参考文献|内容|大纲)?\s*$", re.DOTALL)
 _FILE_DISCIPLINE = re.compile(r"^Annotator_(?P<discipline>[A-Za-z]+)_\d+", re.IGNORECASE)
 # The order components are joined in when a report is made from what the annotators saw.
 _COMPONENT_ORDER = {"outline": 0, "content": 1, "reference": 2}
@@ -90,7 +90,7 @@ def outline_title(outline: str) -> str:
 
 
 def topic_of(prompt: str) -> str:
-    match = _TOPIC_ZH.match(prompt) or _TOPIC.match(prompt)
+    match = (_TOPIC_ZH if prompt.lstrip().startswith("主题") else _TOPIC).match(prompt)
     return " ".join(match["topic"].split()) if match else ""
 
 
@@ -238,7 +238,8 @@ def _annotators_ensure(files: list[dict], disciplines: dict, *, result: ImportRe
 def _collect(files: list[dict], *, result: ImportResult) -> tuple[dict, dict]:
     """Topics (slug → (topic, discipline)) and shown texts ((slug, system, component) → (text, where)),
     with system names read through the alias table."""
-    names = system_names_resolve({s for f in files for r in f["records"] for s in (r["left"], r["right"])})
+    names = system_names_read({s for f in files for r in f["records"] for s in (r["left"], r["right"])},
+                              result=result)
     seen: dict[tuple[str, str], str] = {}
     shown: dict[tuple[str, str, str], tuple[str, str]] = {}
     topics: dict[str, tuple[str, str]] = {}
