@@ -99,8 +99,8 @@ def discipline_code(value: str) -> str | None:
 # --- SSR ----------------------------------------------------------------------------------
 
 
-def _ssr(path: Path, folder_name: str) -> tuple[Record, dict]:
-    name = f"{folder_name}/{path.name}"
+def _ssr(path: Path, folder_name: str, *, name: str | None = None) -> tuple[Record, dict]:
+    name = name or f"{folder_name}/{path.name}"
     data = read_json(path, name=name)
     rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
     if not isinstance(data, dict):
@@ -184,49 +184,85 @@ def _topic_from_sources(ssrs: dict[str, dict]) -> str | None:
     return topic if votes >= 2 else None
 
 
+def human_survey_row(key: str, human: dict | None, markdown: str, *, title: str, discipline_id: int | None) -> dict:
+    """The gold ``Survey`` of a topic: the human-written survey in SSR, as markdown, or (without
+    either) a topic-only survey."""
+    row = {"external_id": key, "title": title, "discipline_id": discipline_id}
+    if human is not None:
+        return row | {
+            "kind": Survey.Kind.SURVEY,
+            "outline": human["outline"],
+            "content": [{"heading": s["heading"], "level": s["level"], "text": s["content"], "stats": s["stats"]}
+                        for s in human["content"]],
+            "references": human["references"],
+            "stats": ssr_stats(human),
+            "full_text": ssr_markdown(human),
+            "extra": {"metadata": human["metadata"]},
+        }
+    if markdown:
+        outline = [[len(m[1]), m[2].strip()] for m in re.finditer(r"^(#{1,6})[ \t]+(.+)$", markdown, re.MULTILINE)]
+        return row | {"kind": Survey.Kind.SURVEY, "outline": outline, "full_text": markdown}
+    return row | {"kind": Survey.Kind.TOPIC}
+
+
+def topic_store(
+    *, key: str, topic: str, survey_row: dict, ssrs: dict[str, tuple[dict, str]], result: ImportResult
+) -> None:
+    """One topic: its task (and gold survey), its prompt, and each system's report from its SSR
+    (``ssrs``: released system name → (SSR, file it was read from))."""
+    task_row = {"key": key, "survey": key, "title": survey_row["title"][:500], "source": SOURCE,
+                "extra": {"topic": topic}}
+    task = tasks_with_surveys_upsert([survey_row], [task_row], source=SOURCE, protocol=Protocol.SURVEYLENS,
+                                     result=result)[key]
+    task_prompts_sync([TaskPrompt(task=task, level=TaskPrompt.Level.GENERAL, text=topic)], label=SOURCE, result=result)
+    systems = systems_ensure([_system_spec(name) for name in ssrs], result=result)
+    reports_store([
+        ReportInput(task=task, system=systems[name], text=ssr_markdown(ssr), sources=[{"kind": "ssr", **ssr}],
+                    source_path=where[:500])
+        for name, (ssr, where) in ssrs.items()
+    ], result=result)
+
+
+def topic_key(topic: str, default: str) -> str:
+    """The task key of a topic: the existing task's when a label file or another release introduced
+    the topic first, else ``default``."""
+    found = topic_tasks([slugify_key(topic)])
+    return next(iter(found.values())).key if found else default
+
+
 def import_surveylens(path: Path, *, result: ImportResult) -> None:
+    """A topic folder of ``<System>.json`` files, or upstream's ``results/processed/`` tree."""
+    from .surveylens_processed import import_processed, processed_root
+
     folder = Path(path)
     if not folder.is_dir():
-        raise ImportFailed("expected a SurveyLens topic folder of <System>.json files", file=folder.name)
+        raise ImportFailed("expected a SurveyLens topic folder of <System>.json files or a results/processed/ folder",
+                           file=folder.name)
+    root = processed_root(folder)
+    if root is not None:
+        import_processed(root, base=folder, result=result)
+        return
     if not (folder / HUMAN_FILE).is_file():
-        raise ImportFailed(f"the human-written survey {HUMAN_FILE} is missing", file=folder.name)
+        raise ImportFailed(f"the human-written survey {HUMAN_FILE} is missing (and no results/processed/ folder "
+                           "is in it)", file=folder.name)
     ssrs = {}
     for file in sorted(folder.glob("*.json")):
         _, ssrs[file.stem] = _ssr(file, folder.name)
+    for other in sorted(p for p in folder.iterdir() if p.suffix.lower() != ".json" and not p.name.startswith(".")):
+        result.messages.append(f"{folder.name}/{other.name}: ignored (not a <System>.json file)")
     human = ssrs.pop(Path(HUMAN_FILE).stem)
     title = next((t.strip() for _, t in human["outline"] if t.strip()), "") or folder.name
     topic = _topic_from_sources(ssrs) or title
-    # A topic a label file introduced first keeps its task.
-    key = next(iter(topic_tasks([slugify_key(topic)]).values()), None)
-    key = key.key if key else folder.name
+    key = topic_key(topic, folder.name)
     code = next((c for part in _source_parts(human) if (c := discipline_code(part))), None)
     if code is None:
         result.messages.append(f"{folder.name}/{HUMAN_FILE}: no SurveyLens discipline in metadata.source_file")
     if not human["references"]:
         result.messages.append(f"{folder.name}/{HUMAN_FILE}: the human-written survey has an empty reference list")
     discipline = disciplines_ensure(SOURCE, {code: DISCIPLINES[code][0]}, result=result)[code] if code else None
-    survey_row = {
-        "external_id": key,
-        "kind": Survey.Kind.SURVEY,
-        "title": title,
-        "discipline_id": discipline.pk if discipline else None,
-        "outline": human["outline"],
-        "content": [{"heading": s["heading"], "level": s["level"], "text": s["content"], "stats": s["stats"]}
-                    for s in human["content"]],
-        "references": human["references"],
-        "stats": ssr_stats(human),
-        "full_text": ssr_markdown(human),
-        "extra": {"metadata": human["metadata"]},
-    }
-    task_row = {"key": key, "survey": key, "title": title[:500], "source": SOURCE, "extra": {"topic": topic}}
-    task = tasks_with_surveys_upsert([survey_row], [task_row], source=SOURCE, protocol=Protocol.SURVEYLENS,
-                                     result=result)[key]
-    task_prompts_sync([TaskPrompt(task=task, level=TaskPrompt.Level.GENERAL, text=topic)], label=SOURCE, result=result)
-
-    systems = systems_ensure([_system_spec(name) for name in ssrs], result=result)
-    items = [
-        ReportInput(task=task, system=systems[name], text=ssr_markdown(ssr), sources=[{"kind": "ssr", **ssr}],
-                    source_path=f"{folder.name}/{name}.json")
-        for name, ssr in ssrs.items()
-    ]
-    reports_store(items, result=result)
+    topic_store(
+        key=key, topic=topic,
+        survey_row=human_survey_row(key, human, "", title=title, discipline_id=discipline.pk if discipline else None),
+        ssrs={name: (ssr, f"{folder.name}/{name}.json") for name, ssr in ssrs.items()},
+        result=result,
+    )
