@@ -178,3 +178,10 @@ def test_references_tag_inside_prose_is_not_a_heading():
     report = parse_report("We write <references> inline here [1].\n\nReferences\n[1] A title of a paper\n")
     assert [s.heading for s in report.sections if s.is_references] == ["References"]
     assert report.citations[0].reference_index == 0
+
+
+def test_leading_arxiv_id_is_not_part_of_the_title():
+    report = parse_report("Agents plan [1].\n\n<references>\n1. [2204.06547v2] Language agents as planners\n"
+                          "2. [2301.00001](http://arxiv.org/abs/2301.00001) Another paper on agents\n</references>\n")
+    assert [(r.title, r.arxiv_id) for r in report.references] == [
+        ("Language agents as planners", "2204.06547"), ("Another paper on agents", "2301.00001")]
