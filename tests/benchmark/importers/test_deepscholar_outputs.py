@@ -132,6 +132,8 @@ def test_repository_layout_imports_every_baseline(repository, datasets):
     # openscholar: no .md, so the JSON answer's output is the report; ctxs are its documents.
     assert reports["openscholar"].text == OPENSCHOLAR_OUTPUT
     assert [d["title"] for d in reports["openscholar"].sources] == ["The AI Economist", "EconAgent"]
+    # its "[n](paper id)" markers are the n-th passages, listed as "[n] title" after References
+    assert (reports["openscholar"].stats["citations"], reports["openscholar"].stats["resolved_citations"]) == (2, 2)
     assert reports["openai_deepresearch"].stats["citations"] == 2
 
     # The table: per system reports, citations, skipped files with their reasons.
@@ -149,7 +151,7 @@ def test_repository_layout_imports_every_baseline(repository, datasets):
     assert rows["openscholar"]["reports"] == 1 and len(rows["openscholar"]["skipped"]) == 1
     table = result.summary()
     assert re.search(r"^deepresearcher +1 +4 \(4\) +0$", table, re.MULTILINE)
-    assert re.search(r"^openscholar +1 +\d+ \(\d+\) +1$", table, re.MULTILINE)
+    assert re.search(r"^openscholar +1 +2 \(2\) +1$", table, re.MULTILINE)
 
     # Dataset files that are not read, and a nugget folder without res.json, are named.
     for name in ("important_citations.csv", "recovered_citations.csv", "related_works_combined.csv", "papers.csv",
