@@ -298,20 +298,29 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
                        for slug in new], label=SOURCE, result=result)
     systems = systems_ensure([_system_spec(name) for name in sorted({s for _, s, _ in shown})], result=result)
     existing = {
-        (r.task_id, r.system_id)
-        for r in Report.objects.filter(task__in=tasks.values(), system__in=systems.values()).only("task_id", "system_id")
+        (r.task_id, r.system_id): r
+        for r in Report.objects.filter(task__in=tasks.values(), system__in=systems.values()).only(
+            "task_id", "system_id", "text", "source_path")
     }
     parts: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
     for (slug, system, component), (text, where) in shown.items():
         parts.setdefault((slug, system), []).append((component, text, where))
     items = []
     for (slug, system), shown_parts in parts.items():
-        if (tasks[slug].pk, systems[system].pk) in existing:
-            continue  # a system output (or an earlier label file) already gave this report its text
         shown_parts.sort(key=lambda p: (_COMPONENT_ORDER.get(p[0], 9), p[0]))
-        items.append(ReportInput(task=tasks[slug], system=systems[system],
-                                 text="\n\n".join(text.strip() for _, text, _ in shown_parts) + "\n",
-                                 source_path=shown_parts[0][2][:500]))
+        text = "\n\n".join(part.strip() for _, part, _ in shown_parts) + "\n"
+        stored = existing.get((tasks[slug].pk, systems[system].pk))
+        if stored is None:
+            items.append(ReportInput(task=tasks[slug], system=systems[system], text=text,
+                                     source_path=shown_parts[0][2][:500]))
+        elif stored.text != text and not all(part.strip() in stored.text for _, part, _ in shown_parts):
+            # The system's report (its full survey, or what an earlier label file showed) stays the
+            # report; say that what these labels showed is not stored beside it.
+            result.messages.append(
+                f"{shown_parts[0][2]}: {system}'s {', '.join(c for c, _, _ in shown_parts)} on "
+                f"{topics[slug][0]!r} as shown to annotators is not stored; the labels point at its report "
+                f"from {stored.source_path or 'an earlier import'}"
+            )
     reports_store(items, result=result)
     reports = {
         (r.task_id, r.system_id): r

@@ -107,6 +107,9 @@ def test_system_outputs_and_label_files_share_the_topic_task(datasets, labels):
     scisage.refresh_from_db()
     assert scisage.text == text  # the system's survey stays the report; the labels point at it
     assert luciferase_prefs.get(external_id="2000").report_left == scisage
+    assert (f"human_annotation/Annotator_CS_03_reference_labels.json, [4]: SciSage's reference on {LUCIFERASE!r} as "
+            "shown to annotators is not stored; the labels point at its report from luciferase/SciSage.json"
+            in result.messages)
 
 
 def test_labels_first_then_system_outputs_link_to_the_same_task(datasets, labels, tmp_path):
