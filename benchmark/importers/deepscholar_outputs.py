@@ -23,7 +23,8 @@ from pathlib import Path
 from ..models import System
 from ..services.reports import ReportInput
 from .base import ImportFailed, ImportResult, Record, read_json
-from .common import SystemSpec, read_csv, read_text, systems_ensure
+from .common import read_csv, read_text
+from .systems import SystemSpec, systems_ensure
 
 PAPERS = "papers_with_related_works.csv"
 

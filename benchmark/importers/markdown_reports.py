@@ -20,7 +20,8 @@ from pathlib import Path
 from ..models import Protocol, Task
 from ..services.reports import ReportInput
 from .base import ImportFailed, ImportResult, Record, read_json
-from .common import SystemSpec, read_text, reports_store, systems_ensure
+from .common import read_text, reports_store
+from .systems import SystemSpec, systems_ensure
 
 REPORT_SUFFIXES = (".md", ".json")
 

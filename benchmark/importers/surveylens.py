@@ -31,14 +31,13 @@ from ..models import Protocol, Survey, System, Task, TaskPrompt, system_key
 from ..services.reports import ReportInput
 from .base import ImportFailed, ImportResult, Record, read_json
 from .common import (
-    SystemSpec,
     disciplines_ensure,
     reports_store,
     slugify_key,
-    systems_ensure,
     task_prompts_sync,
     tasks_with_surveys_upsert,
 )
+from .systems import SystemSpec, systems_ensure
 
 SOURCE = "surveylens"
 HUMAN_FILE = "Human.json"
@@ -85,7 +84,7 @@ def topic_tasks(topics: Iterable[str]) -> dict[str, Task]:
     import introduced them: matched on the task key or on the slug of the topic it records."""
     wanted = set(topics)
     found: dict[str, Task] = {}
-    for task in Task.objects.filter(protocol=Protocol.SURVEYLENS).order_by("pk"):
+    for task in Task.objects.filter(protocol=Protocol.SURVEYLENS).select_related("survey").order_by("pk"):
         for slug in (task.key, slugify_key(str((task.extra or {}).get("topic") or ""))):
             if slug in wanted:
                 found.setdefault(slug, task)

@@ -46,11 +46,10 @@ from .common import (
     reports_store,
     rows_upsert,
     slugify_key,
-    system_names_read,
-    systems_ensure,
     task_prompts_sync,
     tasks_with_surveys_upsert,
 )
+from .systems import system_names_read, systems_ensure
 from .surveylens import DISCIPLINES, SOURCE, _system_spec, discipline_code, topic_tasks
 
 _CHOICES = {"a_better": PairwisePreference.Choice.LEFT, "b_better": PairwisePreference.Choice.RIGHT,
@@ -281,8 +280,11 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
     disciplines = disciplines_ensure(SOURCE, {c: DISCIPLINES[c][0] for c in codes}, result=result)
     users = _annotators_ensure(files, disciplines, result=result)
     tasks = topic_tasks(topics)  # topics a system-output import or an earlier label file introduced
-    if tasks:
-        result.add("task", "linked to an existing topic", len(tasks))
+    # A task a label file made before counts as unchanged; one a system-output import made, as linked.
+    linked = sum(1 for slug, task in tasks.items() if task.survey.external_id != f"topic:{slug}")
+    for outcome, n in (("linked to an existing topic", linked), ("unchanged", len(tasks) - linked)):
+        if n:
+            result.add("task", outcome, n)
     new = {slug: value for slug, value in topics.items() if slug not in tasks}
     if new:
         tasks |= tasks_with_surveys_upsert(

@@ -112,7 +112,7 @@ def test_annotations(topic, annotations):
     again = run_import("surveylens-annotations", annotations / "Annotator_Biology_01_outline_labels.json")
     assert again.counts["preference"] == {"unchanged": 50}
     assert "report" not in again.counts  # every (topic, system) already has its report, which is kept
-    assert again.counts["task"] == {"linked to an existing topic": 5}
+    assert again.counts["task"] == {"unchanged": 5}
     assert dict(PairwisePreference.objects.values_list("pk", "updated_at")) == stamps
 
 

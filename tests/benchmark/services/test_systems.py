@@ -2,7 +2,7 @@ import pytest
 from django.urls import reverse
 
 from benchmark.importers.base import ImportResult
-from benchmark.importers.common import SystemSpec, systems_ensure
+from benchmark.importers.systems import SystemSpec, systems_ensure
 from benchmark.models import Revision, System, SystemAlias, system_key
 from benchmark.services.systems import system_alias_delete, system_alias_set, system_names_resolve
 
