@@ -90,10 +90,15 @@ def latex_sections(text: str) -> list[dict]:
     return out if out[0]["text"] or len(out) == 1 else out[1:]
 
 
-def _papers(folder: Path) -> list[Record]:
+def _shown(path: Path, base: Path) -> str:
+    """A file as errors name it: relative to the folder given to the import (``dataset/citations.csv``)."""
+    return path.relative_to(base).as_posix()
+
+
+def _papers(folder: Path, base: Path) -> list[Record]:
     required = ("arxiv_id", "title", "abstract", "clean_latex_related_works")
     records, seen = [], {}
-    for rec in read_csv(folder / PAPERS, required=required):
+    for rec in read_csv(folder / PAPERS, required=required, name=_shown(folder / PAPERS, base)):
         paper_id = clean_arxiv_id(rec.text("arxiv_id", required=True))
         if not paper_id:
             raise rec.fail(f"not an arXiv id: {rec.data['arxiv_id'][:40]!r}", "arxiv_id")
@@ -114,12 +119,12 @@ def _published(rec: Record) -> datetime | None:
         raise rec.fail(f"not an ISO date: {raw[:40]!r}", "published_date") from None
 
 
-def _stats(folder: Path, paper_ids: set[str]) -> dict[str, dict]:
+def _stats(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, dict]:
     path = folder / STATS
     if not path.is_file():
         return {}
     stats = {}
-    for rec in read_csv(path, required=("arxiv_link", "total_citations")):
+    for rec in read_csv(path, required=("arxiv_link", "total_citations"), name=_shown(path, base)):
         paper_id = clean_arxiv_id(rec.text("arxiv_link", required=True))
         if paper_id not in paper_ids:
             raise rec.fail(f"no paper {paper_id or rec.data['arxiv_link'][:60]!r} in {PAPERS}", "arxiv_link")
@@ -133,10 +138,10 @@ def _stats(folder: Path, paper_ids: set[str]) -> dict[str, dict]:
     return stats
 
 
-def _citations(folder: Path, paper_ids: set[str], *, result: ImportResult) -> dict[str, list[CitedWork]]:
+def _citations(folder: Path, base: Path, paper_ids: set[str], *, result: ImportResult) -> dict[str, list[CitedWork]]:
     required = ("parent_paper_arxiv_id", "cited_paper_title")
     works: dict[str, list[CitedWork]] = {paper_id: [] for paper_id in paper_ids}
-    for rec in read_csv(folder / CITATIONS, required=required):
+    for rec in read_csv(folder / CITATIONS, required=required, name=_shown(folder / CITATIONS, base)):
         parent = clean_arxiv_id(rec.text("parent_paper_arxiv_id", required=True))
         if parent not in works:
             raise rec.fail(f"no paper {rec.data['parent_paper_arxiv_id'][:40]!r} in {PAPERS}", "parent_paper_arxiv_id")
@@ -161,14 +166,14 @@ def _citations(folder: Path, paper_ids: set[str], *, result: ImportResult) -> di
     return works
 
 
-def _nuggets(folder: Path, paper_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
+def _nuggets(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
     root = folder / NUGGETS
     if not root.is_dir():
         return {}
     found: dict[str, list[tuple[str, str]]] = {}
     origin: dict[str, str] = {}
     for path in sorted(root.rglob("res.json")):
-        name = path.relative_to(folder).as_posix()
+        name = _shown(path, base)
         data = read_json(path, name=name)
         rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
         if not isinstance(data, dict):
@@ -222,11 +227,11 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
     base = Path(path)
     folder, output_roots = _locate(base)
     _unread_files(folder, base, result=result)
-    papers = _papers(folder)
+    papers = _papers(folder, base)
     paper_ids = {clean_arxiv_id(rec.data["arxiv_id"]) for rec in papers}
-    stats = _stats(folder, paper_ids)
-    citations = _citations(folder, paper_ids, result=result)
-    nuggets = _nuggets(folder, paper_ids)
+    stats = _stats(folder, base, paper_ids)
+    citations = _citations(folder, base, paper_ids, result=result)
+    nuggets = _nuggets(folder, base, paper_ids)
 
     survey_rows, task_rows, prompts = [], [], {}
     for row, rec in enumerate(papers):

@@ -188,3 +188,11 @@ def test_reimport_keeps_documents_of_reports_with_identical_text(repository, tmp
     assert result.counts["report"] == {"unchanged": 1}
     storm.refresh_from_db()
     assert storm.sources == documents
+
+
+def test_errors_in_the_dataset_folder_name_it(repository):
+    path = repository / "dataset/citations.csv"
+    path.write_text(path.read_text(encoding="utf-8") + "only,three,fields\n", encoding="utf-8")
+    line = path.read_text(encoding="utf-8").count("\n")
+    assert_rejected("deepscholar", repository,
+                    match=rf"^dataset/citations\.csv, line {line}, field '\w+': row has 3 fields but the header has 15$")
