@@ -311,7 +311,9 @@ def _stream_syntax_error(path: Path, name: str) -> ImportFailed:
     return ImportFailed("malformed JSON", file=name)
 
 
-def iter_json_array(path: str | Path, *, name: str | None = None, max_record_bytes: int | None = None) -> Iterator[tuple[int, Any]]:
+def iter_json_array(
+    path: str | Path, *, name: str | None = None, max_record_bytes: int | None = None
+) -> Iterator[tuple[int, Any]]:
     """Yield ``(index, item)`` for each item of a file holding one JSON array, streamed: one
     item in memory at a time, each within ``IMPORT_MAX_LINE_BYTES`` (give or take the 64 KiB
     read-ahead), whatever the file's size."""

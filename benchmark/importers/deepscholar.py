@@ -138,7 +138,9 @@ def _stats(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, dict]:
     return stats
 
 
-def _citations(folder: Path, base: Path, paper_ids: set[str], *, result: ImportResult) -> dict[str, list[CitedWork]]:
+def _citations(
+    folder: Path, base: Path, paper_ids: set[str], *, result: ImportResult
+) -> dict[str, list[CitedWork]]:
     required = ("parent_paper_arxiv_id", "cited_paper_title")
     works: dict[str, list[CitedWork]] = {paper_id: [] for paper_id in paper_ids}
     for rec in read_csv(folder / CITATIONS, required=required, name=_shown(folder / CITATIONS, base)):
@@ -269,7 +271,9 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
         })
         prompts[paper_id] = QUERY + abstract
         if paper_id not in nuggets and nuggets:
-            result.messages.append(f"{PAPERS}, line {rec.line}: no nuggets were released for {paper_id}")
+            result.messages.append(
+                f"{_shown(folder / PAPERS, base)}, line {rec.line}: no nuggets were released for {paper_id}"
+            )
 
     tasks = tasks_with_surveys_upsert(survey_rows, task_rows, source=SOURCE, protocol=Protocol.DEEPSCHOLAR,
                                       result=result)

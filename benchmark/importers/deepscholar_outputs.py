@@ -208,7 +208,8 @@ def outputs_read(root: Path, base: Path, tasks_by_row: dict[int, object], *, res
                 result.skip(system, shown(name + "/" + layout.report.name), "the report is empty")
                 continue
             for other in sorted(p for p in row_dir.rglob("*") if p.is_file() and p not in layout.used):
-                result.skip(system, shown(other.relative_to(base).as_posix()), "not read: not the report or its documents")
+                result.skip(system, shown(other.relative_to(base).as_posix()),
+                            "not read: not the report or its documents")
             items.append(ReportInput(
                 task=tasks_by_row[int(row_dir.name)], system=systems[system], text=text, sources=sources,
                 source_path=shown(f"{name}/{layout.report.relative_to(row_dir).as_posix()}")[:500],

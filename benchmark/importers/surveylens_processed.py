@@ -122,7 +122,8 @@ def _groups(files: list[tuple[str, str, Path, str]]) -> list[Group]:
 def import_processed(root: Path, *, base: Path, result: ImportResult) -> None:
     files = _scan(root, base, result=result)
     if not files:
-        raise ImportFailed("no <System>/<Discipline>/<file>.json survey files", file=root.relative_to(base.parent).as_posix())
+        raise ImportFailed("no <System>/<Discipline>/<file>.json survey files",
+                           file=root.relative_to(base.parent).as_posix())
     groups = _groups(files)
     disciplines = disciplines_ensure(SOURCE, {g.code: DISCIPLINES[g.code][0] for g in groups}, result=result)
     for group in sorted(groups, key=lambda g: (g.code, g.name)):
