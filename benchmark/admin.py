@@ -1,7 +1,10 @@
+from django import forms
 from django.contrib import admin
 from django.contrib.contenttypes.admin import GenericTabularInline
+from django.core.exceptions import ValidationError
 
 from . import models
+from .services.systems import system_alias_delete, system_alias_set, system_alias_validate
 
 PROPOSABLE_FILTERS = ("origin", "review_status")
 
@@ -125,6 +128,48 @@ class SystemAdmin(admin.ModelAdmin):
     list_display = ("name", "version", "base_model", "workflow")
     list_filter = ("workflow",)
     search_fields = ("name", "base_model")
+
+
+class SystemAliasForm(forms.ModelForm):
+    class Meta:
+        model = models.SystemAlias
+        fields = ("alias", "canonical", "note")
+
+    def clean(self):
+        data = super().clean()
+        try:
+            system_alias_validate(alias=data.get("alias") or "", canonical=data.get("canonical") or "")
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        return data
+
+    def validate_unique(self):
+        pass  # the service matches the alias up to case and separators and updates that row
+
+
+@admin.register(models.SystemAlias)
+class SystemAliasAdmin(admin.ModelAdmin):
+    """The curator's alias table; every write goes through the services, with its revision row."""
+
+    form = SystemAliasForm
+    list_display = ("alias", "canonical", "note", "updated_at")
+    list_filter = ("canonical",)
+    search_fields = ("alias", "canonical", "note")
+    fields = ("alias", "canonical", "note")
+    inlines = [RevisionInline]
+
+    def save_model(self, request, obj, form, change):
+        if change and "alias" in form.changed_data:
+            system_alias_delete(alias=models.SystemAlias.objects.get(pk=obj.pk), actor=request.user)
+        saved = system_alias_set(alias=obj.alias, canonical=obj.canonical, note=obj.note, actor=request.user)
+        obj.pk, obj.key = saved.pk, saved.key
+
+    def delete_model(self, request, obj):
+        system_alias_delete(alias=obj, actor=request.user)
+
+    def delete_queryset(self, request, queryset):
+        for alias in queryset:
+            system_alias_delete(alias=alias, actor=request.user)
 
 
 @admin.register(models.Report)

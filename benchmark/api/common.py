@@ -78,7 +78,7 @@ class ServiceErrorsMixin:
                 status=status.HTTP_409_CONFLICT,
             )
         if isinstance(exc, ImportFailed):
-            body = {"detail": str(exc), "file": exc.file, "line": exc.line, "field": exc.field}
+            body = {"detail": str(exc), "file": exc.file, "line": exc.line, "column": exc.column, "field": exc.field}
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
         if isinstance(exc, DjangoValidationError):
             body = exc.message_dict if hasattr(exc, "error_dict") else {"detail": "; ".join(exc.messages)}

@@ -423,6 +423,8 @@ class ImportApi(Api):
     class OutputSerializer(serializers.Serializer):
         counts = serializers.DictField(child=serializers.DictField(child=serializers.IntegerField()))
         messages = serializers.ListField(child=serializers.CharField())
+        systems = serializers.ListField(child=serializers.DictField(), help_text="per system: reports, citations, "
+                                        "resolved_citations, skipped [{file, reason}]")
 
     parser_classes = [MultiPartParser]
 
@@ -445,6 +447,6 @@ class ImportApi(Api):
             except ImportFailed as exc:
                 exc.file = upload.name  # name the user's file, not our temporary copy
                 return self.handle_exception(ImportFailed(exc.message, file=upload.name, line=exc.line,
-                                                          field=exc.field))
-        return Response({"counts": result.counts, "messages": result.messages})
+                                                          column=exc.column, field=exc.field))
+        return Response({"counts": result.counts, "messages": result.messages, "systems": result.system_rows()})
 

@@ -5,11 +5,13 @@ transaction), and every error names the file, the line (or record) and the field
 """
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import ijson
 from django.conf import settings
 
 MAX_JSON_DEPTH = 64
@@ -18,9 +20,13 @@ MAX_JSON_DEPTH = 64
 class ImportFailed(Exception):
     """Bad input: names where it is (file, line or record, field) and what is wrong."""
 
-    def __init__(self, message: str, *, file: str | Path = "", line: int | None = None, field: str = "") -> None:
+    def __init__(
+        self, message: str, *, file: str | Path = "", line: int | None = None, field: str = "",
+        column: int | None = None,
+    ) -> None:
         self.file = str(file)
         self.line = line
+        self.column = column
         self.field = field
         self.message = message
         super().__init__(self.location() + message)
@@ -31,17 +37,60 @@ class ImportFailed(Exception):
             parts.append(self.file)
         if self.line is not None:
             parts.append(f"line {self.line}")
+        if self.column is not None:
+            parts.append(f"column {self.column}")
         if self.field:
             parts.append(f"field '{self.field}'")
         return (", ".join(parts) + ": ") if parts else ""
 
 
 @dataclass
+class SystemTally:
+    """One row of the per-system import table."""
+
+    reports: int = 0
+    citations: int = 0
+    resolved: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
+
+
+@dataclass
 class ImportResult:
-    """Counts of what an import stored, by kind: ``{"task": {"created": 3, "updated": 1}}``."""
+    """Counts of what an import stored, by kind: ``{"task": {"created": 3, "updated": 1}}``,
+    and per system the reports read, the citations found in them and the files skipped."""
 
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
+    systems: dict[str, SystemTally] = field(default_factory=dict)
+
+    def system(self, name: str) -> SystemTally:
+        return self.systems.setdefault(name, SystemTally())
+
+    def skip(self, system: str, file: str, reason: str) -> None:
+        """A file the importer could not use: listed in the table, never dropped in silence."""
+        self.system(system).skipped.append((file, reason))
+
+    def system_rows(self) -> list[dict]:
+        """The per-system table as data (for pages and API answers)."""
+        return [
+            {"system": name, "reports": t.reports, "citations": t.citations, "resolved_citations": t.resolved,
+             "skipped": [{"file": f, "reason": r} for f, r in t.skipped]}
+            for name, t in sorted(self.systems.items())
+        ]
+
+    def system_table(self) -> str:
+        if not self.systems:
+            return ""
+        rows = [("system", "reports", "citations (resolved)", "files skipped")]
+        for name, t in sorted(self.systems.items()):
+            rows.append((name, str(t.reports), f"{t.citations} ({t.resolved})", str(len(t.skipped))))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+                 for r in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        for name, t in sorted(self.systems.items()):
+            lines.extend(f"skipped {name}: {f}: {r}" for f, r in t.skipped)
+        return "\n".join(lines)
 
     def add(self, kind: str, outcome: str, n: int = 1) -> None:
         bucket = self.counts.setdefault(kind, {})
@@ -52,13 +101,20 @@ class ImportResult:
             for outcome, n in outcomes.items():
                 self.add(kind, outcome, n)
         self.messages.extend(other.messages)
+        for name, t in other.systems.items():
+            mine = self.system(name)
+            mine.reports += t.reports
+            mine.citations += t.citations
+            mine.resolved += t.resolved
+            mine.skipped.extend(t.skipped)
 
     def summary(self) -> str:
         lines = [
             f"{kind}: " + ", ".join(f"{n} {outcome}" for outcome, n in sorted(outcomes.items()))
             for kind, outcomes in sorted(self.counts.items())
         ]
-        return "\n".join(lines + self.messages)
+        table = self.system_table()
+        return "\n".join(lines + self.messages + ([table] if table else []))
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -89,7 +145,14 @@ def parse_json_text(text: str | bytes, *, file: str | Path, line: int | None = N
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ImportFailed(f"malformed JSON: {exc.msg} at column {exc.colno}", file=file, line=line) from None
+        # ``line`` is the JSONL line holding the document (an error past its end is at its end);
+        # a whole-file document has the decoder's own line.
+        if line is None:
+            line, column = exc.lineno, exc.colno
+        else:
+            column = exc.colno if exc.lineno == 1 else len(text.split("\n", 1)[0].rstrip("\r")) + 1
+        raise ImportFailed(f"malformed JSON: {exc.msg[:1].lower()}{exc.msg[1:]}", file=file, line=line,
+                           column=column) from None
     except RecursionError:
         raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=file, line=line) from None
     except ValueError as exc:  # e.g. an integer longer than Python's 4,300-digit conversion limit
@@ -120,13 +183,15 @@ def read_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterat
             yield line_no, value
 
 
-def read_json(path: str | Path, *, max_bytes: int | None = None) -> Any:
+def read_json(path: str | Path, *, max_bytes: int | None = None, name: str | None = None) -> Any:
+    """One JSON document; errors name ``name`` (e.g. ``folder/file.json``), else the bare file name."""
     limit = max_bytes or settings.IMPORT_MAX_LINE_BYTES
     path = Path(path)
+    name = name or path.name
     size = path.stat().st_size
     if size > limit:
-        raise ImportFailed(f"file of {size:,} bytes exceeds the {limit:,}-byte limit", file=path.name)
-    return parse_json_text(path.read_bytes(), file=path.name)
+        raise ImportFailed(f"file of {size:,} bytes exceeds the {limit:,}-byte limit", file=name)
+    return parse_json_text(path.read_bytes(), file=name)
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list", dict: "an object"}
@@ -185,3 +250,101 @@ class _NestedRecord(Record):
     def fail(self, message: str, field: str = "") -> ImportFailed:
         path = f"{self.prefix}.{field}" if field else self.prefix
         return ImportFailed(message, file=self.file, line=self.line, field=path)
+
+
+class _CountingReader:
+    """A binary file that counts the bytes read since the last ``mark()`` and refuses to read
+    past ``limit`` of them: one record of a streamed array is never held beyond the limit."""
+
+    def __init__(self, handle, limit: int, on_overflow) -> None:
+        self.handle, self.limit, self.on_overflow = handle, limit, on_overflow
+        self.since = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.since += len(data)
+        if self.since > self.limit + _STREAM_BUFFER:  # the parser reads ahead up to one buffer
+            raise self.on_overflow()
+        return data
+
+    def mark(self) -> None:
+        self.since = 0
+
+
+_STREAM_BUFFER = 64 * 1024
+_PYTHON_BACKEND_POSITION = re.compile(r" at (\d+)$")
+
+
+def _line_column(path: Path, offset: int) -> tuple[int, int]:
+    """1-based line and column of a character offset (the pure-Python parser counts decoded
+    characters), read in chunks."""
+    line, line_start, consumed = 1, 0, 0
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        while consumed < offset:
+            chunk = handle.read(min(1 << 20, offset - consumed))
+            if not chunk:
+                break
+            newlines = chunk.count("\n")
+            if newlines:
+                line += newlines
+                line_start = consumed + chunk.rindex("\n") + 1
+            consumed += len(chunk)
+    return line, offset - line_start + 1
+
+
+def _stream_syntax_error(path: Path, name: str) -> ImportFailed:
+    """Locate a syntax error the fast parser found, with the pure-Python parser (which knows the
+    byte offset); only ever run on a file that is already known to be broken."""
+    import ijson.backends.python as slow
+
+    try:
+        with path.open("rb") as handle:
+            for _ in slow.parse(handle):
+                pass
+    except ijson.JSONError as exc:
+        text = str(exc)
+        match = _PYTHON_BACKEND_POSITION.search(text)
+        offset = int(match[1]) if match else path.stat().st_size
+        line, column = _line_column(path, offset)
+        reason = _PYTHON_BACKEND_POSITION.sub("", text).strip() or "malformed"
+        return ImportFailed(f"malformed JSON: {reason[:1].lower()}{reason[1:]}", file=name, line=line, column=column)
+    return ImportFailed("malformed JSON", file=name)
+
+
+def iter_json_array(
+    path: str | Path, *, name: str | None = None, max_record_bytes: int | None = None
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, item)`` for each item of a file holding one JSON array, streamed: one
+    item in memory at a time, each within ``IMPORT_MAX_LINE_BYTES`` (give or take the 64 KiB
+    read-ahead), whatever the file's size."""
+    path = Path(path)
+    name = name or path.name
+    limit = max_record_bytes or settings.IMPORT_MAX_LINE_BYTES
+    position = [0]  # the index of the record being read
+    with path.open("rb") as handle:
+        reader = _CountingReader(
+            handle, limit,
+            lambda: ImportFailed(f"longer than the {limit:,}-byte limit", file=name, field=f"[{position[0]}]"),
+        )
+        try:
+            for index, item in enumerate(ijson.items(reader, "item", use_float=True, buf_size=_STREAM_BUFFER)):
+                if _depth(item, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+                    raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=name,
+                                       field=f"[{index}]")
+                yield index, item
+                position[0] = index + 1
+                reader.mark()
+        except ijson.JSONError:
+            raise _stream_syntax_error(path, name) from None
+        except UnicodeDecodeError as exc:
+            raise ImportFailed(f"not UTF-8 text (byte {exc.start})", file=name) from None
+
+
+def json_top_level(path: str | Path) -> str:
+    """The first non-blank character of a JSON file: ``[`` for an array, ``{`` for an object."""
+    with Path(path).open("rb") as handle:
+        while chunk := handle.read(4096):
+            stripped = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
+            if stripped:
+                return stripped[:1].decode("latin-1")
+    return ""

@@ -33,11 +33,11 @@ from ..models import (
     Discipline,
     GoldReference,
     Origin,
+    Report,
     ReviewStatus,
     Revision,
     Survey,
     SurveyCitation,
-    System,
     Task,
     TaskPrompt,
 )
@@ -289,12 +289,22 @@ def task_prompts_sync(prompts: Sequence[TaskPrompt], *, label: str, result: Impo
 
 
 def reports_store(items: Sequence[ReportInput], *, result: ImportResult) -> None:
-    """``reports_submit`` with its counts added to the result."""
+    """``reports_submit`` with its counts added to the result, and per system the reports
+    read and the citations the parser found in them (from the stored parse statistics)."""
     if not items:
         return
     for outcome, n in reports_submit(items=items).items():
         if n:
             result.add("report", outcome, n)
+    wanted = {(i.task.pk, i.system.pk) for i in items}
+    names = {i.system.pk: i.system.name for i in items}
+    stored = Report.objects.filter(task_id__in={t for t, _ in wanted}, system_id__in=set(names))
+    for task_id, system_id, stats in stored.values_list("task_id", "system_id", "stats"):
+        if (task_id, system_id) in wanted:
+            tally = result.system(names[system_id])
+            tally.reports += 1
+            tally.citations += int(stats.get("citations") or 0)
+            tally.resolved += int(stats.get("resolved_citations") or 0)
 
 
 def disciplines_ensure(taxonomy: str, names: dict[str, str], *, result: ImportResult) -> dict[str, Discipline]:
@@ -304,33 +314,6 @@ def disciplines_ensure(taxonomy: str, names: dict[str, str], *, result: ImportRe
     Discipline.objects.bulk_create(missing)
     _count(result, "discipline", len(missing), 0, 0)
     return existing | {d.code: d for d in missing}
-
-
-@dataclass(frozen=True)
-class SystemSpec:
-    name: str
-    workflow: str = System.Workflow.OTHER
-    base_model: str = ""
-    description: str = ""
-    version: str = ""
-
-
-def systems_ensure(specs: Iterable[SystemSpec], *, result: ImportResult) -> dict[str, System]:
-    """``{name: System}``; missing systems are created from their spec, existing ones left as they are."""
-    specs = {(s.name, s.version): s for s in specs}
-    found = {
-        (s.name, s.version): s
-        for s in System.objects.filter(name__in={n for n, _ in specs}, version__in={v for _, v in specs})
-    }
-    missing = [
-        System(name=s.name, version=s.version, workflow=s.workflow, base_model=s.base_model, description=s.description)
-        for k, s in specs.items()
-        if k not in found
-    ]
-    System.objects.bulk_create(missing)
-    _count(result, "system", len(missing), 0, 0)
-    found |= {(s.name, s.version): s for s in missing}
-    return {name: found[(name, version)] for name, version in specs}
 
 
 # --- curated items ------------------------------------------------------------------------

@@ -1,6 +1,9 @@
-"""DeepScholar-bench (guestrin-lab): a release folder.
+"""DeepScholar-bench (guestrin-lab): the repository as cloned, or its dataset folder.
 
-``path`` is the ``deepscholar-bench/`` folder:
+``path`` is the repository root (``dataset/`` with the CSVs, system outputs in
+``tests/baselines_results/``) or a folder holding the CSVs itself (outputs in
+``system_outputs/``). Files of the dataset folder that are not read below are named in the
+messages. The data:
 
 * ``papers_with_related_works.csv`` → per paper a ``Survey`` (kind related_work, source
   ``deepscholar``, external id = arXiv id without version) holding the human-written
@@ -19,35 +22,31 @@
 * ``gt_nuggets_outputs/**/res.json`` → ``Nugget`` rows (vital/okay). Folders nest
   (``20/26/29/32/res.json``) and their names are not reliable row numbers, so each file
   is matched to its paper by ``qid``.
-* ``system_outputs/<system>/<row>/`` → a ``System`` per folder and its ``Report`` on
-  the paper of that row: ``intro.md`` (+ ``paper.csv``), ``storm_gen_article_polished.md``
-  (+ ``url_to_info.json``) or ``answer.md`` (+ ``answer.json``); the retrieved documents
-  go to ``Report.sources`` as ``{title, url, snippet, ...}``.
+* ``<outputs>/<system>/<row>/`` → a ``System`` per folder and its ``Report`` on the paper
+  of that row, each baseline's layout read as ``deepscholar_outputs`` describes; the
+  retrieved documents go to ``Report.sources`` as ``{title, url, snippet, ...}``.
 """
 
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..models import Nugget, Origin, Protocol, Survey, System, TaskPrompt
+from ..models import Nugget, Origin, Protocol, Survey, TaskPrompt
 from ..services.bibliography import clean_arxiv_id, clean_doi
-from ..services.reports import ReportInput
 from .base import ImportFailed, ImportResult, Record, read_json
 from .common import (
     CitedWork,
-    SystemSpec,
     bibliographies_store,
     csv_number,
     has_usable_title,
     proposables_sync,
     read_csv,
-    read_text,
     reports_store,
     require_unique,
-    systems_ensure,
     task_prompts_sync,
     tasks_with_surveys_upsert,
 )
+from .deepscholar_outputs import outputs_read
 
 SOURCE = "deepscholar"
 PAPERS = "papers_with_related_works.csv"
@@ -55,36 +54,9 @@ CITATIONS = "citations.csv"
 STATS = "citation_stats.csv"
 NUGGETS = "gt_nuggets_outputs"
 OUTPUTS = "system_outputs"
+READ_FILES = {PAPERS, CITATIONS, STATS}
 
 QUERY = "Write a Related Works section for an academic paper given the paper's abstract. Here is the paper abstract:\n"
-
-# What the release and the paper (§8.6–8.7) say about the systems whose outputs it ships.
-KNOWN_SYSTEMS = {
-    "deepscholar-base": SystemSpec(
-        "deepscholar-base", System.Workflow.RAG, "",
-        "DeepScholar-base reference pipeline (arXiv search + LOTUS semantic operators); the release does not "
-        "name its model.",
-    ),
-    "deepscholar_base_gpt_4.1": SystemSpec(
-        "deepscholar_base_gpt_4.1", System.Workflow.RAG, "gpt-4.1-2025-04-14",
-        "DeepScholar-base reference pipeline with GPT-4.1, as released by DeepScholar-bench.",
-    ),
-    "storm": SystemSpec(
-        "storm", System.Workflow.SURVEY_PIPELINE, "Llama-4-Scout-17B-16E-Instruct",
-        "STORM with arXiv search, run by the DeepScholar-bench authors (paper §8.7).",
-    ),
-    "search_ai_gpt_4.1": SystemSpec(
-        "search_ai_gpt_4.1", System.Workflow.DEEP_RESEARCH, "gpt-4.1-2025-04-14",
-        "OpenDeepSearch ReAct search agent with arXiv search and GPT-4.1 (paper §8.7.3).",
-    ),
-}
-# (report file, retrieved-documents file), tried in order.
-OUTPUT_LAYOUTS = (
-    ("intro.md", "paper.csv"),
-    ("storm_gen_article_polished.md", "url_to_info.json"),
-    ("answer.md", "answer.json"),
-)
-DOCUMENT_FIELDS = ("id", "title", "url", "snippet", "date", "authors")
 
 _HEADING = re.compile(r"^\s*\\(?P<kind>(?:sub)*section|paragraph)\*?\s*\{")
 
@@ -118,10 +90,15 @@ def latex_sections(text: str) -> list[dict]:
     return out if out[0]["text"] or len(out) == 1 else out[1:]
 
 
-def _papers(folder: Path) -> list[Record]:
+def _shown(path: Path, base: Path) -> str:
+    """A file as errors name it: relative to the folder given to the import (``dataset/citations.csv``)."""
+    return path.relative_to(base).as_posix()
+
+
+def _papers(folder: Path, base: Path) -> list[Record]:
     required = ("arxiv_id", "title", "abstract", "clean_latex_related_works")
     records, seen = [], {}
-    for rec in read_csv(folder / PAPERS, required=required):
+    for rec in read_csv(folder / PAPERS, required=required, name=_shown(folder / PAPERS, base)):
         paper_id = clean_arxiv_id(rec.text("arxiv_id", required=True))
         if not paper_id:
             raise rec.fail(f"not an arXiv id: {rec.data['arxiv_id'][:40]!r}", "arxiv_id")
@@ -142,12 +119,12 @@ def _published(rec: Record) -> datetime | None:
         raise rec.fail(f"not an ISO date: {raw[:40]!r}", "published_date") from None
 
 
-def _stats(folder: Path, paper_ids: set[str]) -> dict[str, dict]:
+def _stats(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, dict]:
     path = folder / STATS
     if not path.is_file():
         return {}
     stats = {}
-    for rec in read_csv(path, required=("arxiv_link", "total_citations")):
+    for rec in read_csv(path, required=("arxiv_link", "total_citations"), name=_shown(path, base)):
         paper_id = clean_arxiv_id(rec.text("arxiv_link", required=True))
         if paper_id not in paper_ids:
             raise rec.fail(f"no paper {paper_id or rec.data['arxiv_link'][:60]!r} in {PAPERS}", "arxiv_link")
@@ -161,10 +138,12 @@ def _stats(folder: Path, paper_ids: set[str]) -> dict[str, dict]:
     return stats
 
 
-def _citations(folder: Path, paper_ids: set[str], *, result: ImportResult) -> dict[str, list[CitedWork]]:
+def _citations(
+    folder: Path, base: Path, paper_ids: set[str], *, result: ImportResult
+) -> dict[str, list[CitedWork]]:
     required = ("parent_paper_arxiv_id", "cited_paper_title")
     works: dict[str, list[CitedWork]] = {paper_id: [] for paper_id in paper_ids}
-    for rec in read_csv(folder / CITATIONS, required=required):
+    for rec in read_csv(folder / CITATIONS, required=required, name=_shown(folder / CITATIONS, base)):
         parent = clean_arxiv_id(rec.text("parent_paper_arxiv_id", required=True))
         if parent not in works:
             raise rec.fail(f"no paper {rec.data['parent_paper_arxiv_id'][:40]!r} in {PAPERS}", "parent_paper_arxiv_id")
@@ -189,15 +168,15 @@ def _citations(folder: Path, paper_ids: set[str], *, result: ImportResult) -> di
     return works
 
 
-def _nuggets(folder: Path, paper_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
+def _nuggets(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
     root = folder / NUGGETS
     if not root.is_dir():
         return {}
     found: dict[str, list[tuple[str, str]]] = {}
     origin: dict[str, str] = {}
     for path in sorted(root.rglob("res.json")):
-        name = path.relative_to(folder).as_posix()
-        data = read_json(path)
+        name = _shown(path, base)
+        data = read_json(path, name=name)
         rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
         if not isinstance(data, dict):
             raise rec.fail(f"expected a JSON object, got {type(data).__name__}")
@@ -218,84 +197,43 @@ def _nuggets(folder: Path, paper_ids: set[str]) -> dict[str, list[tuple[str, str
     return found
 
 
-def _documents_csv(path: Path, name: str) -> list[dict]:
-    return [
-        {f: rec.data[f] for f in DOCUMENT_FIELDS if rec.data.get(f)}
-        for rec in read_csv(path, required=("title", "url"), name=name)
-    ]
+def _locate(path: Path) -> tuple[Path, list[Path]]:
+    """The folder holding the CSVs and the folders of system outputs, for the repository as
+    cloned (``dataset/`` + ``tests/baselines_results/``) or a bare release folder."""
+    if not path.is_dir():
+        raise ImportFailed(f"expected the DeepScholar-bench repository (dataset/{PAPERS}) or its dataset folder",
+                           file=path.name)
+    for data in (path / "dataset", path):
+        if (data / PAPERS).is_file():
+            roots = [r for r in (data / OUTPUTS, path / "tests" / "baselines_results") if r.is_dir()]
+            return data, list(dict.fromkeys(roots))
+    raise ImportFailed(f"neither dataset/{PAPERS} nor {PAPERS} is in the folder", file=path.name)
 
 
-def _documents_storm(path: Path, name: str) -> list[dict]:
-    data = read_json(path)
-    rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
-    info = rec.get("url_to_info", dict, required=True)
-    index = rec.get("url_to_unified_index", dict, default={})
-    docs = []
-    for url, value in info.items():
-        doc = rec.child(value, f"url_to_info[{url!r}]")
-        docs.append({
-            "url": url,
-            "title": doc.text("title"),
-            "snippet": doc.text("description"),
-            "index": index.get(url) if isinstance(index.get(url), int) else None,
-        })
-    return sorted(docs, key=lambda d: (d["index"] is None, d["index"] or 0))
-
-
-def _documents_answer(path: Path, name: str) -> list[dict]:
-    data = read_json(path)
-    rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
-    docs = []
-    for i, value in enumerate(rec.get("ctxs", list, default=[])):
-        ctx = rec.child(value, f"ctxs[{i}]")
-        doc = {"title": ctx.text("title"), "url": ctx.text("url"), "snippet": ctx.text("text"), "date": ctx.text("date")}
-        docs.append({k: v for k, v in doc.items() if v})
-    return docs
-
-
-READERS = {"paper.csv": _documents_csv, "url_to_info.json": _documents_storm, "answer.json": _documents_answer}
-
-
-def _outputs(folder: Path, tasks_by_row: dict[int, object], *, result: ImportResult) -> list[ReportInput]:
-    root = folder / OUTPUTS
-    if not root.is_dir():
-        return []
-    folders = [(s, r) for s in sorted(p for p in root.iterdir() if p.is_dir()) for r in sorted(s.iterdir()) if r.is_dir()]
-    systems = systems_ensure(
-        [KNOWN_SYSTEMS.get(s.name) or SystemSpec(s.name, description="Released with DeepScholar-bench.") for s in
-         {s for s, _ in folders}],
-        result=result,
-    )
-    items = []
-    for system_dir, row_dir in folders:
-        name = row_dir.relative_to(folder).as_posix()
-        if not row_dir.name.isdigit() or int(row_dir.name) not in tasks_by_row:
-            raise ImportFailed(f"folder name must be a row number of {PAPERS} (0–{len(tasks_by_row) - 1})", file=name)
-        layout = next(((r, d) for r, d in OUTPUT_LAYOUTS if (row_dir / r).is_file()), None)
-        if layout is None:
-            expected = ", ".join(r for r, _ in OUTPUT_LAYOUTS)
-            raise ImportFailed(f"no report file in the folder (expected one of {expected})", file=name)
-        report_file, docs_file = layout
-        text = read_text(row_dir / report_file, name=f"{name}/{report_file}")
-        sources = []
-        if (row_dir / docs_file).is_file():
-            sources = READERS[docs_file](row_dir / docs_file, f"{name}/{docs_file}")
-        items.append(ReportInput(
-            task=tasks_by_row[int(row_dir.name)], system=systems[system_dir.name], text=text,
-            sources=sources, source_path=f"{name}/{report_file}",
-        ))
-    return items
+def _unread_files(data: Path, base: Path, *, result: ImportResult) -> None:
+    """Release files this importer does not read are named, never passed over in silence."""
+    for path in sorted(p for p in data.iterdir() if p.is_file() and not p.name.startswith(".")):
+        if path.name not in READ_FILES and not path.name.upper().startswith(("LICENSE", "README")):
+            result.messages.append(f"{path.relative_to(base).as_posix()}: not imported (this importer reads "
+                                   f"{PAPERS}, {CITATIONS}, {STATS} and {NUGGETS}/)")
+    nuggets = data / NUGGETS
+    if nuggets.is_dir():
+        for folder in sorted({p.parent for p in nuggets.rglob("*") if p.is_file()}):
+            if not (folder / "res.json").is_file():
+                result.messages.append(f"{folder.relative_to(base).as_posix()}: no res.json (only "
+                                       f"{', '.join(sorted(p.name for p in folder.iterdir() if p.is_file()))}); "
+                                       "no nuggets imported from it")
 
 
 def import_deepscholar(path: Path, *, result: ImportResult) -> None:
-    folder = Path(path)
-    if not folder.is_dir() or not (folder / PAPERS).is_file():
-        raise ImportFailed(f"expected the DeepScholar-bench folder holding {PAPERS}", file=folder.name)
-    papers = _papers(folder)
+    base = Path(path)
+    folder, output_roots = _locate(base)
+    _unread_files(folder, base, result=result)
+    papers = _papers(folder, base)
     paper_ids = {clean_arxiv_id(rec.data["arxiv_id"]) for rec in papers}
-    stats = _stats(folder, paper_ids)
-    citations = _citations(folder, paper_ids, result=result)
-    nuggets = _nuggets(folder, paper_ids)
+    stats = _stats(folder, base, paper_ids)
+    citations = _citations(folder, base, paper_ids, result=result)
+    nuggets = _nuggets(folder, base, paper_ids)
 
     survey_rows, task_rows, prompts = [], [], {}
     for row, rec in enumerate(papers):
@@ -333,7 +271,9 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
         })
         prompts[paper_id] = QUERY + abstract
         if paper_id not in nuggets and nuggets:
-            result.messages.append(f"{PAPERS}, line {rec.line}: no nuggets were released for {paper_id}")
+            result.messages.append(
+                f"{_shown(folder / PAPERS, base)}, line {rec.line}: no nuggets were released for {paper_id}"
+            )
 
     tasks = tasks_with_surveys_upsert(survey_rows, task_rows, source=SOURCE, protocol=Protocol.DEEPSCHOLAR,
                                       result=result)
@@ -356,4 +296,5 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
         kind="nugget",
     )
     tasks_by_row = {row["extra"]["row"]: tasks[row["key"]] for row in task_rows}
-    reports_store(_outputs(folder, tasks_by_row, result=result), result=result)
+    items = [item for root in output_roots for item in outputs_read(root, base, tasks_by_row, result=result)]
+    reports_store(items, result=result)

@@ -27,15 +27,14 @@ from ..services.bibliography import clean_arxiv_id
 from ..services.reports import ReportInput
 from .base import ImportFailed, ImportResult, Record, read_jsonl
 from .common import (
-    SystemSpec,
     proposables_remove,
     proposables_sync,
     reports_store,
     require_unique,
-    systems_ensure,
     task_prompts_sync,
     tasks_with_surveys_upsert,
 )
+from .systems import SystemSpec, systems_ensure
 
 SOURCE = "deepsynth"
 EXAMPLE_SYSTEM = SystemSpec(

@@ -1,4 +1,6 @@
-"""Systems under evaluation and the reports they generated."""
+"""Systems under evaluation, the other spellings of their names, and the reports they generated."""
+
+import re
 
 from django.db import models
 
@@ -27,6 +29,33 @@ class System(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.name} {self.version}".strip()
+
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def system_key(name: str) -> str:
+    """A system name up to case and separators: ``LLMxMapReduce_V2`` and ``llmxmapreduce-v2`` are
+    one system; ``AutoSurvey2`` and ``Autosurvey`` are not (only an alias joins those)."""
+    return _SEPARATORS.sub("", name).casefold()
+
+
+class SystemAlias(TimeStamped):
+    """Another spelling of a system's name, which every importer reads as ``canonical``.
+
+    Written only through ``benchmark.services.systems`` (each change with its revision row)."""
+
+    alias = models.CharField(max_length=200)
+    key = models.CharField(max_length=200, unique=True, help_text="the alias up to case and separators")
+    canonical = models.CharField(max_length=200, help_text="the System name imports use for this alias")
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["alias"]
+        verbose_name_plural = "system aliases"
+
+    def __str__(self) -> str:
+        return f"{self.alias} → {self.canonical}"
 
 
 class Report(TimeStamped):

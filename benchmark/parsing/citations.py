@@ -9,7 +9,7 @@ reference lists) is searched.
 Forms (``kind``):
 
 * ``link`` - ``[text](https://...)``; ``[1](#ref-1)`` (an anchor with a
-  numeric text) counts as ``numeric``;
+  numeric text) and OpenScholar's ``[0](paperId)`` count as ``numeric``;
 * ``latex`` - ``\\cite{a,b}``, ``\\citep[p.~3]{a}``, ``\\citet*{a}``, ...;
 * ``footnote`` - ``[^1]``;
 * ``numeric`` - ``[1]``, ``[1, 3]``, ``[1-3]``/``[1–3]`` (expanded, ranges of
@@ -41,6 +41,7 @@ LINK_RE = re.compile(
 LATEX_CITE_RE = re.compile(
     r"\\[A-Za-z]{0,12}cite[A-Za-z]{0,8}\*?(?:\[[^\]\n]{0,200}\]){0,2}\{(?P<keys>[^{}\n]{1,2000})\}"
 )
+_PAPER_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a retrieval id, not a URL, path or file name
 FOOTNOTE_REF_RE = re.compile(r"\[\^(?P<label>[^\]\s]{1,64})\](?!:)")
 _DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2212"
 _NUM_ITEM = rf"\d{{1,4}}(?:[ \t]*[{_DASHES}][ \t]*\d{{1,4}})?"
@@ -167,6 +168,9 @@ def _links(text: str, allowed: SpanSet) -> list[Marker]:
             )
         elif low.startswith("#") and number is not None:
             out.append(Marker("numeric", m.start(), m.end(), [str(number)], number=number))
+        elif label.isdigit() and len(label) <= 4 and _PAPER_ID_RE.fullmatch(url):
+            # OpenScholar's "[n](paper id)": the n-th retrieved passage (from 0), listed as "[n] ..."
+            out.append(Marker("numeric", m.start(), m.end(), [str(int(label))], number=int(label)))
         else:
             out.append(Marker("other", m.start(), m.end(), []))  # claimed, not a citation
     return out

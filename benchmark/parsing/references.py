@@ -32,6 +32,7 @@ ENTRY_MARKER_RE = re.compile(
 )
 _INNER_NUMBER_RE = re.compile(r"\[\[?(\d{1,4})\]?\][ \t]*")
 _LEADING_LINK_RE = re.compile(r"^[ \t]*(?:[-*+\u2022][ \t]+)?\\?\[?(?=\[)")
+_LEADING_ARXIV_RE = re.compile(r"^\[(?:arXiv:)?\d{4}\.\d{4,5}(?:v\d+)?\](?:\([^()\s]*\))?[ \t]*", re.IGNORECASE)
 _IDENTIFIER_RE = re.compile(r"https?://|www\.|\b10\.\d{4,9}/|arXiv:", re.IGNORECASE)
 _CONTINUATION_START_RE = re.compile(r"[a-z\d(<]|(?i:https?://|www\.|doi|arxiv|available|retrieved|in:|pp\.)")
 _DOCUMENT_PREFIX_RE = re.compile(r"^(?:Document|Doc|Source|Ref(?:erence)?)\s*\d{1,4}\s*[:.\-]\s*", re.IGNORECASE)
@@ -109,7 +110,7 @@ def entries_in_region(text: str, lines, first: int, last: int, section_index: in
 def _continues(previous: str, line: str) -> bool:
     """Does ``line`` continue the entry on ``previous`` (a wrapped entry),
     rather than being a remark after the list ("Please let me know...")?"""
-    if not line.strip():
+    if not line.strip() or line.lstrip().startswith("</"):  # "</references>" closes the list
         return False
     if line[:1] in (" ", "\t") or previous.rstrip()[-1:] in (",", ";", ":", "-", "\u2013", "&", "("):
         return True
@@ -190,8 +191,9 @@ def extract_title(body: str, starts_with_link: bool = False) -> str:
     label - an author and date, a number, a URL - followed by a longer
     description); the segment after ``(Year).`` in an author-year entry, or
     the text before ``(Year)`` when nothing follows it; a quoted title; the
-    first segment that is not an author list."""
-    body = body.strip()
+    first segment that is not an author list. A leading bare ``[2204.06547v2]`` (how deep-research
+    agents open an entry) is an identifier, not part of the title."""
+    body = _LEADING_ARXIV_RE.sub("", body.strip())
     if starts_with_link:
         m = LINK_RE.search(body)
         if m:

@@ -76,6 +76,9 @@ REFERENCE_NAME_RE = re.compile(
     r"selected references|selected bibliography)",
     re.IGNORECASE,
 )
+# Deep-research agents (DeepScholar-bench's deepresearcher, openscholar) close their
+# answer with the list wrapped in a tag line: "<references>" ... "</references>".
+REFERENCE_TAG_RE = re.compile(r"^[ \t]*<(?P<name>references?|bibliography|sources|citations)>[ \t]*$", re.IGNORECASE)
 SECTION_NAMES = frozenset(
     {
         "abstract", "introduction", "background", "related work", "related works", "literature review",
@@ -135,6 +138,8 @@ def _is_named_line(line: str) -> tuple[bool, bool]:
     """(is a canonical section name, is a reference-list name)."""
     if len(line) > 60 or not line.strip():
         return False, False
+    if REFERENCE_TAG_RE.match(line):
+        return True, True
     name = heading_name(line)
     if REFERENCE_NAME_RE.fullmatch(name):
         return True, True
@@ -427,7 +432,7 @@ class _Scanner:
             numbered_ref = is_ref and line.lstrip()[:1].isdigit()  # "7. References" is no list item
             standalone = self.fmt == "text" or self._standalone(first) or (is_ref and self._entry_follows(first))
             if named and (para_kind == "text" or numbered_ref) and standalone:
-                m = _NAME_DECOR_RE.match(line)
+                m = REFERENCE_TAG_RE.match(line) or _NAME_DECOR_RE.match(line)
                 base = self.lines.starts[first]
                 self._add_heading(first, first, base + m.start("name"), base + m.end("name"), 0, "named")
                 return first + 1

@@ -23,7 +23,7 @@ class ReportInput:
     text: str
     format: str = Report.Format.MARKDOWN
     submitted_at: datetime | None = None
-    sources: list | None = None
+    sources: list | None = None  # None: keep what is stored (a markdown folder carries no documents)
     source_path: str = ""
 
 
@@ -40,7 +40,8 @@ def _fill(report: Report, item: ReportInput) -> None:
     report.content_hash = content_hash(item.text)
     report.parsed = parsed
     report.stats = parsed.get("stats", {})
-    report.sources = item.sources or []
+    if item.sources is not None or report.pk is None:
+        report.sources = item.sources or []
     report.source_path = item.source_path
     report.submitted_at = item.submitted_at or timezone.now()
     report.updated_at = timezone.now()  # bulk_update bypasses auto_now
@@ -49,6 +50,10 @@ def _fill(report: Report, item: ReportInput) -> None:
 @transaction.atomic
 def reports_submit(*, items: Sequence[ReportInput]) -> dict[str, int]:
     """Store reports, one per (task, system): unchanged text is left alone, changed text replaces it.
+
+    An item without ``sources`` keeps the stored report's retrieved documents, so re-importing
+    the same text from a format that carries none does not drop them. The report is updated in
+    place, so labels, judgments and preferences pointing at it stay linked.
 
     Returns counts ``{"created", "updated", "unchanged"}``. Bounded queries for any batch size.
     """
@@ -70,7 +75,9 @@ def reports_submit(*, items: Sequence[ReportInput]) -> dict[str, int]:
             report = Report(task=item.task, system=item.system)
             _fill(report, item)
             to_create.append(report)
-        elif report.content_hash != content_hash(item.text) or report.sources != (item.sources or []):
+        elif report.content_hash != content_hash(item.text) or (
+            item.sources is not None and report.sources != item.sources
+        ):
             _fill(report, item)
             to_update.append(report)
     Report.objects.bulk_create(to_create, batch_size=200)

@@ -128,7 +128,27 @@ def test_import_endpoint_names_file_and_line(world):
     response = curator.post(reverse("api:import"), {"format": "native", "file": upload}, format="multipart")
     assert response.status_code == 400, response.content
     assert response.json()["file"] == "tasks.jsonl" and response.json()["line"] is not None
+    upload = io.BytesIO(b'{"format_version": 1, "protocol": }\n')
+    upload.name = "tasks.jsonl"
+    response = curator.post(reverse("api:import"), {"format": "native", "file": upload}, format="multipart")
+    assert response.status_code == 400, response.content
+    assert (response.json()["line"], response.json()["column"]) == (1, 35)
+    assert response.json()["detail"] == "tasks.jsonl, line 1, column 35: malformed JSON: expecting value"
     assert not Revision.objects.filter(action__startswith="import").exists()
+
+
+def test_import_endpoint_returns_the_per_system_table(world):
+    curator = client_for(world.users["curator"])
+    line = {"task_id": "api-1", "survey_id": "2401.00001", "general_prompt": "Write a survey on X.",
+            "survey_result": "Introduction\n\nText [1].\n\nReferences\n[1] A paper title. 2020.",
+            "checklist": [{"group_name": "G", "strict": False, "sub_groups": [
+                {"sub_group_name": "S", "requirements": [{"content": "Mentions X.", "reward": 1.0}]}]}]}
+    upload = io.BytesIO(json.dumps(line).encode() + b"\n")
+    upload.name = "example_gen_result.jsonl"
+    response = curator.post(reverse("api:import"), {"format": "deepsynth", "file": upload}, format="multipart")
+    assert response.status_code == 200, response.content
+    assert response.json()["systems"] == [{"system": "deepsynth-example", "reports": 1, "citations": 1,
+                                           "resolved_citations": 1, "skipped": []}]
 
 
 def test_token_issue_and_token_auth(world):

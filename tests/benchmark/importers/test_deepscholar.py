@@ -188,7 +188,7 @@ def test_binary_csv(mini, stored):
 
 def test_malformed_nugget_json(mini, stored):
     (mini / "gt_nuggets_outputs/1/res.json").write_text('{"qid": "2506.02634v1", "nuggets": [}', encoding="utf-8")
-    assert_rejected("deepscholar", mini, match=r"res\.json: malformed JSON")
+    assert_rejected("deepscholar", mini, match=r"gt_nuggets_outputs/\d+/res\.json, line 1, column \d+: malformed JSON: expecting value$")
 
 
 def test_bad_nugget_importance_and_unknown_qid(mini, stored):
@@ -210,9 +210,14 @@ def test_system_output_for_unknown_row(mini):
     assert_rejected("deepscholar", mini, match=r"system_outputs/storm/7: folder name must be a row number")
 
 
-def test_system_output_without_report_file(mini):
+def test_system_output_without_report_file_is_skipped_and_named(mini):
     (mini / "system_outputs/storm/1/storm_gen_article_polished.md").unlink()
-    assert_rejected("deepscholar", mini, match=r"system_outputs/storm/1: no report file in the folder")
+    result = run_import("deepscholar", mini)
+    storm = result.system("storm")
+    assert storm.reports == 1
+    assert storm.skipped == [("system_outputs/storm/1/", "no report (intro.md, storm_gen_article*.md, a .md or a .json answer)")]
+    assert "skipped storm: system_outputs/storm/1/: no report" in result.summary()
+    assert not Report.objects.filter(system__name="storm", task__extra__row=1).exists()
 
 
 def test_oversized_file(mini, stored, settings):

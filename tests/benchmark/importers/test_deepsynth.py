@@ -121,7 +121,7 @@ def stored(release):
 @pytest.mark.parametrize(
     ("content", "match"),
     [
-        (_line() + "\n{\"task_id\": ", r"tasks\.jsonl, line 2: malformed JSON"),
+        (_line() + "\n{\"task_id\": ", r"tasks\.jsonl, line 2, column 13: malformed JSON: expecting value$"),
         (_line(general_prompt=None), r"line 1, field 'general_prompt': required field is missing"),
         (_line(group={"strict": "yes"}), r"line 1, field 'checklist\[0\]\.strict': expected true/false, got str"),
         (_line(group={"detailed_prompt": ""}), r"line 1, field 'checklist\[0\]\.detailed_prompt': must not be empty"),
@@ -166,3 +166,21 @@ def test_reimport_keeps_a_curated_survey_title(release):
     assert run_import("deepsynth", release).counts["survey"] == {"unchanged": 4}
     survey.refresh_from_db()
     assert survey.title == "Semantic Visual SLAM: A Survey"
+
+
+def test_task_file_without_generated_surveys(tmp_path):
+    # Upstream's data/DeepSynth-Eval_tasks.jsonl: integer task ids, no survey_result, no eval_result.
+    lines = []
+    for task_id in (0, 1):
+        row = json.loads(_line(task_id=task_id, survey_id=f"2209.0642{task_id}"))
+        del row["survey_result"]
+        lines.append(json.dumps(row))
+    path = tmp_path / "DeepSynth-Eval_tasks.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    result = run_import("deepsynth", path)
+
+    assert result.counts["task"] == {"created": 2}
+    assert result.counts["checklist item"] == {"created": 2}
+    assert "report" not in result.counts and not result.systems
+    assert sorted(Task.objects.filter(protocol="deepsynth").values_list("key", flat=True)) == ["0", "1"]

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from benchmark.importers.catalogue import run_import
@@ -36,7 +38,8 @@ def test_both_layouts(tmp_path, tasks):
 
     result = run_import("reports", tmp_path)
     assert result.counts["report"] == {"created": 3}
-    assert "other/notes.txt: ignored (not a .md file)" in result.messages
+    assert result.system("other").skipped == [
+        ("other/notes.txt", "not a .md report or a .json report with a response field")]
     assert set(System.objects.values_list("name", flat=True)) == {"my-agent", "other"}
     report = Report.objects.get(task=tasks["ds_twin"])
     assert (report.system.name, report.source_path, report.text) == ("my-agent", "my-agent/deepsynth/0.md", REPORT)
@@ -81,10 +84,38 @@ def test_binary_report_is_rejected(tmp_path, stored):
 
 def test_empty_folder_is_rejected(tmp_path):
     (tmp_path / "empty").mkdir()
-    assert_rejected("reports", tmp_path / "empty", match=r"empty: no <system>/<task key>\.md files")
+    assert_rejected("reports", tmp_path / "empty", match=r"empty: no <system>/<task key>\.md \(or \.json\) files")
 
 
 def test_oversized_report_is_rejected(tmp_path, stored, settings):
     settings.IMPORT_MAX_LINE_BYTES = 100
     _write(tmp_path / "bad", "agent/2312.04861.md", REPORT * 5)
     assert_rejected("reports", tmp_path / "bad", match=r"agent/2312\.04861\.md: file of [\d,]+ bytes exceeds the 100-byte limit")
+
+
+def test_reportbench_generated_report_json(tmp_path, tasks):
+    # ReportBench writes each generated report as <arxiv_id>.json with the markdown in "response".
+    _write(tmp_path, "deep-research/2312.04861.json", json.dumps({"arxiv_id": "2312.04861", "response": REPORT}))
+    result = run_import("reports", tmp_path)
+    report = Report.objects.get(system__name="deep-research")
+    assert report.text == REPORT and report.task == tasks["rb"]
+    assert report.stats["citations"] == 1 and report.stats["resolved_citations"] == 1
+    assert result.system("deep-research").reports == 1
+
+
+@pytest.mark.parametrize(("content", "match"), [
+    ('{"response": 3}', r"^deep-research/2312\.04861\.json, field 'response': expected a string, got int$"),
+    ('{"prompt": "x"}', r"^deep-research/2312\.04861\.json, field 'response': required field is missing$"),
+    ('{"response": "x",\n}', r"^deep-research/2312\.04861\.json, line 2, column 1: malformed JSON: "),
+])
+def test_bad_reportbench_json_is_rejected(tmp_path, tasks, content, match):
+    _write(tmp_path, "deep-research/2312.04861.json", content)
+    assert_rejected("reports", tmp_path, match=match)
+
+
+def test_two_spellings_of_one_system_on_one_task_are_refused(tmp_path, tasks):
+    _write(tmp_path, "LLMxMapReduce_V2/2312.04861.md")
+    _write(tmp_path, "LLMxMapReduce-V2/2312.04861.md")
+    assert_rejected("reports", tmp_path,
+                    match=r"^LLMxMapReduce_V2/2312\.04861\.md: a second report by LLMxMapReduce_V2 on task 2312\.04861, "
+                          r"after LLMxMapReduce-V2/2312\.04861\.md$")

@@ -364,7 +364,7 @@ def test_rejected_lines_name_line_and_field_and_store_nothing(tmp_path, monkeypa
 
 
 RAW_REJECTIONS = {
-    "malformed JSON": (b'{"format_version": 1, "protocol": \n', "tasks.jsonl, line 2: malformed JSON"),
+    "malformed JSON": (b'{"format_version": 1, "protocol": \n', "tasks.jsonl, line 2, column 35: malformed JSON: expecting value"),
     "not an object": (b"[1, 2]\n", "line 2: expected a JSON object"),
     "binary garbage": (bytes(b for b in range(256) if b != 10) + b"\n", "line 2: not UTF-8 text"),
     "NUL bytes": (b'{"a": "\x00"}\n', "line 2: contains NUL bytes"),

@@ -177,7 +177,7 @@ def stored(tmp_path):
     ("tasks", "gold", "match"),
     [
         ((_task("2401.00002") + "\n{not json\n").encode(), {},
-         r"ReportBench_v1\.1\.jsonl, line 2: malformed JSON"),
+         r"ReportBench_v1\.1\.jsonl, line 2, column \d+: malformed JSON"),
         (_task("2401.00002", prompt=None).encode(), {},
          r"line 1, field 'prompt': required field is missing"),
         (_task("2401.00002", title=["a list"]).encode(), {},

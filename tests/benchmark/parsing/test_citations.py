@@ -235,3 +235,10 @@ def test_numeric_resolution_prefers_the_following_list():
     report = parse_report(text)
     assert [(c.target, c.reference_index) for c in report.citations] == [("1", 0), ("1", 2), ("2", 1)]
     assert report.references[2].title == "Second list one"
+
+
+def test_openscholar_numbered_passage_links_are_numeric_citations():
+    report = parse_report("Agents were studied [0](abc) and simulated [1](9f8e7d), see [2](notes.md).\n\n"
+                          "References\n[0] The AI Economist\n[1] EconAgent\n")
+    assert [(c.kind, c.target, c.reference_index) for c in report.citations] == [("numeric", "0", 0),
+                                                                                  ("numeric", "1", 1)]

@@ -153,3 +153,35 @@ def test_identifiers_in_entries():
 )
 def test_title_extraction(body, title):
     assert extract_title(body) == title
+
+
+def test_references_tag_block_resolves_numeric_markers():
+    # The deepresearcher / openscholar answers of DeepScholar-bench wrap their list in a tag pair.
+    text = (
+        "## Related Work\n\nAgents plan with language models [1]. Retrieval helps [2][3].\n\n"
+        "<references>\n"
+        "[1] https://arxiv.org/abs/2005.11401\n"
+        "[2] Dense Passage Retrieval for Open-Domain Question Answering\n"
+        "[3] http://arxiv.org/abs/2007.00808v1 Approximate nearest neighbor negative contrastive learning\n"
+        "</references>\n"
+    )
+    report = parse_report(text)
+    assert [r.number for r in report.references] == [1, 2, 3]
+    assert report.references[0].arxiv_id == "2005.11401"
+    assert report.references[1].title == "Dense Passage Retrieval for Open-Domain Question Answering"
+    assert "</references>" not in report.references[2].raw
+    assert [(c.target, c.reference_index) for c in report.citations] == [("1", 0), ("2", 1), ("3", 2)]
+    assert report.sections[-1].is_references and report.sections[-1].heading == "references"
+
+
+def test_references_tag_inside_prose_is_not_a_heading():
+    report = parse_report("We write <references> inline here [1].\n\nReferences\n[1] A title of a paper\n")
+    assert [s.heading for s in report.sections if s.is_references] == ["References"]
+    assert report.citations[0].reference_index == 0
+
+
+def test_leading_arxiv_id_is_not_part_of_the_title():
+    report = parse_report("Agents plan [1].\n\n<references>\n1. [2204.06547v2] Language agents as planners\n"
+                          "2. [2301.00001](http://arxiv.org/abs/2301.00001) Another paper on agents\n</references>\n")
+    assert [(r.title, r.arxiv_id) for r in report.references] == [
+        ("Language agents as planners", "2204.06547"), ("Another paper on agents", "2301.00001")]

@@ -1,0 +1,68 @@
+"""System names: the alias table curators edit, and how importers resolve a released name.
+
+A released name is read as the canonical name its alias gives, else as the existing system
+with the same name up to case and separators (``system_key``), else as itself.
+"""
+
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from ..models import System, SystemAlias, system_key
+from .history import revision_record
+
+
+def _state(alias: SystemAlias) -> dict:
+    return {"alias": alias.alias, "canonical": alias.canonical, "note": alias.note}
+
+
+def system_alias_validate(*, alias: str, canonical: str) -> tuple[str, str]:
+    """The cleaned pair, or ``ValueError`` saying what is wrong (forms show it as is)."""
+    alias, canonical = " ".join(alias.split()), " ".join(canonical.split())
+    if not alias or not canonical:
+        raise ValueError("an alias needs both a name and the canonical system name")
+    if system_key(alias) == system_key(canonical):
+        raise ValueError(f"{alias!r} and {canonical!r} are already one system (same name up to case and separators)")
+    chained = SystemAlias.objects.filter(key=system_key(canonical)).first()
+    if chained is not None:
+        raise ValueError(f"{canonical!r} is itself an alias of {chained.canonical!r}; point the alias there")
+    return alias, canonical
+
+
+@transaction.atomic
+def system_alias_set(*, alias: str, canonical: str, note: str = "", actor=None, actor_label: str = "") -> SystemAlias:
+    """Create or change the alias (matched up to case and separators), with its revision row."""
+    alias, canonical = system_alias_validate(alias=alias, canonical=canonical)
+    row = SystemAlias.objects.select_for_update().filter(key=system_key(alias)).first()
+    before = _state(row) if row else None
+    if row is None:
+        row = SystemAlias(key=system_key(alias))
+    row.alias, row.canonical, row.note = alias, canonical, note
+    if before == _state(row):
+        return row
+    row.save()
+    revision_record(obj=row, action="alias:set", actor=actor, actor_label=actor_label, before=before, after=_state(row))
+    return row
+
+
+@transaction.atomic
+def system_alias_delete(*, alias: SystemAlias, actor=None, actor_label: str = "") -> None:
+    revision_record(obj=alias, action="alias:delete", actor=actor, actor_label=actor_label, before=_state(alias),
+                    after=None)
+    alias.delete()
+
+
+def system_names_resolve(names: Iterable[str]) -> dict[str, str]:
+    """``{released name: the name imports store it under}``; bounded queries for any number of names."""
+    names = set(names)
+    aliases = {a.key: a.canonical for a in SystemAlias.objects.filter(key__in={system_key(n) for n in names})}
+    wanted = {system_key(aliases.get(system_key(n), n)) for n in names}
+    stored: dict[str, str] = {}
+    for name in System.objects.order_by("pk").values_list("name", flat=True):
+        if system_key(name) in wanted:
+            stored.setdefault(system_key(name), name)
+    out = {}
+    for name in names:
+        canonical = aliases.get(system_key(name), name)
+        out[name] = stored.get(system_key(canonical), canonical)
+    return out
