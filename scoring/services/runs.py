@@ -194,23 +194,19 @@ def jobs_recover(*, redeliver_pending: bool = False, lost: Sequence[str] = ()) -
     died before starting them. A job whose message arrives twice runs once: the second finds
     it claimed (``job_execute``). A broker still unreachable leaves the runs marked for the next
     recovery."""
-    requeued, redelivered, finalized = [], [], 0
-    try:
-        with transaction.atomic():
-            running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
-            requeued = sorted(_orphaned_jobs(running, lost=lost))
-            now = timezone.now()
-            RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(
-                status=Job.PENDING, worker="", updated_at=now)
-            runs = EvaluationRun.objects.filter(status=Run.RUNNING)
-            pending = RunJob.objects.filter(
-                status=Job.PENDING, run__in=runs if redeliver_pending else runs.filter(jobs_unsent=True)
-            ).exclude(pk__in=requeued)
-            redelivered = sorted(pending.values_list("pk", flat=True))
-            run_ids = set(RunJob.objects.filter(pk__in=requeued + redelivered).values_list("run_id", flat=True))
-            _enqueue_jobs(requeued + redelivered, run_ids=run_ids)
-    except BrokerUnavailable as exc:
-        logger.warning("recovery could not send %d job(s): %s", len(requeued) + len(redelivered), exc)
+    finalized = 0
+    with transaction.atomic():
+        running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
+        requeued = sorted(_orphaned_jobs(running, lost=lost))
+        now = timezone.now()
+        RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, worker="", updated_at=now)
+        runs = EvaluationRun.objects.filter(status=Run.RUNNING)
+        pending = RunJob.objects.filter(
+            status=Job.PENDING, run__in=runs if redeliver_pending else runs.filter(jobs_unsent=True)
+        ).exclude(pk__in=requeued)
+        redelivered = sorted(pending.values_list("pk", flat=True))
+        run_ids = set(RunJob.objects.filter(pk__in=requeued + redelivered).values_list("run_id", flat=True))
+        _enqueue_jobs(requeued + redelivered, run_ids=run_ids, raise_unsent=False)
     active = RunJob.objects.filter(run=OuterRef("pk"), status__in=ACTIVE_JOB_STATUSES)
     for run in EvaluationRun.objects.filter(status=Run.RUNNING).exclude(Exists(active)):
         run_finalize(run=run)
@@ -361,24 +357,30 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
             transaction.on_commit(lambda: finalize_run.delay(run.pk))
 
 
-def _enqueue_jobs(job_ids: Sequence[int], *, run_ids: Iterable[int]) -> None:
+def _enqueue_jobs(job_ids: Sequence[int], *, run_ids: Iterable[int], raise_unsent: bool = True) -> None:
     """Send the jobs' messages once committed. Their runs are marked ``jobs_unsent`` in this
     transaction and unmarked only after every message went out, so a broker that cannot be
-    reached, or this process dying first, leaves them to recovery (``jobs_recover``)."""
+    reached, or this process dying first, leaves them to recovery (``jobs_recover``). A broker
+    that cannot be reached raises ``BrokerUnavailable`` from the commit (``raise_unsent``: the
+    caller hears of it) or is logged (recovery tries again later)."""
     if not job_ids:
         return
     run_ids = sorted(set(run_ids))
     EvaluationRun.objects.filter(pk__in=run_ids, jobs_unsent=False).update(jobs_unsent=True)
-    transaction.on_commit(lambda: _jobs_send(list(job_ids), run_ids))
+    transaction.on_commit(lambda: _jobs_send(list(job_ids), run_ids, raise_unsent=raise_unsent))
 
 
-def _jobs_send(job_ids: list[int], run_ids: list[int]) -> None:
+def _jobs_send(job_ids: list[int], run_ids: list[int], *, raise_unsent: bool) -> None:
     from scoring.tasks import execute_job
 
     try:
         for job_id in job_ids:
             execute_job.delay(job_id)
     except BROKER_ERRORS as exc:
+        if not raise_unsent:
+            logger.warning("could not send %d job(s) of run(s) %s; the next recovery tries again: %s",
+                           len(job_ids), run_ids, exc)
+            return
         raise BrokerUnavailable(
             f"the task queue (broker at {broker_address()}) cannot be reached ({type(exc).__name__}: {exc}); "
             f"the run is saved and its jobs are sent as soon as a worker reaches the broker again",
