@@ -88,9 +88,11 @@ def compare(*, reference: int, other: int) -> dict:
 def seed_export(*, tasks: int) -> dict:
     """A task set of ``tasks`` checklist tasks to export."""
     from benchmark.services.tasksets import taskset_create
+    from tests.factories import TaskFactory
     from tests.scoring.services.fakes import two_group_checklist
 
-    task_set = taskset_create(name="faults export", tasks=[two_group_checklist().task for _ in range(tasks)])
+    made = [two_group_checklist(TaskFactory(key=f"faults-export-{n:04d}")).task for n in range(tasks)]
+    task_set = taskset_create(name="faults export", tasks=made)
     return {"task_set": task_set.pk}
 
 

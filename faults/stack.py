@@ -29,6 +29,7 @@ class Stack:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.workers: dict[str, subprocess.Popen] = {}
         self.web: Gunicorn | None = None
+        self.seeded: dict[str, dict] = {}  # what the scenarios seeded, by name
         self.env = dict(
             os.environ,
             DJANGO_SETTINGS_MODULE="faults.settings",
@@ -39,7 +40,7 @@ class Stack:
             DATABASE_URL=database_url,
             CELERY_BROKER_URL=broker_url,
             VAR_DIR=str(self.work_dir / "var"),
-            STATIC_ROOT=str(self.work_dir / "static"),
+            STATIC_ROOT=str(work_dir / "static"),  # one collectstatic for every stack
             LOG_LEVEL="WARNING",
             WORKER_HEARTBEAT_SECONDS="1",
             JOB_RECOVERY_SECONDS="5",
@@ -116,6 +117,10 @@ class Stack:
     # --- gunicorn -----------------------------------------------------------------------------
 
     def start_web(self, *, port: int | None = None) -> Gunicorn:
+        if not (Path(self.env["STATIC_ROOT"]) / "staticfiles.json").exists():
+            done = self.manage("collectstatic", "--noinput")
+            if done.returncode != 0:
+                raise FaultsError(f"[{self.name}] collectstatic failed: {done.stderr[-3000:]}")
         self.web = Gunicorn(self.env, self.work_dir / "gunicorn.log", workers=2, threads=4)
         if port is not None:
             self.web.port = port
