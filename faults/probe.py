@@ -113,13 +113,12 @@ def seed_annotation(*, items: int, annotators: int) -> dict:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from bench.seed_web import SeedSpec, annotator_names, seed, seed_info
+    from annotation.models import AnnotationProject
+    from bench.seed_web import PROJECT, SeedSpec, annotator_names, seed
 
-    spec = SeedSpec(items=items, annotators=annotators, dashboard_tasks=2)
-    seed(spec)
-    info = seed_info(spec)
+    labels = seed(SeedSpec(items=items, annotators=annotators), pages=False)["labels"]
     users = get_user_model().objects.filter(username__in=annotator_names(annotators)).order_by("username")
-    return {"project_id": info["project_id"], "labels": info["labels"],
+    return {"project_id": AnnotationProject.objects.get(name=PROJECT).pk, "labels": labels,
             "tokens": [Token.objects.get_or_create(user=u)[0].key for u in users]}
 
 
