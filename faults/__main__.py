@@ -37,10 +37,11 @@ def attempt(rows: list[Row], scenario: str, broker: str, function, *args, **kwar
     for row in found:
         row.numbers += f" [{time.monotonic() - started:.0f} s]"
     rows.extend(found)
-    print_row(found[-1], header=False)
+    for row in found:
+        print_row(row)
 
 
-def print_row(row: Row, *, header: bool) -> None:
+def print_row(row: Row) -> None:
     print(f"| {'ok' if row.ok else 'LOST'} | {row.scenario} | {row.broker} | {row.checked} | {row.numbers} |",
           flush=True)
 
@@ -131,7 +132,7 @@ def main() -> int:
     print("| result | scenario | broker | checked | numbers |")
     print("|---|---|---|---|---|")
     for row in rows:
-        print_row(row, header=False)
+        print_row(row)
     lost = [row for row in rows if not row.ok]
     print(f"\nfaults: {len(rows) - len(lost)} of {len(rows)} scenarios kept everything, "
           f"{time.monotonic() - started:.0f} s in all")

@@ -259,7 +259,7 @@ def annotators_web_kill(stack: Stack, broker: str, *, annotators: int = 50, seco
           and check["miscounted_items"] == 0 and not server_errors)
     numbers = (f"{check['answered']} labels answered 201, {check['stored']} stored, {check['duplicates']} duplicates, "
                f"{check['over_assigned_items']} over-assigned, {len(server_errors)} 5xx outside the "
-               f"{back - killed:.1f} s restart window ({len(inside)} failed requests inside it, all retried)")
+               f"{back - killed:.1f} s restart window ({len(inside)} failed requests inside it)")
     return [Row(f"{annotators} annotators, web kill -9", broker, "every 201 stored; 0 dup; 0 over-assigned; 0 5xx",
                 numbers, ok)]
 
