@@ -179,9 +179,10 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A broker that is down or accepts connections but never answers must not hang a request or a
 # command: connecting, the handshake and each Redis command give up after BROKER_TIMEOUT
-# seconds, and a publish is tried twice, so the caller hears of it within ~2 × BROKER_TIMEOUT.
+# seconds, and a publish is tried twice (the second on a fresh connection: a pooled one may
+# have gone stale), so the caller hears of it within ~2 × BROKER_TIMEOUT.
 # Work that could not be sent is marked and sent again by recovery (scoring.services.runs).
-BROKER_TIMEOUT = float(os.environ.get("BROKER_TIMEOUT", "2"))
+BROKER_TIMEOUT = float(os.environ.get("BROKER_TIMEOUT", "1.5"))
 CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 # Redis hands an unacknowledged message (its worker was killed) to another worker after this many

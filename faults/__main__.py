@@ -20,7 +20,7 @@ from .scenarios import (
     postgres_restart,
     worker_kill,
 )
-from .services import Postgres, Redis, TcpProxy, rabbitmq_url
+from .services import MACHINE_RABBITMQ, Postgres, Redis, TcpProxy, answers, rabbitmq_url
 from .stack import Stack
 
 SCENARIOS = ("redis", "rabbitmq", "sqlite", "postgres-restart", "annotators")
@@ -92,13 +92,17 @@ def main() -> int:
             attempt(rows, "disk full while writing an export", "Redis", disk_full_export, stack, "Redis")
             stack.stop()
         if "rabbitmq" in args.only:
-            url = rabbitmq_url()
-            if url is None:
+            if not answers(MACHINE_RABBITMQ):
                 rows.append(Row("worker kill -9 mid-run", "RabbitMQ", "—",
                                 "not run: no RabbitMQ answers on 127.0.0.1:5672", False))
             else:
-                stack = stack_up("pg-rabbitmq", database("rabbitmq"), url, web=False)
+                proxy = TcpProxy(MACHINE_RABBITMQ)
+                proxy.start()
+                cleanup.append(proxy.stop)
+                stack = stack_up("pg-rabbitmq", database("rabbitmq"), rabbitmq_url(proxy.address), web=True)
                 attempt(rows, "worker kill -9 mid-run", "RabbitMQ", worker_kill, stack, "RabbitMQ", judge.base_url)
+                attempt(rows, "broker cut when a run starts", "RabbitMQ", broker_cut, stack, "RabbitMQ",
+                        judge.base_url, proxy)
                 stack.stop()
         if "sqlite" in args.only:
             (work_dir / "sqlite-fs").mkdir()

@@ -183,9 +183,9 @@ class Redis:
             self.process.wait(10)
 
 
-def rabbitmq_url() -> str | None:
-    """The machine's RabbitMQ (guest account; our messages go to a queue of our own), if it answers."""
-    return "amqp://guest:guest@127.0.0.1:5672//" if answers(MACHINE_RABBITMQ) else None
+def rabbitmq_url(address: tuple[str, int] = MACHINE_RABBITMQ) -> str:
+    """The machine's RabbitMQ (guest account; our messages go to a queue of our own), or a proxy to it."""
+    return f"amqp://guest:guest@{address[0]}:{address[1]}//"
 
 
 class TcpProxy(threading.Thread):
