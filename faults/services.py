@@ -54,8 +54,9 @@ class Postgres:
     folder on a free port, run as an unprivileged account, removed by ``stop``."""
 
     def __init__(self, base_url: str, *, folder: Path | None = None, run_as: list[str] | None = None,
-                 bindir: Path | None = None) -> None:
+                 bindir: Path | None = None, port: int | None = None) -> None:
         self.base_url, self.folder, self.run_as, self.bindir = base_url, folder, run_as or [], bindir
+        self.port = port
 
     @property
     def own(self) -> bool:
@@ -84,9 +85,8 @@ class Postgres:
             shutil.chown(folder, user=account)
             run_as = ["runuser", "-u", account, "--"]
         port = free_port()
-        server = cls(f"postgres://postgres@127.0.0.1:{port}", folder=folder, run_as=run_as, bindir=bindir)
+        server = cls(f"postgres://postgres@127.0.0.1:{port}", folder=folder, run_as=run_as, bindir=bindir, port=port)
         server._pg(["initdb", "-D", str(folder / "data"), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"])
-        server.port = port
         server.start()
         return server
 
