@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEV_ENV := DEBUG=1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: install run test bench lock clean
+.PHONY: install run test bench faults lock clean
 
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), f"Python 3.11 is needed, found {sys.version.split()[0]}"'
@@ -32,6 +32,11 @@ test: install
 
 bench: install
 	scripts/with-postgres.sh $(PY) -m bench
+
+# The production topology on free local ports and the faults it must survive (faults/__init__.py);
+# it uses the machine's PostgreSQL, Redis and RabbitMQ when they answer, never restarts them.
+faults: install
+	$(PY) -m faults
 
 lock:
 	$(PY) -m pip install --quiet pip-tools

@@ -287,8 +287,10 @@ def seed_state(spec: SeedSpec, *, loops_needed: int) -> str:
     return "seeded" if open_items >= loops_needed else "stale"
 
 
-def seed(spec: SeedSpec) -> dict:
-    """Write the whole seed in one transaction (call on an empty, migrated database)."""
+def seed(spec: SeedSpec, *, pages: bool = True) -> dict:
+    """Write the whole seed in one transaction (call on an empty, migrated database).
+    ``pages=False`` leaves out the pairwise project and the dashboards' rows (a load that only
+    labels, like ``make faults``)."""
     from django.db import transaction
 
     from annotation.models import AnnotationProject, Role
@@ -306,8 +308,9 @@ def seed(spec: SeedSpec) -> dict:
         for user in [*people["live"], *people["reviewers"]]:
             membership_add(project=project, user=user, role=Role.ANNOTATOR, actor=curator)
         labels = _prior_labels(project=project, reviewers=people["reviewers"])
-        _pairwise(curator=curator, annotators=people["live"], tasks=tasks[:PAIRWISE_TASKS], texts=texts)
-        _dashboards(spec)
+        if pages:
+            _pairwise(curator=curator, annotators=people["live"], tasks=tasks[:PAIRWISE_TASKS], texts=texts)
+            _dashboards(spec)
     maintain()
     return {"items": project.items.count(), "labels": labels}
 

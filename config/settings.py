@@ -180,6 +180,30 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A broker that is down or accepts connections but never answers must not hang a request or a
+# command: connecting, the handshake and each Redis command give up after BROKER_TIMEOUT
+# seconds, and a publish is tried twice (the second on a fresh connection: a pooled one may
+# have gone stale), so the caller hears of it within ~2 × BROKER_TIMEOUT.
+# Work that could not be sent is marked and sent again by recovery (scoring.services.runs).
+BROKER_TIMEOUT = float(os.environ.get("BROKER_TIMEOUT", "1.5"))
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+# Redis hands an unacknowledged message (its worker was killed) to another worker after this many
+# seconds; kombu's default is an hour. A job still executing when its message comes back is not
+# run twice (job claims, see scoring.services.runs), so this only bounds how long a lost
+# message waits; it must exceed the longest retry countdown (60 s, scoring.tasks.RETRY).
+BROKER_VISIBILITY_TIMEOUT = int(os.environ.get("BROKER_VISIBILITY_TIMEOUT", "300"))
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": BROKER_VISIBILITY_TIMEOUT,
+        "socket_timeout": BROKER_TIMEOUT,
+        "socket_connect_timeout": BROKER_TIMEOUT,
+        # sweep for unacknowledged messages every 10 s rather than every 100 s
+        "unacked_restore_interval": 10,
+        "unacked_restore_throttle": 1,
+    }
+elif CELERY_BROKER_URL.startswith(("amqp://", "amqps://", "pyamqp://")):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"write_timeout": BROKER_TIMEOUT}
 WORKER_HEARTBEAT_SECONDS = int(os.environ.get("WORKER_HEARTBEAT_SECONDS", "10"))
 # Every worker looks for jobs a dead worker left running this often (not only when it starts).
 JOB_RECOVERY_SECONDS = int(os.environ.get("JOB_RECOVERY_SECONDS", "60"))

@@ -79,6 +79,9 @@ class EvaluationRun(TimeStamped):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    jobs_unsent = models.BooleanField(
+        default=False, help_text="its pending jobs are not known to be on the broker; recovery sends them again"
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -103,6 +106,7 @@ class RunJob(TimeStamped):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -3,7 +3,8 @@
 ``execute_job`` is enqueued per job by ``scoring.services.runs`` after the transaction
 commits; ``finalize_run`` by the job that settles a run's last one; ``recover_jobs`` by
 every worker as it starts, so evaluation jobs, proposal batches and export jobs a killed
-worker left behind are executed again.
+worker left behind are executed again, and the pending jobs of running runs are sent again
+(their messages may have been lost with a worker or never sent while the broker was down).
 """
 
 from celery import shared_task
@@ -25,9 +26,9 @@ RETRY = dict(
 )
 
 
-@shared_task(name="scoring.execute_job", **RETRY)
-def execute_job(job_id: int) -> str:
-    return job_execute(job_id=job_id)
+@shared_task(name="scoring.execute_job", bind=True, **RETRY)
+def execute_job(self, job_id: int) -> str:
+    return job_execute(job_id=job_id, worker=self.request.hostname or "")
 
 
 @shared_task(name="scoring.finalize_run", **RETRY)
@@ -44,10 +45,10 @@ def propose_batch(self, batch_id: int) -> str:
 
 
 @shared_task(name="scoring.recover_jobs", **RETRY)
-def recover_jobs() -> dict:
-    return recover_orphaned_work()
+def recover_jobs(worker_started: bool = False) -> dict:
+    return recover_orphaned_work(redeliver_pending=worker_started)
 
 
 @worker_ready.connect
 def recover_on_worker_start(sender=None, **kwargs) -> None:
-    recover_jobs.delay()
+    recover_jobs.delay(worker_started=True)

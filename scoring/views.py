@@ -2,12 +2,14 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
+from .broker import broker_check
 from .workers import live_workers
 
 
 @never_cache
 def healthz(request):
-    """Database and worker status for load balancers and humans; 503 when the database is down."""
+    """Database, broker and worker status for load balancers and humans; 503 when the database is
+    down, "degraded" when the broker does not answer or no worker is alive."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -15,9 +17,11 @@ def healthz(request):
     except Exception as exc:  # the point of this endpoint is to report the failure, not raise it
         return JsonResponse({"status": "error", "database": {"ok": False, "error": str(exc)}}, status=503)
     workers = live_workers()
+    broker = broker_check()
     body = {
-        "status": "ok" if workers else "degraded",
+        "status": "ok" if workers and broker["ok"] else "degraded",
         "database": database,
+        "broker": broker,
         "workers": {
             "alive": len(workers),
             "hosts": [{"hostname": w.hostname, "pid": w.pid, "last_seen": w.last_seen.isoformat()} for w in workers],

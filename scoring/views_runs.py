@@ -21,7 +21,7 @@ from annotation.views.access import refuse
 from . import selectors
 from .forms import RunCreateForm
 from .models import EvaluationRun
-from .services.runs import run_cancel, run_create, run_resume, run_start
+from .services.runs import BrokerUnavailable, run_cancel, run_create, run_resume, run_start
 from .workers import live_workers
 
 RUNS_PER_PAGE = 25
@@ -56,6 +56,9 @@ def run_new(request):
                     run = run_start(run=run_create(**form.service_arguments(), actor=request.user))
             except ValidationError as exc:
                 form.attach_service_error(exc)
+            except BrokerUnavailable as exc:  # committed: the run exists and starts once the broker answers
+                messages.error(request, str(exc))
+                return redirect("runs:detail", run_id=exc.run_ids[0])
             else:
                 return redirect("runs:detail", run_id=run.pk)
         status = 400
@@ -121,6 +124,8 @@ def _run_action(service, done: str):
             service(run=run)
         except ValidationError as exc:
             messages.error(request, "; ".join(exc.messages))
+        except BrokerUnavailable as exc:
+            messages.error(request, str(exc))
         else:
             messages.success(request, f"Run #{run.pk} {done}.")
         return redirect("runs:detail", run_id=run.pk)

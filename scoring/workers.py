@@ -40,18 +40,20 @@ def lost_workers_take(*, starting: str = "") -> list[str]:
     return hostnames
 
 
-def recover_orphaned_work(*, lost: list[str] | None = None) -> dict[str, int]:
+def recover_orphaned_work(*, lost: list[str] | None = None, redeliver_pending: bool = False) -> dict[str, int]:
     """Everything dead workers left behind: evaluation jobs, proposal batches, export jobs.
 
     ``lost``: workers known to have died (default: ``lost_workers_take``). A lost worker may
     also have taken messages of pending jobs it never started (the filesystem broker deletes a
-    message when it hands it out), so pending evaluation jobs are then enqueued again too."""
+    message when it hands it out), so pending evaluation jobs are then enqueued again too, as
+    they are with ``redeliver_pending`` (a worker starts)."""
     from .services.recovery import work_of_dead_workers_requeue  # imports live_workers from here
 
     lost = lost_workers_take() if lost is None else lost
     if lost:
         logging.getLogger(__name__).warning("workers lost: %s", ", ".join(lost))
-    return {**jobs_recover(redeliver_pending=bool(lost)), **work_of_dead_workers_requeue(lost=lost)}
+    return {**jobs_recover(redeliver_pending=redeliver_pending or bool(lost), lost=lost),
+            **work_of_dead_workers_requeue(lost=lost)}
 
 
 def worker_heartbeat_beat(*, hostname: str, pid: int, started_at) -> None:

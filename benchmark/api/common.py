@@ -24,6 +24,7 @@ from annotation.services.errors import AnnotationError
 from benchmark.importers.base import ImportFailed
 from benchmark.services.history import StaleEditError
 from benchmark.services.tasksets import TaskSetError
+from scoring.services.runs import BrokerUnavailable
 
 _FIELD_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*): (.+)$", re.DOTALL)
 
@@ -85,6 +86,9 @@ class ServiceErrorsMixin:
             return Response(body, status=status.HTTP_400_BAD_REQUEST)
         if isinstance(exc, (TaskSetError, ValueError)):
             return Response(field_errors(str(exc)), status=status.HTTP_400_BAD_REQUEST)
+        if isinstance(exc, BrokerUnavailable):  # the work is saved; it is sent once the broker answers
+            body = {"detail": str(exc), "runs": exc.run_ids}
+            return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "30"})
         if isinstance(exc, AnnotationError):
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         if isinstance(exc, PermissionError):

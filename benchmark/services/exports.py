@@ -17,6 +17,7 @@ projects' by curators. A job's file is downloaded by the user who asked for it w
 still see its data, and by curators.
 """
 
+import errno
 import hashlib
 import json
 import logging
@@ -399,6 +400,8 @@ def _write(job: ExportJob, out: IO[bytes]) -> None:
 
 
 EXPECTED_ERRORS = (ValueError, TaskSetError, PermissionError, ObjectDoesNotExist)
+# A full disk, a quota or a file size limit: the user's fix is space, not a bug report.
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _file_digest(path: Path) -> str:
@@ -439,9 +442,16 @@ def export_execute(*, job_id: int, worker: str = "") -> ExportJob:
         if isinstance(exc, (OperationalError, InterfaceError)):
             ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.QUEUED, updated_at=timezone.now())
             raise  # transient database trouble: the task retries
-        if not isinstance(exc, EXPECTED_ERRORS):
+        disk_full = isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+        if disk_full:
+            logger.error("export job %s: no space to write it in %s: %s", job.pk, folder, exc)
+            reason = (f"no space left to write the export in {folder} ({exc.strerror}); "
+                      f"free some space there and request the export again")
+        elif isinstance(exc, EXPECTED_ERRORS):
+            reason = str(exc)
+        else:
             logger.exception("export job %s failed", job.pk)
-        reason = str(exc) if isinstance(exc, EXPECTED_ERRORS) else f"{type(exc).__name__}: {exc}"
+            reason = f"{type(exc).__name__}: {exc}"
         ExportJob.objects.filter(pk=job.pk).update(
             status=ExportJob.Status.FAILED, error=reason or type(exc).__name__, finished_at=timezone.now(),
             updated_at=timezone.now(),

@@ -19,9 +19,17 @@ before the kill stays: verdicts are committed as each judge answer arrives and a
 reused, never duplicated, when the job runs again.
 
 Other databases (SQLite, the embedded single-machine default) have no advisory locks:
-there a job is claimed only from ``pending``, and ``run_resume`` puts jobs left
+there a job is claimed only from ``pending`` and records the worker that claimed it;
+``jobs_recover`` takes a running job for an orphan when that worker is lost or its
+heartbeat has gone stale (``scoring.workers``), and ``run_resume`` puts every job left
 ``running`` back to ``pending`` assuming no live worker still executes them (if one
 does, the unique verdict key still prevents duplicate rows; the cost is repeated calls).
+
+Sending. A run whose jobs are being sent is marked ``jobs_unsent`` in the transaction
+that makes them pending, and unmarked only once every message is on the broker. When
+the broker cannot be reached the caller gets ``BrokerUnavailable`` (the run stays
+running, its jobs pending), and ``jobs_recover`` sends them again: at every recovery
+for a marked run, and for every running run when a worker starts or is found lost.
 """
 
 from __future__ import annotations
@@ -35,9 +43,11 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from annotation.services.webhooks import webhooks_fire_run_finished
 from benchmark.models import Report, System, Task, TaskSet
+from scoring.broker import broker_address
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
 
@@ -47,12 +57,22 @@ Run = EvaluationRun.Status
 Job = RunJob.Status
 ACTIVE_JOB_STATUSES = (Job.PENDING, Job.RUNNING)
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
+# What a publish raises when the broker is down or does not answer within BROKER_TIMEOUT.
+BROKER_ERRORS = (BrokerOperationalError, OSError)
 # Advisory lock keys are one bigint: this namespace plus the job id (ids below 2**40).
 _LOCK_NAMESPACE = 0x5E5 << 40
 
 
 class JudgeUnavailable(RuntimeError):
     """The judge backends are not installed (``scoring.judges.judge_for`` is missing)."""
+
+
+class BrokerUnavailable(RuntimeError):
+    """The jobs are stored, but their messages could not be sent; recovery sends them later."""
+
+    def __init__(self, message: str, *, run_ids: Sequence[int]) -> None:
+        super().__init__(message)
+        self.run_ids = list(run_ids)
 
 
 # --- creating and steering runs ----------------------------------------------------------
@@ -118,7 +138,8 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     run.status, run.started_at, run.finished_at, run.error = Run.RUNNING, timezone.now(), None, ""
     run.save(update_fields=["status", "started_at", "finished_at", "error", "updated_at"])
     if enqueue:
-        _enqueue_jobs(list(run.jobs.filter(status=Job.PENDING).order_by("pk").values_list("pk", flat=True)))
+        _enqueue_jobs(list(run.jobs.filter(status=Job.PENDING).order_by("pk").values_list("pk", flat=True)),
+                      run_ids=[run.pk])
     return run
 
 
@@ -150,36 +171,42 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     retry |= set(run.jobs.filter(status=Job.DONE, report_id__in=incomplete).values_list("pk", flat=True))
     retry |= _orphaned_jobs(run.jobs.filter(status=Job.RUNNING))
     now = timezone.now()
-    RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", finished_at=None, updated_at=now)
+    RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", worker="", finished_at=None,
+                                               updated_at=now)
     run.status, run.finished_at, run.error = Run.RUNNING, None, ""
     run.save(update_fields=["status", "finished_at", "error", "updated_at"])
     if enqueue:
-        _enqueue_jobs(sorted(retry))
+        _enqueue_jobs(sorted(retry), run_ids=[run.pk])
     if not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists():
         run = run_finalize(run=run)
     return run
 
 
-def jobs_recover(*, redeliver_pending: bool = False) -> dict[str, int]:
-    """Re-enqueue jobs of running runs that a dead worker left ``running`` (PostgreSQL only:
-    elsewhere a live worker's job cannot be told apart), and finalize runs whose jobs have
-    all settled but whose finalization was lost. Called when a worker starts and periodically
-    by every worker (``scoring.workers.HeartbeatThread``).
+def jobs_recover(*, redeliver_pending: bool = False, lost: Sequence[str] = ()) -> dict[str, int]:
+    """Re-enqueue jobs of running runs that a dead worker left ``running``, send the pending
+    jobs of runs marked ``jobs_unsent`` (the broker was unreachable), and finalize runs whose
+    jobs have all settled but whose finalization was lost. Called when a worker starts and
+    periodically by every worker (``scoring.workers.HeartbeatThread``).
 
-    ``redeliver_pending`` (a worker was lost): enqueue the pending jobs of running runs again
-    as well — the lost worker may have taken their messages and died before starting them. A
-    job whose message arrives twice runs once: the second finds it claimed (``job_execute``)."""
-    requeued, redelivered, finalized = [], [], 0
+    ``lost``: workers known to have died (their running jobs are orphans even where a worker of
+    the same name is alive again). ``redeliver_pending`` (a worker starts or was lost): send the
+    pending jobs of every running run again — a lost worker may have taken their messages and
+    died before starting them. A job whose message arrives twice runs once: the second finds
+    it claimed (``job_execute``). A broker still unreachable leaves the runs marked for the next
+    recovery."""
+    finalized = 0
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
-            requeued = sorted(_orphaned_jobs(running))
-            now = timezone.now()
-            RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, updated_at=now)
-        if redeliver_pending:
-            pending = RunJob.objects.filter(status=Job.PENDING, run__status=Run.RUNNING).exclude(pk__in=requeued)
-            redelivered = sorted(pending.values_list("pk", flat=True))
-        _enqueue_jobs(requeued + redelivered)
+        running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
+        requeued = sorted(_orphaned_jobs(running, lost=lost))
+        now = timezone.now()
+        RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, worker="", updated_at=now)
+        runs = EvaluationRun.objects.filter(status=Run.RUNNING)
+        pending = RunJob.objects.filter(
+            status=Job.PENDING, run__in=runs if redeliver_pending else runs.filter(jobs_unsent=True)
+        ).exclude(pk__in=requeued)
+        redelivered = sorted(pending.values_list("pk", flat=True))
+        run_ids = set(RunJob.objects.filter(pk__in=requeued + redelivered).values_list("run_id", flat=True))
+        _enqueue_jobs(requeued + redelivered, run_ids=run_ids, raise_unsent=False)
     active = RunJob.objects.filter(run=OuterRef("pk"), status__in=ACTIVE_JOB_STATUSES)
     for run in EvaluationRun.objects.filter(status=Run.RUNNING).exclude(Exists(active)):
         run_finalize(run=run)
@@ -193,7 +220,7 @@ def jobs_recover(*, redeliver_pending: bool = False) -> dict[str, int]:
 # --- executing one job -------------------------------------------------------------------
 
 
-def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
+def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = "") -> str:
     """Execute one job at most once at a time; idempotent. Returns what happened:
 
     ``done`` / ``failed`` (executed; a failure's error is on the job), ``busy`` (another
@@ -201,13 +228,14 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
     ``skipped`` (already settled, or its run is not running), ``missing``.
 
     ``judge`` replaces the configured judge (tests, benchmarks); ``enqueue=False`` does not
-    enqueue the finalization when this job settles the run (``evaluate --inline``).
+    enqueue the finalization when this job settles the run (``evaluate --inline``); ``worker``
+    is the Celery worker's hostname, recorded on the job for recovery (empty in a command).
     Transient database errors put the job back to pending and propagate, so the Celery
     task retries it."""
     with _job_lock(job_id) as acquired:
         if not acquired:
             return "busy"
-        outcome = _job_claim(job_id, orphan_claimable=connection.vendor == "postgresql")
+        outcome = _job_claim(job_id, orphan_claimable=connection.vendor == "postgresql", worker=worker)
         if outcome != "claimed":
             return outcome
         job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
@@ -259,13 +287,22 @@ def _job_lock(job_id: int) -> Iterator[bool]:
                 logger.warning("could not release the lock of job %s; the connection was lost", job_id)
 
 
-def _orphaned_jobs(running_jobs) -> set[int]:
+def _orphaned_jobs(running_jobs, *, lost: Sequence[str] | None = None) -> set[int]:
     """Of these running jobs, those no live worker executes. On PostgreSQL: those whose advisory
     lock is free, taken with a transaction lock so no worker claims them until the caller commits.
-    Elsewhere: all of them (see the module doc)."""
+    Elsewhere, for recovery (``lost`` given): those claimed by a worker that is lost or has no
+    live heartbeat (a command's jobs, with no worker, are left alone); for an explicit resume
+    (``lost`` None): all of them (see the module doc)."""
+    if connection.vendor != "postgresql":
+        if lost is None:
+            return set(running_jobs.values_list("pk", flat=True))
+        from scoring.workers import live_workers  # scoring.workers imports this module
+
+        alive = {w.hostname for w in live_workers()} - set(lost)
+        return set(running_jobs.exclude(worker="").exclude(worker__in=alive).values_list("pk", flat=True))
     ids = list(running_jobs.values_list("pk", flat=True))
-    if connection.vendor != "postgresql" or not ids:
-        return set(ids)
+    if not ids:
+        return set()
     orphans = set()
     with connection.cursor() as cursor:
         for job_id in ids:
@@ -275,7 +312,7 @@ def _orphaned_jobs(running_jobs) -> set[int]:
     return orphans
 
 
-def _job_claim(job_id: int, *, orphan_claimable: bool) -> str:
+def _job_claim(job_id: int, *, orphan_claimable: bool, worker: str = "") -> str:
     """Conditional UPDATE pending (or, under our lock, orphaned running) → running."""
     now = timezone.now()
     claimable = [Job.PENDING, Job.RUNNING] if orphan_claimable else [Job.PENDING]
@@ -283,7 +320,8 @@ def _job_claim(job_id: int, *, orphan_claimable: bool) -> str:
     claimed = (
         RunJob.objects.filter(pk=job_id, status__in=claimable)
         .filter(Exists(run_running))
-        .update(status=Job.RUNNING, attempts=F("attempts") + 1, started_at=now, finished_at=None, error="", updated_at=now)
+        .update(status=Job.RUNNING, attempts=F("attempts") + 1, started_at=now, finished_at=None, error="",
+                worker=worker, updated_at=now)
     )
     if claimed:
         return "claimed"
@@ -319,11 +357,36 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
             transaction.on_commit(lambda: finalize_run.delay(run.pk))
 
 
-def _enqueue_jobs(job_ids: Sequence[int]) -> None:
+def _enqueue_jobs(job_ids: Sequence[int], *, run_ids: Iterable[int], raise_unsent: bool = True) -> None:
+    """Send the jobs' messages once committed. Their runs are marked ``jobs_unsent`` in this
+    transaction and unmarked only after every message went out, so a broker that cannot be
+    reached, or this process dying first, leaves them to recovery (``jobs_recover``). A broker
+    that cannot be reached raises ``BrokerUnavailable`` from the commit (``raise_unsent``: the
+    caller hears of it) or is logged (recovery tries again later)."""
+    if not job_ids:
+        return
+    run_ids = sorted(set(run_ids))
+    EvaluationRun.objects.filter(pk__in=run_ids, jobs_unsent=False).update(jobs_unsent=True)
+    transaction.on_commit(lambda: _jobs_send(list(job_ids), run_ids, raise_unsent=raise_unsent))
+
+
+def _jobs_send(job_ids: list[int], run_ids: list[int], *, raise_unsent: bool) -> None:
     from scoring.tasks import execute_job
 
-    if job_ids:
-        transaction.on_commit(lambda: [execute_job.delay(job_id) for job_id in job_ids])
+    try:
+        for job_id in job_ids:
+            execute_job.delay(job_id)
+    except BROKER_ERRORS as exc:
+        if not raise_unsent:
+            logger.warning("could not send %d job(s) of run(s) %s; the next recovery tries again: %s",
+                           len(job_ids), run_ids, exc)
+            return
+        raise BrokerUnavailable(
+            f"the task queue (broker at {broker_address()}) cannot be reached ({type(exc).__name__}: {exc}); "
+            f"the run is saved and its jobs are sent as soon as a worker reaches the broker again",
+            run_ids=run_ids,
+        ) from exc
+    EvaluationRun.objects.filter(pk__in=run_ids, jobs_unsent=True).update(jobs_unsent=False)
 
 
 # --- scores ------------------------------------------------------------------------------

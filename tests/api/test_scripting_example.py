@@ -20,7 +20,7 @@ def test_scripting_example_against_live_server(live_server, tmp_path, monkeypatc
     from tests.annotation_factories import JudgeConfigFactory, curator
     from tests.factories import SystemFactory, TaskFactory
 
-    monkeypatch.setattr("scoring.services.runs._enqueue_jobs", lambda ids: None)  # no broker in this test
+    monkeypatch.setattr("scoring.tasks.execute_job.delay", lambda job_id: None)  # no broker in this test
     user = curator("scripter")
     user.set_password("scripting-pass-1")
     user.save()

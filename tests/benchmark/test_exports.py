@@ -3,6 +3,7 @@
 import hashlib
 import io
 import json
+import resource
 import zipfile
 
 import pytest
@@ -105,6 +106,32 @@ def test_a_failure_is_recorded_with_its_reason_and_leaves_no_file(owner, enqueue
     assert "reportbench task 2401.00009 has no prompt that is not rejected" in job.error
     assert job.file_path == "" and job.sha256 == "" and job.size is None and job.finished_at
     assert list((var_dir / "exports").iterdir()) == []
+
+
+def test_a_full_disk_fails_the_job_saying_so_and_leaves_no_file(owner, enqueued, var_dir,
+                                                               django_capture_on_commit_callbacks):
+    """A real write limit (RLIMIT_FSIZE, which Python turns into EFBIG) while the bundle is written."""
+    tasks = [reportbench_task(f"2401.{n:05d}", n_gold=20) for n in range(20)]
+    task_set = taskset_create(name="Large", tasks=tasks)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk, "format": "reportbench"})
+    limit = 4096
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        run_all(enqueued)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    job.refresh_from_db()
+    assert job.status == "failed"
+    assert job.error.startswith(f"no space left to write the export in {var_dir / 'exports'} (File too large)")
+    assert job.file_path == "" and list((var_dir / "exports").iterdir()) == []
+
+    with django_capture_on_commit_callbacks(execute=True):  # the same export fits without the limit
+        again = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk, "format": "reportbench"})
+    run_all(enqueued)
+    again.refresh_from_db()
+    assert again.status == "done" and again.size > limit
 
 
 def test_bad_requests_name_the_field_and_store_nothing(owner):

@@ -23,6 +23,7 @@ def test_healthz_reports_database_and_no_worker(client):
     body = response.json()
     assert body["database"] == {"ok": True, "vendor": "postgresql"}
     assert body["workers"]["alive"] == 0
+    assert body["broker"]["ok"] is True and body["broker"]["url"].startswith("filesystem://")
     assert body["status"] == "degraded"
 
 

@@ -80,8 +80,11 @@ def test_a_lost_worker_requeues_its_work_even_under_a_name_alive_again(django_ca
     assert sorted(enqueued) == sorted([("export", export.pk), ("export", waiting_export.pk),
                                        ("batch", waiting_batch.pk)])
     assert ExportJob.objects.get(pk=export.pk).status == "queued"
-    assert recovered == [{"redeliver_pending": True}]
+    assert recovered == [{"redeliver_pending": True, "lost": ["restarted@host"]}]
     with django_capture_on_commit_callbacks(execute=True):
         recover_orphaned_work()  # nothing lost: pending jobs are not sent again
-    assert recovered[-1] == {"redeliver_pending": False}
+    assert recovered[-1] == {"redeliver_pending": False, "lost": []}
+    with django_capture_on_commit_callbacks(execute=True):
+        recover_orphaned_work(redeliver_pending=True)  # a worker starts: they are
+    assert recovered[-1] == {"redeliver_pending": True, "lost": []}
 

@@ -130,6 +130,24 @@ def test_the_form_starts_a_run_and_enqueues_its_jobs(curator_client, setup, sent
     assert sorted(sent) == sorted(("execute", pk) for pk in job_ids(run)) and len(sent) == 4
 
 
+@pytest.mark.django_db(transaction=True)  # the commit, and with it the send, happens inside the request
+def test_the_form_keeps_a_run_the_broker_did_not_take_and_says_so(curator_client, setup, monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    def down(job_id):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr("scoring.tasks.execute_job.delay", down)
+    data = {"protocol": "deepsynth", "judge_config": setup["config"].pk,
+            "systems": [s.pk for s in setup["systems"]], "tasks": [c.task.pk for c in setup["checklists"]]}
+    response = _post(curator_client, data)
+    run = EvaluationRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("runs:detail", args=[run.pk])
+    assert (run.status, run.jobs_unsent) == ("running", True)
+    page = curator_client.get(response["Location"]).content.decode()
+    assert "cannot be reached" in page and "Connection refused" in page
+
+
 def test_the_form_offers_what_fits_the_protocol_and_htmx_swaps_the_choices(curator_client, setup):
     rb_task = TaskFactory(protocol="reportbench", key="2312.04861")
     rb_system = ReportFactory(task=rb_task).system

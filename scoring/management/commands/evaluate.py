@@ -19,7 +19,7 @@ from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES
 from scoring.selectors import run_job_errors, run_progress, run_score_cards
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.runs import BrokerUnavailable, job_execute, run_create, run_finalize, run_start
 from scoring.workers import live_workers
 
 NO_WORKER = (
@@ -64,6 +64,8 @@ class Command(BaseCommand):
             run = run_start(run=run, enqueue=not inline)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        except BrokerUnavailable as exc:
+            raise CommandError(f"run #{exc.run_ids[0]}: {exc}") from None
         total = run.jobs.count()
         self.stdout.write(f"run #{run.pk}: {total} job(s), judge {config}")
         if config.is_heuristic:
