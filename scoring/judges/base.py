@@ -7,8 +7,8 @@ plus what the call cost. Pipelines never know which backend answered.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,8 @@ class Judge(ABC):
 
     def __init__(self, config) -> None:
         self.config = config
+        # A ``time.time()`` after which no request may still be on the wire (the run's deadline).
+        self.deadline_at: float | None = None
 
     @abstractmethod
     def answer(self, call: JudgeCall) -> JudgeAnswer:
@@ -57,3 +59,25 @@ class Judge(ABC):
         workers = max(1, min(int(getattr(self.config, "max_concurrency", 1) or 1), len(calls)))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
             return list(pool.map(self.answer, calls))
+
+    def answer_as_completed(self, calls: Sequence[JudgeCall]) -> Iterator[tuple[int, JudgeAnswer]]:
+        """``(index, answer)`` for each call as soon as it is answered, ``max_concurrency`` in flight.
+
+        A sliding window, not chunks: when one call stalls, the others keep its neighbours'
+        slots busy. Closing the iterator early cancels the calls not yet started (those in
+        flight finish on their own, and are not waited for)."""
+        if len(calls) <= 1:
+            for index, call in enumerate(calls):
+                yield index, self.answer(call)
+            return
+        workers = max(1, min(int(getattr(self.config, "max_concurrency", 1) or 1), len(calls)))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge")
+        try:
+            futures = {pool.submit(self.answer, call): index for index, call in enumerate(calls)}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=futures.__getitem__):
+                    yield futures[future], future.result()
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)

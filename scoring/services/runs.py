@@ -30,16 +30,20 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import timedelta
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 
 from annotation.services.webhooks import webhooks_fire_run_finished
 from benchmark.models import Report, System, Task, TaskSet
+from scoring.judges.endpoints import redact
+from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
+from scoring.selectors import run_failure_reasons
 
 logger = logging.getLogger(__name__)
 
@@ -116,10 +120,18 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     if run.status != Run.PENDING:
         raise ValidationError(f"run #{run.pk} is {run.status}; only a pending run starts (resume it instead)")
     run.status, run.started_at, run.finished_at, run.error = Run.RUNNING, timezone.now(), None, ""
-    run.save(update_fields=["status", "started_at", "finished_at", "error", "updated_at"])
+    run.deadline_at = _deadline(run)
+    run.save(update_fields=["status", "started_at", "finished_at", "error", "deadline_at", "updated_at"])
     if enqueue:
         _enqueue_jobs(list(run.jobs.filter(status=Job.PENDING).order_by("pk").values_list("pk", flat=True)))
     return run
+
+
+def _deadline(run: EvaluationRun):
+    """When the judge calls of a run (re)started now must end: the configuration's
+    ``run_deadline_seconds`` option from now, or None (no run deadline)."""
+    seconds = (run.judge_config.options or {}).get("run_deadline_seconds")
+    return timezone.now() + timedelta(seconds=float(seconds)) if seconds else None
 
 
 @transaction.atomic
@@ -151,8 +163,8 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     retry |= _orphaned_jobs(run.jobs.filter(status=Job.RUNNING))
     now = timezone.now()
     RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", finished_at=None, updated_at=now)
-    run.status, run.finished_at, run.error = Run.RUNNING, None, ""
-    run.save(update_fields=["status", "finished_at", "error", "updated_at"])
+    run.status, run.finished_at, run.error, run.deadline_at = Run.RUNNING, None, "", _deadline(run)
+    run.save(update_fields=["status", "finished_at", "error", "deadline_at", "updated_at"])
     if enqueue:
         _enqueue_jobs(sorted(retry))
     if not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists():
@@ -211,12 +223,24 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
         if outcome != "claimed":
             return outcome
         job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
+        guard = None
         try:
             pipeline = pipeline_for(job.run.protocol)
-            pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=judge or _judge_for(job.run.judge_config))
+            guard = GuardedJudge(judge or _judge_for(job.run.judge_config), stop_reason=lambda: _stop_reason(job.run_id),
+                                 deadline_at=job.run.deadline_at.timestamp() if job.run.deadline_at else None)
+            pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
         except TRANSIENT_DB_ERRORS:
             _job_release(job_id)
             raise
+        except JudgeStopped as stop:
+            if stop.halts_run:
+                run_halt(run=job.run, job=job, reason=stop.reason, enqueue=enqueue)
+            else:
+                _job_settle(job, status=Job.FAILED, error=f"stopped: {stop.reason}", enqueue=enqueue)
+            return "failed"
+        except ImproperlyConfigured as exc:  # e.g. no key for the endpoint: no job of this run can succeed
+            run_halt(run=job.run, job=job, reason=str(exc), enqueue=enqueue)
+            return "failed"
         except Exception as exc:
             logger.exception("job %s (%s on report %s) failed", job_id, job.step, job.report_id)
             _job_settle(job, status=Job.FAILED, error=f"{type(exc).__name__}: {exc}", enqueue=enqueue)
@@ -224,8 +248,57 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
         except BaseException:  # worker shutdown: let the next delivery run it
             _job_release(job_id)
             raise
+        if guard.fatal:  # the last call of the job was the fatal one
+            run_halt(run=job.run, job=job, reason=f"the judge endpoint refused this configuration: {guard.fatal}",
+                     enqueue=enqueue)
+            return "failed"
+        if guard.failed:
+            _job_settle(job, status=Job.FAILED, error=guard.failure_summary(), enqueue=enqueue)
+            return "failed"
         _job_settle(job, status=Job.DONE, error="", enqueue=enqueue)
         return "done"
+
+
+def _stop_reason(run_id: int) -> str:
+    """Why a job of this run must stop now ("" while the run is running)."""
+    row = EvaluationRun.objects.filter(pk=run_id).values_list("status", "error").first()
+    if row is None:
+        return "the run was deleted"
+    status, error = row
+    if status == Run.RUNNING:
+        return ""
+    return f"the run is {status}" + (f": {error}" if error else "")
+
+
+@transaction.atomic
+def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None, enqueue: bool = True) -> EvaluationRun:
+    """Stop a running run at once with one reason (an endpoint that refuses the key or the model, the
+    run's deadline): ``job`` and every pending job fail with it, jobs running elsewhere stop at their
+    next call (``GuardedJudge`` reads the run), and the run is ``failed`` with the score cards of what
+    was judged. Resume retries every failed job."""
+    run = _lock_run(run)
+    reason = redact(reason)
+    now = timezone.now()
+    if job is not None:
+        RunJob.objects.filter(pk=job.pk, status=Job.RUNNING).update(
+            status=Job.FAILED, error=reason, finished_at=now, updated_at=now
+        )
+    if run.status != Run.RUNNING:
+        return run
+    run.jobs.filter(status=Job.PENDING).update(
+        status=Job.FAILED, error=f"not started: the run stopped: {reason}", finished_at=now, updated_at=now
+    )
+    try:
+        with transaction.atomic():
+            _score_cards_write(run)
+    except TRANSIENT_DB_ERRORS:
+        raise
+    except Exception:  # the reason to stop is what the run must say; the cards are secondary
+        logger.exception("scoring halted run %s failed", run.pk)
+    run.status, run.error, run.finished_at = Run.FAILED, f"stopped: {reason}", now
+    run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    webhooks_fire_run_finished(run=run)
+    return run
 
 
 def _judge_for(config: JudgeConfig):
@@ -312,7 +385,7 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
         run = _lock_run(job.run)
         now = timezone.now()
         RunJob.objects.filter(pk=job.pk, status=Job.RUNNING).update(
-            status=status, error=error, finished_at=now, updated_at=now
+            status=status, error=redact(error), finished_at=now, updated_at=now
         )
         settled = run.status == Run.RUNNING and not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists()
         if settled and enqueue:
@@ -339,20 +412,43 @@ def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
         return run
     counts = dict(run.jobs.values_list("status").annotate(n=Count("pk")).order_by())
     total, failed = sum(counts.values()), counts.get(Job.FAILED, 0)
-    run.status = Run.FAILED if total and failed == total else Run.FINISHED
-    run.error = f"{failed} of {total} jobs failed (see their errors; resume the run to retry them)" if failed else ""
     try:
         with transaction.atomic():
-            _score_cards_write(run)
+            cards = _score_cards_write(run)
     except TRANSIENT_DB_ERRORS:
         raise
     except Exception as exc:  # e.g. a checklist the metrics refuse: say so on the run instead of retrying forever
         logger.exception("scoring run %s failed", run.pk)
-        run.status, run.error = Run.FAILED, f"scoring failed: {type(exc).__name__}: {exc}"
+        run.status, run.error = Run.FAILED, redact(f"scoring failed: {type(exc).__name__}: {exc}")
+    else:
+        items_failed = sum(card.items_failed for card in cards if card.report_id is not None)
+        if total and failed == total:
+            run.status = Run.FAILED
+        elif failed or items_failed:
+            run.status = Run.FINISHED_WITH_FAILURES
+        else:
+            run.status = Run.FINISHED
+        run.error = _failure_account(run, total=total, failed=failed, items_failed=items_failed)
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
     webhooks_fire_run_finished(run=run)
     return run
+
+
+def _failure_account(run: EvaluationRun, *, total: int, failed: int, items_failed: int) -> str:
+    """One line saying what failed and why (the most frequent reasons), or "" when nothing did."""
+    if not failed and not items_failed:
+        return ""
+    parts = []
+    if failed:
+        parts.append(f"{failed} of {total} jobs failed")
+    if items_failed:
+        parts.append(f"{items_failed} items have no verdict")
+    reasons = run_failure_reasons(run=run, limit=3)
+    # the items' reasons are the precise ones; a failed job's error only summarizes its calls' reasons
+    reasons = [row for row in reasons if row["of"] == "items"] or reasons
+    because = "; ".join(f"{row['reason']} (×{row['count']} {row['of']})" for row in reasons)
+    return redact(", ".join(parts) + (f" — {because}" if because else "") + "; resume the run to retry only these")
 
 
 @transaction.atomic
