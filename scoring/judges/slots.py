@@ -125,9 +125,14 @@ class SharedSlots:
             return self._backend
 
     def reset(self) -> None:
-        """Forget the backend (tests that switch databases or VAR_DIR)."""
+        """Forget the backend: the next use picks it for the settings of then (tests switch databases)."""
         with self._lock:
             self._backend = None
+
+    def use(self, backend) -> None:
+        """Hold slots with this backend from now on (a test without database access uses ``FileSlots``)."""
+        with self._lock:
+            self._backend = backend
 
     @contextmanager
     def slot(self, endpoint: str, limit: int, *, deadline: float | None = None):
