@@ -212,6 +212,11 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
     worker executes it now), ``cancelled`` (its run was cancelled before it started),
     ``skipped`` (already settled, or its run is not running), ``missing``.
 
+    A job fails when its step raised, or when any of its judge calls failed (its error then
+    counts them by reason; the verdicts of the calls that worked are kept, so a resume asks only
+    for the rest). An endpoint refusing the configuration (401, 403, 404), a missing key or the
+    run's deadline halts the whole run (``run_halt``) instead of sending every remaining call.
+
     ``judge`` replaces the configured judge (tests, benchmarks); ``enqueue=False`` does not
     enqueue the finalization when this job settles the run (``evaluate --inline``).
     Transient database errors put the job back to pending and propagate, so the Celery
@@ -234,12 +239,12 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
             raise
         except JudgeStopped as stop:
             if stop.halts_run:
-                run_halt(run=job.run, job=job, reason=stop.reason, enqueue=enqueue)
+                run_halt(run=job.run, job=job, reason=stop.reason)
             else:
                 _job_settle(job, status=Job.FAILED, error=f"stopped: {stop.reason}", enqueue=enqueue)
             return "failed"
         except ImproperlyConfigured as exc:  # e.g. no key for the endpoint: no job of this run can succeed
-            run_halt(run=job.run, job=job, reason=str(exc), enqueue=enqueue)
+            run_halt(run=job.run, job=job, reason=str(exc))
             return "failed"
         except Exception as exc:
             logger.exception("job %s (%s on report %s) failed", job_id, job.step, job.report_id)
@@ -249,8 +254,7 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
             _job_release(job_id)
             raise
         if guard.fatal:  # the last call of the job was the fatal one
-            run_halt(run=job.run, job=job, reason=f"the judge endpoint refused this configuration: {guard.fatal}",
-                     enqueue=enqueue)
+            run_halt(run=job.run, job=job, reason=f"the judge endpoint refused this configuration: {guard.fatal}")
             return "failed"
         if guard.failed:
             _job_settle(job, status=Job.FAILED, error=guard.failure_summary(), enqueue=enqueue)
@@ -260,18 +264,17 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
 
 
 def _stop_reason(run_id: int) -> str:
-    """Why a job of this run must stop now ("" while the run is running)."""
+    """Why a job of this run must stop sending calls now: the run was halted (``run_halt``, in another
+    worker perhaps). "" otherwise — a cancelled run lets its running jobs finish (``run_cancel``)."""
     row = EvaluationRun.objects.filter(pk=run_id).values_list("status", "error").first()
     if row is None:
         return "the run was deleted"
     status, error = row
-    if status == Run.RUNNING:
-        return ""
-    return f"the run is {status}" + (f": {error}" if error else "")
+    return f"the run {error or 'failed'}" if status == Run.FAILED else ""
 
 
 @transaction.atomic
-def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None, enqueue: bool = True) -> EvaluationRun:
+def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> EvaluationRun:
     """Stop a running run at once with one reason (an endpoint that refuses the key or the model, the
     run's deadline): ``job`` and every pending job fail with it, jobs running elsewhere stop at their
     next call (``GuardedJudge`` reads the run), and the run is ``failed`` with the score cards of what

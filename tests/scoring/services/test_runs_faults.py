@@ -198,3 +198,52 @@ def test_a_configuration_naming_an_unbound_url_never_receives_a_key(settings, ta
         keys = {bearer_key(r) for r in rogue.requests}
     assert (run.status, code) == ("finished", 0)
     assert len(keys) == 1 and not keys & {KEY, GLOBAL_KEY} and not allowed.requests
+
+
+def test_failed_calls_end_finished_with_failures_shown_on_the_page_with_resume(settings, tasks, client):
+    with FakeOpenAI(fail_every=4) as server:  # requests 4, 8, 12: one call in four fails for good
+        server.responder = checklist_responder
+        run, code, out = evaluate(bound_config(settings, server, max_retries=0), tasks)
+    assert (run.status, code) == ("finished_with_failures", 3)
+    assert f"run #{run.pk} finished with failures" in out
+    failed_jobs = RunJob.objects.filter(status="failed").count()
+    usage = runs_usage(run_ids=[run.pk])[run.pk]
+    assert (usage["calls"], usage["requests"], usage["failed_calls"]) == (CALLS, CALLS, 3)
+    assert run.error.startswith(f"{failed_jobs} of 6 jobs failed, ")
+    client.force_login(curator())
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Finished with failures" in page and 'id="resume-run"' in page
+    assert f'<dd id="fig-requests">{CALLS}</dd>' in page
+    assert f'{CALLS} <span class="error">(3 failed)</span>' in page
+    assert 'id="failure-reasons"' in page and "injected fault" in page
+    progress = client.get(f"/api/runs/{run.pk}/progress/").json()
+    assert progress["status"] == "finished_with_failures" and progress["failed"] == failed_jobs
+    assert progress["usage"]["requests"] == CALLS and progress["usage"]["failed_calls"] == 3
+    items = [row for row in progress["failure_reasons"] if row["of"] == "items"]
+    assert sum(row["count"] for row in items) == Verdict.objects.exclude(error="").count() > 0
+
+
+def test_one_malformed_label_fails_only_its_item_and_keeps_the_groups_others(settings, tasks):
+    bad = {}
+
+    def responder(request):
+        reply = checklist_responder(request)
+        content = json.loads(reply.body["choices"][0]["message"]["content"])
+        first = content["verdicts"][0]
+        bad.setdefault(first["id"], True)
+        first["label"] = "partly"  # the first item of every group, in the answer and in the repaired answer
+        reply.body["choices"][0]["message"]["content"] = json.dumps(content)
+        return reply
+
+    with FakeOpenAI() as server:
+        server.responder = responder
+        run, code, out = evaluate(bound_config(settings, server), tasks)
+        sent = len(server.requests)
+    assert (run.status, code) == ("finished_with_failures", 3)
+    assert sent == 2 * CALLS  # every group asked once and repaired once
+    errors = Verdict.objects.exclude(error="")
+    assert set(errors.values_list("error", flat=True)) == {"malformed answer: unknown label 'partly'"}
+    assert errors.count() == 12 and Verdict.objects.filter(error="").count() == 6 * 9 - 12
+    assert set(RunJob.objects.values_list("status", flat=True)) == {"done"}  # every call was answered
+    assert run.error == ("12 items have no verdict — malformed answer: unknown label 'partly' (×12 items); "
+                         "resume the run to retry only these")
