@@ -7,7 +7,7 @@ plus what the call cost. Pipelines never know which backend answered.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,12 +60,14 @@ class Judge(ABC):
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
             return list(pool.map(self.answer, calls))
 
-    def answer_as_completed(self, calls: Sequence[JudgeCall]) -> Iterator[tuple[int, JudgeAnswer]]:
+    def answer_as_completed(self, calls: Sequence[JudgeCall], *,
+                            stop: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, JudgeAnswer]]:
         """``(index, answer)`` for each call as soon as it is answered, ``max_concurrency`` in flight.
 
         A sliding window, not chunks: when one call stalls, the others keep its neighbours'
-        slots busy. Closing the iterator early cancels the calls not yet started (those in
-        flight finish on their own, and are not waited for)."""
+        slots busy. ``stop()`` is asked after each answer is handed over (in the caller's
+        thread); once it says yes, the calls not yet started are not sent, and the answers of
+        those already in flight are still handed over, so every request made is accounted for."""
         if len(calls) <= 1:
             for index, call in enumerate(calls):
                 yield index, self.answer(call)
@@ -78,6 +80,10 @@ class Judge(ABC):
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in sorted(finished, key=futures.__getitem__):
-                    yield futures[future], future.result()
+                    if not future.cancelled():
+                        yield futures[future], future.result()
+                if pending and stop():
+                    for future in pending:
+                        future.cancel()  # only those not started yet: the ones in flight are awaited
         finally:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -56,15 +56,25 @@ class GuardedJudge(Judge):
         self._check()
         return [self._note(answer) for answer in self.inner.answer_many(calls)]
 
-    def answer_as_completed(self, calls: Sequence[JudgeCall]) -> Iterator[tuple[int, JudgeAnswer]]:
+    def answer_as_completed(self, calls: Sequence[JudgeCall], *,
+                            stop: Callable[[], bool] = lambda: False) -> Iterator[tuple[int, JudgeAnswer]]:
+        """The inner judge's stream, told to send nothing more once a check fails; the answers of calls
+        already in flight are still handed over (and stored), then ``JudgeStopped`` is raised."""
         self._check()
-        stream = self.inner.answer_as_completed(calls)
-        try:
-            for index, answer in stream:
-                yield index, self._note(answer)
-                self._check()
-        finally:
-            stream.close()  # calls not yet sent are cancelled
+        stopped: list[JudgeStopped] = []
+
+        def should_stop() -> bool:
+            if not stopped:
+                try:
+                    self._check()
+                except JudgeStopped as reason:
+                    stopped.append(reason)
+            return bool(stopped) or stop()
+
+        for index, answer in self.inner.answer_as_completed(calls, stop=should_stop):
+            yield index, self._note(answer)
+        if stopped:
+            raise stopped[0]
 
     # --- what happened ---------------------------------------------------------------------------
 

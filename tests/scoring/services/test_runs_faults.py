@@ -131,6 +131,7 @@ def test_an_auth_or_model_error_stops_the_run_at_once_with_one_message_and_no_ke
         keys = {bearer_key(r) for r in server.requests}
     assert (run.status, code) == ("failed", 1)
     assert sent <= 2  # the first job's two calls were in flight together; nothing was sent after them
+    assert requests_recorded(run) == sent  # the call still in flight at the stop is accounted for too
     assert keys == {KEY}
     assert run.error.startswith(f"stopped: the judge endpoint refused this configuration: HTTP {status}")
     assert RunJob.objects.filter(status="failed").count() == 6
