@@ -103,3 +103,33 @@ def test_an_endpoint_refusing_the_key_stops_the_run_on_a_worker_and_evaluate_exi
                          list(Verdict.objects.values_list("error", "raw_response")),
                          list(RunJob.objects.values_list("error", flat=True)), run.error])
     assert KEY not in stored and KEY not in out
+
+
+@pytest.mark.parametrize("server_options, status, code", [
+    ({"fault_rate": 0.2, "seed": 5, "fault_kinds": ("429", "500", "503", "drop", "stall"), "stall_seconds": 30},
+     "finished", 0),
+    ({"mode": "malformed"}, "failed", 1),
+    ({"mode": "retry-after-600"}, "failed", 1),
+])
+def test_other_fault_modes_on_a_worker_end_in_the_state_evaluate_reports(tmp_path, server_options, status, code):
+    tasks = make_tasks(2)  # 4 jobs, 8 calls
+    with FakeOpenAI(**server_options) as server:
+        server.responder = labelled_checklist_responder
+        env = bound_environment(tmp_path, server)
+        config = judge_config(name="modes", backend="openai", base_url=server.base_url, model="loopback",
+                              max_concurrency=2, max_retries=5, timeout_seconds=0.5,
+                              options={"backoff_base_seconds": 0.01, "backoff_max_seconds": 0.05})
+        worker = start_worker(env, "w@modes", tmp_path / "worker.log")
+        try:
+            result = evaluate_and_wait(env, config, tasks, tmp_path / "evaluate.log")
+        finally:
+            stop(worker)
+        sent = len(server.requests)
+    out = (tmp_path / "evaluate.log").read_text()
+    run = EvaluationRun.objects.get()
+    assert (run.status, result.returncode) == (status, code), out
+    calls = LLMCall.objects.filter(run=run)
+    assert calls.count() == 8 and sum(calls.values_list("attempts", flat=True)) == sent
+    assert f"judge calls 8 ({calls.filter(ok=False).count()} failed), HTTP requests {sent}" in out
+    if status == "failed":
+        assert "why things failed:" in out and set(RunJob.objects.values_list("status", flat=True)) == {"failed"}
