@@ -74,16 +74,24 @@ class Judge(ABC):
             return
         workers = max(1, min(int(getattr(self.config, "max_concurrency", 1) or 1), len(calls)))
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge")
+        queued = iter(enumerate(calls))
+        in_flight: dict = {}
+
+        def send_next() -> None:  # a call is submitted only when a slot frees and stop() said no
+            for index, call in queued:
+                in_flight[pool.submit(self.answer, call)] = index
+                return
+
         try:
-            futures = {pool.submit(self.answer, call): index for index, call in enumerate(calls)}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=futures.__getitem__):
-                    if not future.cancelled():
-                        yield futures[future], future.result()
-                if pending and stop():
-                    for future in pending:
-                        future.cancel()  # only those not started yet: the ones in flight are awaited
+            for _ in range(workers):
+                send_next()
+            stopping = False
+            while in_flight:
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=in_flight.__getitem__):
+                    yield in_flight.pop(future), future.result()
+                    stopping = stopping or stop()
+                    if not stopping:
+                        send_next()
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
