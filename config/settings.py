@@ -195,7 +195,9 @@ def _judge_endpoints(spec: str) -> dict[str, str]:
         url, _, variable = entry.rpartition("=") if "=" in entry else (entry, "", "")
         variable = variable.strip()
         if variable and variable not in os.environ:
-            raise ImproperlyConfigured(f"JUDGE_ENDPOINTS binds {url.strip()} to the key in ${variable}, which is not set")
+            raise ImproperlyConfigured(
+                f"JUDGE_ENDPOINTS binds {url.strip()} to the key in ${variable}, which is not set"
+            )
         endpoints[url.strip()] = os.environ.get(variable, "") if variable else ""
     return endpoints
 

@@ -86,7 +86,8 @@ class GuardedJudge(Judge):
         """``"k of n judge calls failed: reason (×c); ..."``, the most frequent reasons first."""
         reasons = "; ".join(f"{reason} (×{n})" for reason, n in self.failures.most_common(limit))
         more = len(self.failures) - limit
-        return f"{self.failed} of {self.calls} judge calls failed: {reasons}" + (f"; {more} other reasons" if more > 0 else "")
+        tail = f"; {more} other reasons" if more > 0 else ""
+        return f"{self.failed} of {self.calls} judge calls failed: {reasons}{tail}"
 
     def _note(self, answer: JudgeAnswer) -> JudgeAnswer:
         self.calls += 1

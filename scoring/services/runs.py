@@ -231,8 +231,9 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True) -> str:
         guard = None
         try:
             pipeline = pipeline_for(job.run.protocol)
-            guard = GuardedJudge(judge or _judge_for(job.run.judge_config), stop_reason=lambda: _stop_reason(job.run_id),
-                                 deadline_at=job.run.deadline_at.timestamp() if job.run.deadline_at else None)
+            deadline_at = job.run.deadline_at.timestamp() if job.run.deadline_at else None
+            guard = GuardedJudge(judge or _judge_for(job.run.judge_config),
+                                 stop_reason=lambda: _stop_reason(job.run_id), deadline_at=deadline_at)
             pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
         except TRANSIENT_DB_ERRORS:
             _job_release(job_id)

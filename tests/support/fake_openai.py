@@ -561,7 +561,8 @@ def main() -> None:
     parser.add_argument("--stall-seconds", type=float, default=30.0)
     args = parser.parse_args()
     server = FakeOpenAI(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, fail_every=args.fail_every,
-                        fault_kinds=tuple(args.fault_kinds.split(",")), mode=args.mode, stall_seconds=args.stall_seconds)
+                        fault_kinds=tuple(args.fault_kinds.split(",")), mode=args.mode,
+                        stall_seconds=args.stall_seconds)
     server.responder = RESPONDERS[args.responder]
     with server:
         print(server.base_url, flush=True)

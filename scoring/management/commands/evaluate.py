@@ -157,7 +157,9 @@ def print_run_summary(command: BaseCommand, run) -> None:
     style = command.style.SUCCESS if run.status == run.Status.FINISHED else command.style.WARNING
     command.stdout.write(style(f"run #{run.pk} {run.status}" + (f": {run.error}" if run.error else "")))
     usage = runs_usage(run_ids=[run.pk])[run.pk]
-    command.stdout.write(f"judge calls {usage['calls']} ({usage['failed_calls']} failed), HTTP requests {usage['requests']}")
+    command.stdout.write(
+        f"judge calls {usage['calls']} ({usage['failed_calls']} failed), HTTP requests {usage['requests']}"
+    )
     reasons = run_failure_reasons(run=run)
     if reasons:
         command.stdout.write("why things failed:")
