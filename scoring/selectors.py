@@ -173,6 +173,23 @@ def run_failure_reasons(*, run: EvaluationRun, limit: int = 10) -> list[dict]:
     ]
 
 
+def run_failure_account(*, run: EvaluationRun, total: int, failed: int, items_failed: int) -> str:
+    """One line saying what failed (``failed`` of ``total`` jobs, ``items_failed`` items without a verdict)
+    and why, with the most frequent reasons, or "" when nothing did: the run's ``error``."""
+    if not failed and not items_failed:
+        return ""
+    parts = []
+    if failed:
+        parts.append(f"{failed} of {total} jobs failed")
+    if items_failed:
+        parts.append(f"{items_failed} items have no verdict")
+    reasons = run_failure_reasons(run=run, limit=3)
+    # the items' reasons are the precise ones; a failed job's error only summarizes its calls' reasons
+    reasons = [row for row in reasons if row["of"] == "items"] or reasons
+    because = "; ".join(f"{row['reason']} (×{row['count']} {row['of']})" for row in reasons)
+    return ", ".join(parts) + (f" — {because}" if because else "") + "; resume the run to retry only these"
+
+
 def run_report_cards(*, run: EvaluationRun) -> QuerySet[ScoreCard]:
     """``run_score_cards`` per report, without the reports' texts (the run page shows task keys)."""
     return run_score_cards(run=run, per_report=True).defer(

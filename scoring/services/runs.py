@@ -43,7 +43,7 @@ from scoring.judges.endpoints import redact
 from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
-from scoring.selectors import run_failure_reasons
+from scoring.selectors import run_failure_account
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +131,13 @@ def _deadline(run: EvaluationRun):
     """When the judge calls of a run (re)started now must end: the configuration's
     ``run_deadline_seconds`` option from now, or None (no run deadline)."""
     seconds = (run.judge_config.options or {}).get("run_deadline_seconds")
-    return timezone.now() + timedelta(seconds=float(seconds)) if seconds else None
+    if seconds in (None, "", 0):
+        return None
+    try:
+        return timezone.now() + timedelta(seconds=float(seconds))
+    except (TypeError, ValueError, OverflowError):
+        raise ValidationError(f"judge configuration {run.judge_config.name!r}: options.run_deadline_seconds must be "
+                              f"a number of seconds, not {seconds!r}") from None
 
 
 @transaction.atomic
@@ -432,27 +438,11 @@ def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
             run.status = Run.FINISHED_WITH_FAILURES
         else:
             run.status = Run.FINISHED
-        run.error = _failure_account(run, total=total, failed=failed, items_failed=items_failed)
+        run.error = redact(run_failure_account(run=run, total=total, failed=failed, items_failed=items_failed))
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
     webhooks_fire_run_finished(run=run)
     return run
-
-
-def _failure_account(run: EvaluationRun, *, total: int, failed: int, items_failed: int) -> str:
-    """One line saying what failed and why (the most frequent reasons), or "" when nothing did."""
-    if not failed and not items_failed:
-        return ""
-    parts = []
-    if failed:
-        parts.append(f"{failed} of {total} jobs failed")
-    if items_failed:
-        parts.append(f"{items_failed} items have no verdict")
-    reasons = run_failure_reasons(run=run, limit=3)
-    # the items' reasons are the precise ones; a failed job's error only summarizes its calls' reasons
-    reasons = [row for row in reasons if row["of"] == "items"] or reasons
-    because = "; ".join(f"{row['reason']} (×{row['count']} {row['of']})" for row in reasons)
-    return redact(", ".join(parts) + (f" — {because}" if because else "") + "; resume the run to retry only these")
 
 
 @transaction.atomic
