@@ -212,6 +212,26 @@ JOB_RECOVERY_SECONDS = int(os.environ.get("JOB_RECOVERY_SECONDS", "60"))
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 JUDGE_MODEL = os.environ.get("JUDGE_MODEL", "gpt-4.1-mini")
+
+
+def _judge_endpoints(spec: str) -> dict[str, str]:
+    """``JUDGE_ENDPOINTS``: comma-separated ``base_url=ENV_VAR`` (the variable holding that endpoint's
+    key) or a bare ``base_url`` (an endpoint that needs no key) -> ``{base_url: key}``."""
+    endpoints = {}
+    for entry in filter(None, (part.strip() for part in spec.split(","))):
+        url, _, variable = entry.rpartition("=") if "=" in entry else (entry, "", "")
+        variable = variable.strip()
+        if variable and variable not in os.environ:
+            raise ImproperlyConfigured(
+                f"JUDGE_ENDPOINTS binds {url.strip()} to the key in ${variable}, which is not set"
+            )
+        endpoints[url.strip()] = os.environ.get(variable, "") if variable else ""
+    return endpoints
+
+
+# Keys go only to the endpoint they are bound to (scoring.judges.endpoints): OPENAI_API_KEY to
+# OPENAI_BASE_URL, each JUDGE_ENDPOINTS key to its own base URL.
+JUDGE_ENDPOINTS = _judge_endpoints(os.environ.get("JUDGE_ENDPOINTS", ""))
 # Optional plug-ins (scoring.sources), off by default: nothing is fetched from the web unless set.
 SOURCE_FETCHER = os.environ.get("SOURCE_FETCHER", "")  # e.g. scoring.sources.http_fetch
 CITATION_COUNT_LOOKUP = os.environ.get("CITATION_COUNT_LOOKUP", "")

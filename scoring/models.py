@@ -1,6 +1,7 @@
 """Judges, evaluation runs and everything they produce: calls, verdicts, score cards."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
@@ -29,7 +30,9 @@ class JudgeConfig(TimeStamped):
     name = models.CharField(max_length=200, unique=True)
     backend = models.CharField(max_length=20, choices=Backend.choices)
     model = models.CharField(max_length=200, blank=True, help_text="model name at the endpoint")
-    base_url = models.CharField(max_length=500, blank=True, help_text="empty: OPENAI_BASE_URL")
+    base_url = models.CharField(
+        max_length=500, blank=True, help_text="empty: OPENAI_BASE_URL; else one of the endpoints JUDGE_ENDPOINTS allows"
+    )
     temperature = models.FloatField(default=0.0)
     prompt_version = models.CharField(max_length=50, default="v1")
     repeats = models.PositiveSmallIntegerField(default=1)
@@ -53,6 +56,14 @@ class JudgeConfig(TimeStamped):
     def is_heuristic(self) -> bool:
         return self.backend == self.Backend.OFFLINE
 
+    def clean(self) -> None:
+        from scoring.judges.endpoints import endpoint_check
+
+        try:
+            endpoint_check(self.base_url)
+        except ValidationError as exc:
+            raise ValidationError({"base_url": exc.messages}) from None
+
     def __str__(self) -> str:
         label = f"{self.name} ({self.backend}{':' + self.model if self.model else ''}, prompts {self.prompt_version})"
         return label + (" [heuristic]" if self.is_heuristic else "")
@@ -65,6 +76,8 @@ class EvaluationRun(TimeStamped):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
         FINISHED = "finished", "Finished"
+        # every job ran, but some failed or some items have no verdict: the scores are partial
+        FINISHED_WITH_FAILURES = "finished_with_failures", "Finished with failures"
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
 
@@ -74,10 +87,13 @@ class EvaluationRun(TimeStamped):
     tasks = models.ManyToManyField(Task, blank=True, related_name="runs", help_text="when no task set is given")
     systems = models.ManyToManyField(System, related_name="runs")
     judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
+    status = models.CharField(max_length=30, choices=Status.choices, default=Status.PENDING, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(
+        null=True, blank=True, help_text="no judge call after this (the configuration's run_deadline_seconds option)"
+    )
     error = models.TextField(blank=True)
     jobs_unsent = models.BooleanField(
         default=False, help_text="its pending jobs are not known to be on the broker; recovery sends them again"

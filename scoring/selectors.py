@@ -7,14 +7,14 @@ from collections.abc import Iterable, Sequence
 from numbers import Real
 
 from django.db.models import (
-    Avg, Count, DurationField, Exists, ExpressionWrapper, F, OuterRef, Prefetch, QuerySet, Subquery, Sum,
+    Avg, Count, DurationField, Exists, ExpressionWrapper, F, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum,
 )
 from django.db.models.functions import Coalesce
 
 from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, is_headline_metric, metric_label
 from benchmark.models import System, TaskSet
 
-from .models import EvaluationRun, LLMCall, RunJob, ScoreCard
+from .models import EvaluationRun, LLMCall, RunJob, ScoreCard, Verdict
 
 Job = RunJob.Status
 
@@ -128,17 +128,66 @@ def run_list_rows(*, runs: Sequence[EvaluationRun]) -> list[dict]:
 
 
 def runs_usage(*, run_ids: Iterable[int]) -> dict[int, dict]:
-    """Judge ``calls``, ``tokens_in``, ``tokens_out`` and ``cost_usd`` per run, from its ``LLMCall`` rows."""
+    """Per run, from its ``LLMCall`` rows: judge ``calls`` (logical calls, one answer each), ``requests``
+    (HTTP requests they took, retries included), ``failed_calls``, ``tokens_in``, ``tokens_out``, ``cost_usd``."""
     run_ids = list(run_ids)
-    usage = {run_id: {"calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0} for run_id in run_ids}
+    usage = {run_id: {"calls": 0, "requests": 0, "failed_calls": 0, "tokens_in": 0, "tokens_out": 0, "cost_usd": 0.0}
+             for run_id in run_ids}
     rows = (
         LLMCall.objects.filter(run_id__in=run_ids).values("run_id")
-        .annotate(calls=Count("pk"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost_usd=Sum("cost_usd"))
+        .annotate(calls=Count("pk"), requests=Sum("attempts"), failed_calls=Count("pk", filter=Q(ok=False)),
+                  tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"), cost_usd=Sum("cost_usd"))
         .order_by()
     )
     for row in rows:
         usage[row.pop("run_id")] = row
     return usage
+
+
+REASON_CHARS = 500
+
+
+def run_verdicts(*, run: EvaluationRun, verdicts: QuerySet[Verdict] | None = None) -> QuerySet[Verdict]:
+    """The verdicts a run's scores are made of (of ``verdicts``, default all): those on its reports by
+    its judge configuration under its prompt version, whichever run first stored them (a run reuses
+    the finished verdicts of earlier ones)."""
+    config = run.judge_config
+    verdicts = Verdict.objects.all() if verdicts is None else verdicts
+    return verdicts.filter(report_id__in=run.jobs.values("report_id"), judge_config_id=config.pk,
+                           prompt_version=config.prompt_version)
+
+
+def run_failure_reasons(*, run: EvaluationRun, limit: int = 10) -> list[dict]:
+    """Why the run's items have no verdict (``of`` = ``items``: the errors on the verdicts of its reports
+    under its judge configuration, as they stand now) and why its jobs failed (``of`` = ``jobs``), each
+    grouped by reason with its ``count``, most frequent first; at most ``limit`` of each."""
+    items = (
+        run_verdicts(run=run).exclude(error="").values("error").annotate(n=Count("pk")).order_by("-n", "error")[:limit]
+    )
+    jobs = (
+        run.jobs.filter(status=Job.FAILED).values("error").annotate(n=Count("pk")).order_by("-n", "error")[:limit]
+    )
+    return [
+        {"reason": row["error"][:REASON_CHARS] or "(no reason recorded)", "count": row["n"], "of": of}
+        for of, rows in (("items", items), ("jobs", jobs)) for row in rows
+    ]
+
+
+def run_failure_account(*, run: EvaluationRun, total: int, failed: int, items_failed: int) -> str:
+    """One line saying what failed (``failed`` of ``total`` jobs, ``items_failed`` items without a verdict)
+    and why, with the most frequent reasons, or "" when nothing did: the run's ``error``."""
+    if not failed and not items_failed:
+        return ""
+    parts = []
+    if failed:
+        parts.append(f"{failed} of {total} jobs failed")
+    if items_failed:
+        parts.append(f"{items_failed} items have no verdict")
+    reasons = run_failure_reasons(run=run, limit=3)
+    # the items' reasons are the precise ones; a failed job's error only summarizes its calls' reasons
+    reasons = [row for row in reasons if row["of"] == "items"] or reasons
+    because = "; ".join(f"{row['reason']} (×{row['count']} {row['of']})" for row in reasons)
+    return ", ".join(parts) + (f" — {because}" if because else "") + "; resume the run to retry only these"
 
 
 def run_report_cards(*, run: EvaluationRun) -> QuerySet[ScoreCard]:

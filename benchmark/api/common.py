@@ -106,10 +106,23 @@ class QueryFilterBackend(BaseFilterBackend):
 
     ``filter_fields`` maps a query parameter to an ORM lookup (``{"task": "task_id"}``);
     ``ordering_fields`` lists what ``?ordering=a,-b`` may name. A value the lookup cannot take
-    (``?task=abc``) or an unknown ordering is a 400 naming the parameter.
+    (``?task=abc``) or an unknown ordering is a 400 naming the parameter. A view with
+    ``strict_query_params = True`` also refuses any parameter it does not know (its filters,
+    ``extra_query_params`` it reads itself, ordering, page, format) instead of ignoring it, so a
+    misspelt filter cannot silently return everything.
     """
 
+    ALWAYS_KNOWN = frozenset({"ordering", "page", "format"})
+
     def filter_queryset(self, request, queryset, view):
+        if getattr(view, "strict_query_params", False):
+            known = self.ALWAYS_KNOWN | set(getattr(view, "filter_fields", {})) | set(
+                getattr(view, "extra_query_params", ()))
+            unknown = sorted(set(request.query_params) - known)
+            if unknown:
+                raise exceptions.ValidationError({
+                    name: [f"unknown filter {name!r}; known: {', '.join(sorted(known))}"] for name in unknown
+                })
         for param, lookup in getattr(view, "filter_fields", {}).items():
             value = request.query_params.get(param)
             if value in (None, ""):

@@ -1,8 +1,9 @@
 """Judges, evaluation runs and their results. Curators create and steer runs; everyone signed in
 reads them. Verdicts are filtered by the blind rule of agreement projects (``visible_verdicts``)."""
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -10,8 +11,9 @@ from annotation.api.visibility import visible_verdicts
 from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
 from benchmark.models import Protocol, System, Task, TaskSet
 
+from ..judges.endpoints import endpoint_check, redact
 from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
-from ..selectors import run_progress, run_score_cards
+from ..selectors import run_failure_reasons, run_progress, run_score_cards, run_verdicts, runs_usage
 from ..services.runs import run_cancel, run_create, run_resume, run_start
 
 
@@ -20,6 +22,14 @@ class JudgeConfigListApi(ListApi):
         class Meta:
             model = JudgeConfig
             exclude = ["id", "created_at", "updated_at"]
+
+        def validate_base_url(self, value: str) -> str:
+            """Only an endpoint the deployment allows: its key must not go anywhere else."""
+            try:
+                endpoint_check(value)
+            except DjangoValidationError as exc:
+                raise serializers.ValidationError(exc.messages) from None
+            return value
 
     class OutputSerializer(serializers.ModelSerializer):
         is_heuristic = serializers.BooleanField(read_only=True)
@@ -53,8 +63,24 @@ class RunOutputSerializer(serializers.ModelSerializer):
                   "started_at", "finished_at", "error", "created_at"]
 
 
+class FailureReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    count = serializers.IntegerField()
+    of = serializers.ChoiceField(choices=["items", "jobs"], help_text="what the count counts")
+
+
+class UsageSerializer(serializers.Serializer):
+    calls = serializers.IntegerField(help_text="logical judge calls, one answer each")
+    requests = serializers.IntegerField(help_text="HTTP requests those calls took, retries included")
+    failed_calls = serializers.IntegerField()
+    tokens_in = serializers.IntegerField()
+    tokens_out = serializers.IntegerField()
+    cost_usd = serializers.FloatField()
+
+
 class ProgressSerializer(serializers.Serializer):
     status = serializers.CharField()
+    error = serializers.CharField()
     total = serializers.IntegerField()
     done = serializers.IntegerField()
     failed = serializers.IntegerField()
@@ -62,6 +88,13 @@ class ProgressSerializer(serializers.Serializer):
     running = serializers.IntegerField()
     cancelled = serializers.IntegerField()
     eta_seconds = serializers.FloatField(allow_null=True)
+    usage = UsageSerializer()
+    failure_reasons = FailureReasonSerializer(many=True)
+
+
+def run_progress_data(run: EvaluationRun) -> dict:
+    return {**run_progress(run=run), "error": run.error, "usage": runs_usage(run_ids=[run.pk])[run.pk],
+            "failure_reasons": run_failure_reasons(run=run)}
 
 
 class ScoreCardOutputSerializer(serializers.ModelSerializer):
@@ -140,8 +173,9 @@ class RunProgressApi(GenericApi):
     queryset = EvaluationRun.objects.all()
 
     def get(self, request, pk: int):
-        """Job counts by status and an ETA in seconds (null until a job has settled)."""
-        return Response(ProgressSerializer(run_progress(run=self.get_object())).data)
+        """Job counts by status, an ETA in seconds (null until a job has settled), judge calls and HTTP
+        requests, and why items or jobs failed, grouped by reason."""
+        return Response(ProgressSerializer(run_progress_data(self.get_object())).data)
 
 
 class RunScoreCardsApi(ListApi):
@@ -164,15 +198,36 @@ class ScoreCardListApi(ListApi):
 
 class VerdictListApi(ListApi):
     class OutputSerializer(serializers.ModelSerializer):
+        error = serializers.SerializerMethodField()
+
         class Meta:
             model = Verdict
             fields = ["id", "report", "judge_config", "prompt_version", "step", "target_kind", "target_id",
                       "target_key", "repeat", "label", "score", "confidence", "rationale", "evidence", "error",
                       "created_at"]
 
+        def get_error(self, verdict) -> str:
+            return redact(verdict.error)  # errors stored before redaction existed are redacted when shown
+
     filter_fields = {"report": "report_id", "judge_config": "judge_config_id", "step": "step",
                      "target_kind": "target_kind", "label": "label"}
+    extra_query_params = ("run",)
+    strict_query_params = True
     ordering_fields = ("report", "step", "created_at")
 
+    @extend_schema(parameters=[OpenApiParameter(
+        "run", int, description="only the verdicts a run's scores are made of: its reports, under its judge "
+                                "configuration and prompt version")])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
     def get_queryset(self):
-        return visible_verdicts(user=self.request.user).order_by("pk")
+        verdicts = visible_verdicts(user=self.request.user).order_by("pk")
+        run_id = self.request.query_params.get("run")
+        if run_id not in (None, ""):
+            run = EvaluationRun.objects.select_related("judge_config").filter(
+                pk=int(run_id) if run_id.isdigit() else -1).first()
+            if run is None:
+                raise serializers.ValidationError({"run": [f"no run {run_id!r}"]})
+            verdicts = run_verdicts(run=run, verdicts=verdicts)
+        return verdicts

@@ -36,7 +36,7 @@ class OpenAIEmbedder(Embedder):
             batch = list(texts[start:start + self.batch_size])
             try:
                 response, _ = call_with_retries(
-                    lambda: self.client.embeddings.create(model=self.model, input=batch),
+                    lambda timeout: self.client.embeddings.create(model=self.model, input=batch, timeout=timeout),
                     policy=self.policy, endpoint=self.endpoint, limit=self.limit, rng=self._rng,
                 )
             except GiveUp as failure:

@@ -323,6 +323,15 @@ class OfflineJudge(Judge):
             self._vectors(list(dict.fromkeys(needed)))
         return [self.answer(call) for call in calls]
 
+    def answer_as_completed(self, calls, *, stop=lambda: False):
+        """In chunks of ``max_concurrency`` through ``answer_many`` (keeps its batched embedding)."""
+        size = max(1, int(getattr(self.config, "max_concurrency", 1) or 1))
+        for start in range(0, len(calls), size):
+            if start and stop():
+                return
+            for offset, answer in enumerate(self.answer_many(calls[start:start + size])):
+                yield start + offset, answer
+
     def _texts_for(self, step: str, v: dict) -> list[str]:
         """The texts a call will embed, for prefetching; steps that are cheap anyway return none."""
         if step == "deepsynth.checklist_group":

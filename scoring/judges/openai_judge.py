@@ -9,9 +9,15 @@ without JSON mode for the rest of the process.
 A reply that is not a JSON object, or does not fit the schema (including every
 requested id answered exactly once), gets exactly one repair round: the reply and
 the problems are sent back asking for a corrected object. A second bad reply makes
-the answer an error naming the problems. Transport failures are retried as
-``scoring.judges.transport`` describes; when retries run out the answer is an error,
-never an exception.
+the answer an error naming the problems — except for steps that judge a list of items
+whose reply still holds that list: then the answer keeps it (the problems in
+``extra["answer_problems"]``) and the pipeline fails only the items that are wrong, keeping
+the valid ones. Transport failures are retried as ``scoring.judges.transport`` describes;
+when retries run out the answer is an error, never an exception; ``extra["fatal"]`` marks an
+error the endpoint gives every call of this configuration (401, 403, 404).
+
+Each call ends by its deadline: ``call_deadline_seconds`` (300) from its start, or the
+judge's ``deadline_at`` (the run's deadline) when that comes first.
 
 Every answer carries tokens (from ``usage``, summed over all requests of the call),
 wall-clock latency, the estimated cost from the configuration's prices per million
@@ -19,8 +25,8 @@ tokens, and the number of requests made; ``extra`` holds ``request_hash``,
 ``prompt_version``, ``retries``, ``repairs`` and ``json_mode``.
 
 Options (``JudgeConfig.options``): ``backoff_base_seconds`` (0.5),
-``backoff_max_seconds`` (30), ``max_retry_after_seconds`` (120), ``max_tokens``
-(unset: the server's default).
+``backoff_max_seconds`` (30), ``max_retry_after_seconds`` (120), ``call_deadline_seconds``
+(300), ``max_tokens`` (unset: the server's default).
 """
 
 import json
@@ -33,6 +39,7 @@ import openai
 from django.conf import settings
 
 from .base import Judge, JudgeAnswer, JudgeCall
+from .endpoints import redact
 from .steps import (
     StepError, get_step, render_messages, repair_message, request_hash, validate_answer, validate_variables,
 )
@@ -58,6 +65,12 @@ def parse_json_object(content: str) -> tuple[dict | None, str]:
     if not isinstance(data, dict):
         return None, f"the reply is JSON but not an object (got {type(data).__name__})"
     return data, ""
+
+
+def _holds_item_list(step_name: str, data) -> bool:
+    """An answer to a step that judges a list of items that does hold that list (its entries may be wrong)."""
+    step = get_step(step_name)
+    return bool(step.items) and isinstance(data, dict) and isinstance(data.get(step.items[1]), list)
 
 
 class _Usage:
@@ -93,17 +106,20 @@ class OpenAIJudge(Judge):
     def answer(self, call: JudgeCall) -> JudgeAnswer:
         started = time.perf_counter()
         usage = _Usage()
+        deadline = time.monotonic() + self.policy.call_deadline
+        if self.deadline_at is not None:
+            deadline = min(deadline, time.monotonic() + (self.deadline_at - time.time()))
         extra = {"prompt_version": self.prompt_version, "retries": 0, "repairs": 0, "json_mode": None,
                  "request_hash": request_hash(model=self.model, prompt_version=self.prompt_version, step=call.step,
                                               variables=call.variables, repeat=call.repeat)}
 
         def finish(data: dict | None, error: str = "", raw: str = "") -> JudgeAnswer:
             extra["retries"] = usage.retries
-            return JudgeAnswer(
-                data=None if error else data, error=error, raw=raw, model=self.model,
+            return JudgeAnswer(  # the endpoint's own words are redacted before anything can store them
+                data=None if error else data, error=redact(error), raw=redact(raw), model=self.model,
                 tokens_in=usage.tokens_in, tokens_out=usage.tokens_out,
                 latency_ms=(time.perf_counter() - started) * 1000.0, cost_usd=self._cost(usage),
-                attempts=max(usage.requests, 1), extra=extra,
+                attempts=usage.requests, extra=extra,  # 0 when no request was sent (a deadline)
             )
 
         try:
@@ -118,14 +134,19 @@ class OpenAIJudge(Judge):
         content = ""
         for round_ in ("answer", "repair"):
             try:
-                content = self._complete(messages, usage, extra)
+                content = self._complete(messages, usage, extra, deadline)
             except GiveUp as failure:
+                if failure.fatal:
+                    extra["fatal"] = True
                 return finish(None, failure.reason, content)
             data, problem = parse_json_object(content)
             problems = [problem] if problem else validate_answer(call.step, data, call.variables)
             if not problems:
                 return finish(data, raw=content)
             if round_ == "repair":
+                if _holds_item_list(call.step, data):
+                    extra["answer_problems"] = problems
+                    return finish(data, raw=content)
                 return finish(None, "invalid answer after one repair: " + "; ".join(problems), content)
             extra["repairs"] = 1
             extra["first_problems"] = problems
@@ -133,11 +154,11 @@ class OpenAIJudge(Judge):
                         repair_message(problems, self.prompt_version)]
         raise AssertionError("unreachable")
 
-    def _complete(self, messages: list[dict], usage: _Usage, extra: dict) -> str:
+    def _complete(self, messages: list[dict], usage: _Usage, extra: dict, deadline: float) -> str:
         """One completion with retries; falls back to plain text mode if the endpoint rejects JSON mode."""
         json_mode = self.endpoint not in _NO_JSON_MODE
         try:
-            response, requests = self._request(messages, json_mode)
+            response, requests = self._request(messages, json_mode, deadline)
         except GiveUp as failure:
             usage.requests += failure.attempts
             usage.retries += failure.attempts - 1
@@ -145,12 +166,12 @@ class OpenAIJudge(Judge):
             if not (json_mode and isinstance(cause, openai.APIStatusError) and cause.status_code in (400, 422)):
                 raise
             try:
-                response, requests = self._request(messages, json_mode=False)
+                response, requests = self._request(messages, False, deadline)
             except GiveUp as second:
                 usage.requests += second.attempts
                 usage.retries += second.attempts - 1
                 raise GiveUp(f"{failure.reason} (with JSON mode); without JSON mode: {second.reason}",
-                             second.attempts) from second
+                             second.attempts, fatal=second.fatal) from second
             json_mode = False
             with _NO_JSON_MODE_LOCK:
                 _NO_JSON_MODE.add(self.endpoint)
@@ -161,14 +182,15 @@ class OpenAIJudge(Judge):
             raise GiveUp("the endpoint returned no choices", requests)
         return choices[0].message.content or ""
 
-    def _request(self, messages: list[dict], json_mode: bool):
+    def _request(self, messages: list[dict], json_mode: bool, deadline: float):
         kwargs = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         if self.options.get("max_tokens"):
             kwargs["max_tokens"] = int(self.options["max_tokens"])
-        return call_with_retries(lambda: self.client.chat.completions.create(**kwargs), policy=self.policy,
-                                 endpoint=self.endpoint, limit=self.limit, rng=self._rng)
+        return call_with_retries(lambda timeout: self.client.chat.completions.create(**kwargs, timeout=timeout),
+                                 policy=self.policy, endpoint=self.endpoint, limit=self.limit, rng=self._rng,
+                                 deadline=deadline)
 
     def _cost(self, usage: _Usage) -> float:
         price_in = float(getattr(self.config, "price_input_per_million", 0.0) or 0.0)

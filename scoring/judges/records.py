@@ -11,6 +11,8 @@ def record_call(answer: JudgeAnswer, *, judge_config, step: str, run=None):
     """
     from scoring.models import LLMCall
 
+    from .endpoints import redact
+
     return LLMCall.objects.create(
         judge_config=judge_config,
         run=run,
@@ -19,8 +21,8 @@ def record_call(answer: JudgeAnswer, *, judge_config, step: str, run=None):
         model=answer.model or judge_config.model,
         request_hash=answer.extra.get("request_hash", ""),
         ok=answer.ok,
-        error=answer.error,
-        attempts=min(max(answer.attempts, 1), 32767),
+        error=redact(answer.error),
+        attempts=min(max(answer.attempts, 0), 32767),  # HTTP requests; 0 when none was sent
         tokens_in=answer.tokens_in,
         tokens_out=answer.tokens_out,
         latency_ms=answer.latency_ms,

@@ -11,7 +11,18 @@ Calls in flight are limited per endpoint across every judge and embedder of the
 process (``ENDPOINTS``): each caller brings its own limit, and waits while the
 endpoint already has that many calls in flight, so a configuration with
 ``max_concurrency=2`` never adds a third call even when another configuration on the
-same endpoint allows eight.
+same endpoint allows eight. A request then also takes one of the endpoint's slots shared
+by every process and machine (``scoring.judges.slots``), so the limit holds however many
+workers run.
+
+A call has an overall deadline (``RetryPolicy.call_deadline``, option
+``call_deadline_seconds``, and the judge's ``deadline_at`` when its run has one): each
+attempt's timeout is cut to the time left, and no retry starts (or waits) past it.
+
+HTTP 401, 403 and 404 (a wrong key, a forbidden or unknown model) are *fatal*: retrying
+cannot help, and the judge reports them so that the run stops instead of sending every
+remaining call. Error texts pass through ``endpoints.redact``; the key a request carries is
+the one the settings bind to its URL (``endpoints.key_for``), never another.
 """
 
 import random
@@ -26,12 +37,15 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import openai
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+from .endpoints import OPENAI_URL, default_url, key_for, normalize_url, redact
+from .slots import SHARED_SLOTS, SlotTimeout
 
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
+FATAL_STATUS = frozenset({401, 403, 404})  # wrong key, forbidden, unknown model: the run should stop
 
 
 class _Waiter:
@@ -57,14 +71,17 @@ class EndpointLimiter:
         self._waiting: dict[str, deque[_Waiter]] = {}
 
     @contextmanager
-    def slot(self, endpoint: str, limit: int):
+    def slot(self, endpoint: str, limit: int, timeout: float | None = None):
+        """Wait (at most ``timeout`` seconds, then ``SlotTimeout``) for room under ``limit``."""
         waiter = _Waiter(max(1, int(limit)))
         with self._lock:
             self._in_flight.setdefault(endpoint, 0)
             self._waiting.setdefault(endpoint, deque()).append(waiter)
             self._grant(endpoint)
         try:
-            waiter.granted.wait()  # whoever granted the slot counted this call in flight
+            # whoever granted the slot counted this call in flight
+            if not waiter.granted.wait(None if timeout is None else max(0.0, timeout)):
+                raise SlotTimeout(f"no free slot for {endpoint} within {timeout:.1f} s")
         except BaseException:  # interrupted while waiting (a time limit, Ctrl-C): leave no trace
             with self._lock:
                 if waiter in self._waiting[endpoint]:
@@ -105,6 +122,8 @@ class RetryPolicy:
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     max_retry_after: float = 120.0
+    timeout: float = 120.0  # one attempt
+    call_deadline: float = 300.0  # every attempt, wait and backoff of one call together
 
     @classmethod
     def from_config(cls, config) -> "RetryPolicy":
@@ -114,6 +133,8 @@ class RetryPolicy:
             backoff_base=float(options.get("backoff_base_seconds", 0.5)),
             backoff_cap=float(options.get("backoff_max_seconds", 30.0)),
             max_retry_after=float(options.get("max_retry_after_seconds", 120.0)),
+            timeout=float(getattr(config, "timeout_seconds", 120.0) or 120.0),
+            call_deadline=float(options.get("call_deadline_seconds", 300.0)),
         )
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
@@ -148,22 +169,31 @@ def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | No
 
 
 class GiveUp(Exception):
-    """The call failed for good; ``attempts`` requests were made."""
+    """The call failed for good; ``attempts`` requests were made. ``fatal``: the endpoint refused the
+    configuration itself (key, permission, model), so every other call would fail the same way."""
 
-    def __init__(self, reason: str, attempts: int) -> None:
+    def __init__(self, reason: str, attempts: int, *, fatal: bool = False) -> None:
         super().__init__(reason)
-        self.reason = reason
+        self.reason = redact(reason)
         self.attempts = attempts
+        self.fatal = fatal
 
 
 def describe(error: Exception) -> str:
+    """A short, redacted account of a failed request."""
     if isinstance(error, openai.APIStatusError):
-        return f"HTTP {error.status_code}: {error.message}"
-    if isinstance(error, openai.APITimeoutError):
-        return "request timed out"
-    if isinstance(error, openai.APIConnectionError):
-        return f"connection error: {error.__cause__ or error}"
-    return f"{type(error).__name__}: {error}"
+        text = f"HTTP {error.status_code}: {error.message}"
+    elif isinstance(error, openai.APITimeoutError):
+        text = "request timed out"
+    elif isinstance(error, openai.APIConnectionError):
+        text = f"connection error: {error.__cause__ or error}"
+    else:
+        text = f"{type(error).__name__}: {error}"
+    return redact(text)
+
+
+def is_fatal(error: Exception) -> bool:
+    return isinstance(error, openai.APIStatusError) and error.status_code in FATAL_STATUS
 
 
 def is_retryable(error: Exception) -> bool:
@@ -173,48 +203,68 @@ def is_retryable(error: Exception) -> bool:
 
 
 def call_with_retries(
-    request: Callable[[], T], *, policy: RetryPolicy, endpoint: str, limit: int, rng: random.Random,
-    sleep: Callable[[float], None] = time.sleep,
+    request: Callable[[float], T], *, policy: RetryPolicy, endpoint: str, limit: int, rng: random.Random,
+    sleep: Callable[[float], None] = time.sleep, deadline: float | None = None,
 ) -> tuple[T, int]:
-    """Run ``request`` inside an endpoint slot until it succeeds: (result, requests made) or ``GiveUp``.
+    """Run ``request(timeout)`` inside an endpoint slot until it succeeds: (result, requests made) or ``GiveUp``.
 
-    The slot is held only while the request is on the wire, never while backing off.
+    The slot is held only while the request is on the wire, never while backing off. The call
+    ends by ``deadline`` (a ``time.monotonic()`` value; default ``policy.call_deadline`` from now):
+    each attempt's timeout is cut to the time left, and a wait that would pass it is not made.
     """
-    attempt = 0
+    own = time.monotonic() + policy.call_deadline
+    deadline = own if deadline is None else min(own, deadline)
+    attempt, last = 0, "no request was sent"
     while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise GiveUp(f"the call's deadline passed after {attempt} attempt(s); last error: {last}", attempt)
         try:
-            with ENDPOINTS.slot(endpoint, limit):
-                return request(), attempt + 1
+            with ENDPOINTS.slot(endpoint, limit, timeout=left), SHARED_SLOTS.slot(endpoint, limit, deadline=deadline):
+                timeout = min(policy.timeout, deadline - time.monotonic())
+                if timeout <= 0:
+                    raise SlotTimeout("no time left once a slot was free")
+                return request(timeout), attempt + 1
+        except SlotTimeout:
+            raise GiveUp(f"the call's deadline passed waiting for a free slot after {attempt} attempt(s); "
+                         f"last error: {last}", attempt) from None
         except openai.OpenAIError as error:
+            last = describe(error)
+            if is_fatal(error):
+                raise GiveUp(last, attempt + 1, fatal=True) from error
             if not is_retryable(error):
-                raise GiveUp(describe(error), attempt + 1) from error
+                raise GiveUp(last, attempt + 1) from error
             if attempt >= policy.max_retries:
-                raise GiveUp(f"gave up after {attempt + 1} attempts; last error: {describe(error)}",
-                             attempt + 1) from error
+                raise GiveUp(f"gave up after {attempt + 1} attempts; last error: {last}", attempt + 1) from error
             headers = error.response.headers if isinstance(error, openai.APIStatusError) else None
             asked = retry_after_seconds(headers)
             if asked is not None and asked > policy.max_retry_after:
-                raise GiveUp(f"{describe(error)}; the server asked to retry after {asked:.0f} s, longer than "
+                raise GiveUp(f"{last}; the server asked to retry after {asked:.0f} s, longer than "
                              f"max_retry_after_seconds={policy.max_retry_after:.0f}", attempt + 1) from error
-            sleep(asked if asked is not None else policy.backoff(attempt, rng))
+            wait = asked if asked is not None else policy.backoff(attempt, rng)
+            if time.monotonic() + wait >= deadline:
+                raise GiveUp(f"{last}; the next attempt (in {wait:.1f} s) would start past the call's deadline "
+                             f"of {policy.call_deadline:.0f} s", attempt + 1) from error
+            sleep(wait)
             attempt += 1
 
 
 def endpoint_url(config) -> str:
     """The endpoint a configuration talks to: its own base_url, else settings.OPENAI_BASE_URL, else OpenAI's."""
-    return (getattr(config, "base_url", "") or settings.OPENAI_BASE_URL or "https://api.openai.com/v1").rstrip("/")
+    return normalize_url(getattr(config, "base_url", "")) or default_url()
 
 
 def make_client(config) -> openai.OpenAI:
-    """An SDK client for the configuration's endpoint with the SDK's own retries disabled."""
+    """An SDK client for the configuration's endpoint with the SDK's own retries disabled. It carries
+    the key the settings bind to that endpoint, and no key at all for any other URL."""
     base_url = endpoint_url(config)
-    api_key = settings.OPENAI_API_KEY
+    api_key = key_for(base_url)
     if not api_key:
-        if base_url.startswith("https://api.openai.com"):
+        if base_url.startswith(OPENAI_URL):
             raise ImproperlyConfigured(
                 "OPENAI_API_KEY is not set: set it, or point the judge configuration's base_url (or "
                 "OPENAI_BASE_URL) at an OpenAI-compatible server that needs no key"
             )
-        api_key = "no-key"  # local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) ignore the key
+        api_key = "no-key"  # not a secret: the SDK insists on some key; keyless servers ignore it
     return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0,
                          timeout=float(getattr(config, "timeout_seconds", 120.0)))

@@ -121,14 +121,13 @@ def label_decision(data: Mapping, labels: Mapping[str, float | None]) -> Decisio
 
 def answered_in_chunks(judge: Judge, items: Sequence, call_of: Callable[[object], JudgeCall], *,
                        run) -> Iterator[tuple[Sequence, list[JudgeAnswer]]]:
-    """``(chunk, answers)`` for ``items`` in chunks of the configuration's ``max_concurrency``, each
-    asked through ``judge.answer_many`` (so a backend keeps its own batching and concurrency).
-    A chunk is asked only once the caller has handled the previous one: storing each chunk,
-    committed, before the next means a worker killed mid-job loses at most one chunk of answers."""
-    size = max(1, int(run.judge_config.max_concurrency or 1))
-    for start in range(0, len(items), size):
-        chunk = items[start:start + size]
-        yield chunk, judge.answer_many([call_of(item) for item in chunk])
+    """``(chunk, answers)`` for ``items``, each chunk one item answered (in completion order), asked
+    through ``judge.answer_as_completed``: ``max_concurrency`` calls stay in flight, and a stalled call
+    never holds its neighbours' slots idle (as a chunk barrier would). Each answer is handed over as
+    soon as it arrives, so the caller commits it at once: a worker killed mid-job loses only the
+    answers still in flight. ``run`` is kept for the callers' signature."""
+    for index, answer in judge.answer_as_completed([call_of(item) for item in items]):
+        yield [items[index]], [answer]
 
 
 @dataclass

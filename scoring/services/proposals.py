@@ -68,6 +68,7 @@ from benchmark.models import (
 )
 from benchmark.services.history import proposable_update, revision_record, snapshot
 from scoring.judges import JudgeAnswer, JudgeCall, judge_for, record_call
+from scoring.judges.endpoints import redact
 from scoring.judges.lexical import content_words
 from scoring.metrics.references import normalize_title
 from scoring.models import JudgeConfig, LLMCall, ProposalBatch
@@ -678,8 +679,8 @@ def proposal_batch_execute(*, batch_id: int, progress: Progress | None = None, j
     except Exception as exc:
         logger.exception("proposal batch %s failed", batch_id)
         ProposalBatch.objects.filter(pk=batch_id).update(
-            status=ProposalBatch.Status.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now(),
-            updated_at=timezone.now())
+            status=ProposalBatch.Status.FAILED, error=redact(f"{type(exc).__name__}: {exc}"),
+            finished_at=timezone.now(), updated_at=timezone.now())
         return ProposalBatch.Status.FAILED
     status = ProposalBatch.Status.FAILED if summary.outcomes and len(summary.failures) == len(summary.outcomes) \
         else ProposalBatch.Status.FINISHED

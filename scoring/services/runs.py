@@ -38,8 +38,9 @@ import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import timedelta
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
@@ -48,8 +49,11 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from annotation.services.webhooks import webhooks_fire_run_finished
 from benchmark.models import Report, System, Task, TaskSet
 from scoring.broker import broker_address
+from scoring.judges.endpoints import redact
+from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
+from scoring.selectors import run_failure_account
 
 logger = logging.getLogger(__name__)
 
@@ -136,11 +140,25 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     if run.status != Run.PENDING:
         raise ValidationError(f"run #{run.pk} is {run.status}; only a pending run starts (resume it instead)")
     run.status, run.started_at, run.finished_at, run.error = Run.RUNNING, timezone.now(), None, ""
-    run.save(update_fields=["status", "started_at", "finished_at", "error", "updated_at"])
+    run.deadline_at = _deadline(run)
+    run.save(update_fields=["status", "started_at", "finished_at", "error", "deadline_at", "updated_at"])
     if enqueue:
         _enqueue_jobs(list(run.jobs.filter(status=Job.PENDING).order_by("pk").values_list("pk", flat=True)),
                       run_ids=[run.pk])
     return run
+
+
+def _deadline(run: EvaluationRun):
+    """When the judge calls of a run (re)started now must end: the configuration's
+    ``run_deadline_seconds`` option from now, or None (no run deadline)."""
+    seconds = (run.judge_config.options or {}).get("run_deadline_seconds")
+    if seconds in (None, "", 0):
+        return None
+    try:
+        return timezone.now() + timedelta(seconds=float(seconds))
+    except (TypeError, ValueError, OverflowError):
+        raise ValidationError(f"judge configuration {run.judge_config.name!r}: options.run_deadline_seconds must be "
+                              f"a number of seconds, not {seconds!r}") from None
 
 
 @transaction.atomic
@@ -173,8 +191,8 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     now = timezone.now()
     RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", worker="", finished_at=None,
                                                updated_at=now)
-    run.status, run.finished_at, run.error = Run.RUNNING, None, ""
-    run.save(update_fields=["status", "finished_at", "error", "updated_at"])
+    run.status, run.finished_at, run.error, run.deadline_at = Run.RUNNING, None, "", _deadline(run)
+    run.save(update_fields=["status", "finished_at", "error", "deadline_at", "updated_at"])
     if enqueue:
         _enqueue_jobs(sorted(retry), run_ids=[run.pk])
     if not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists():
@@ -227,6 +245,11 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
     worker executes it now), ``cancelled`` (its run was cancelled before it started),
     ``skipped`` (already settled, or its run is not running), ``missing``.
 
+    A job fails when its step raised, or when any of its judge calls failed (its error then
+    counts them by reason; the verdicts of the calls that worked are kept, so a resume asks only
+    for the rest). An endpoint refusing the configuration (401, 403, 404), a missing key or the
+    run's deadline halts the whole run (``run_halt``) instead of sending every remaining call.
+
     ``judge`` replaces the configured judge (tests, benchmarks); ``enqueue=False`` does not
     enqueue the finalization when this job settles the run (``evaluate --inline``); ``worker``
     is the Celery worker's hostname, recorded on the job for recovery (empty in a command).
@@ -239,12 +262,25 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
         if outcome != "claimed":
             return outcome
         job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
+        guard = None
         try:
             pipeline = pipeline_for(job.run.protocol)
-            pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=judge or _judge_for(job.run.judge_config))
+            deadline_at = job.run.deadline_at.timestamp() if job.run.deadline_at else None
+            guard = GuardedJudge(judge or _judge_for(job.run.judge_config),
+                                 stop_reason=lambda: _stop_reason(job.run_id), deadline_at=deadline_at)
+            pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
         except TRANSIENT_DB_ERRORS:
             _job_release(job_id)
             raise
+        except JudgeStopped as stop:
+            if stop.halts_run:
+                run_halt(run=job.run, job=job, reason=stop.reason)
+            else:
+                _job_settle(job, status=Job.FAILED, error=f"stopped: {stop.reason}", enqueue=enqueue)
+            return "failed"
+        except ImproperlyConfigured as exc:  # e.g. no key for the endpoint: no job of this run can succeed
+            run_halt(run=job.run, job=job, reason=str(exc))
+            return "failed"
         except Exception as exc:
             logger.exception("job %s (%s on report %s) failed", job_id, job.step, job.report_id)
             _job_settle(job, status=Job.FAILED, error=f"{type(exc).__name__}: {exc}", enqueue=enqueue)
@@ -252,8 +288,55 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
         except BaseException:  # worker shutdown: let the next delivery run it
             _job_release(job_id)
             raise
+        if guard.fatal:  # the last call of the job was the fatal one
+            run_halt(run=job.run, job=job, reason=f"the judge endpoint refused this configuration: {guard.fatal}")
+            return "failed"
+        if guard.failed:
+            _job_settle(job, status=Job.FAILED, error=guard.failure_summary(), enqueue=enqueue)
+            return "failed"
         _job_settle(job, status=Job.DONE, error="", enqueue=enqueue)
         return "done"
+
+
+def _stop_reason(run_id: int) -> str:
+    """Why a job of this run must stop sending calls now: the run was halted (``run_halt``, in another
+    worker perhaps). "" otherwise — a cancelled run lets its running jobs finish (``run_cancel``)."""
+    row = EvaluationRun.objects.filter(pk=run_id).values_list("status", "error").first()
+    if row is None:
+        return "the run was deleted"
+    status, error = row
+    return f"the run {error or 'failed'}" if status == Run.FAILED else ""
+
+
+@transaction.atomic
+def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> EvaluationRun:
+    """Stop a running run at once with one reason (an endpoint that refuses the key or the model, the
+    run's deadline): ``job`` and every pending job fail with it, jobs running elsewhere stop at their
+    next call (``GuardedJudge`` reads the run), and the run is ``failed`` with the score cards of what
+    was judged. Resume retries every failed job."""
+    run = _lock_run(run)
+    reason = redact(reason)
+    now = timezone.now()
+    if job is not None:
+        RunJob.objects.filter(pk=job.pk, status=Job.RUNNING).update(
+            status=Job.FAILED, error=reason, finished_at=now, updated_at=now
+        )
+    if run.status != Run.RUNNING:
+        return run
+    run.jobs.filter(status=Job.PENDING).update(
+        status=Job.FAILED, error=f"not started: the run stopped: {reason}", finished_at=now, updated_at=now
+    )
+    try:
+        with transaction.atomic():
+            _score_cards_write(run)
+    except TRANSIENT_DB_ERRORS:
+        raise
+    except Exception:  # the reason to stop is what the run must say; the cards are secondary
+        logger.exception("scoring halted run %s failed", run.pk)
+    run.status, run.error, run.finished_at = Run.FAILED, f"stopped: {reason}", now
+    run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    webhooks_fire_run_finished(run=run)
+    return run
 
 
 def _judge_for(config: JudgeConfig):
@@ -350,7 +433,7 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
         run = _lock_run(job.run)
         now = timezone.now()
         RunJob.objects.filter(pk=job.pk, status=Job.RUNNING).update(
-            status=status, error=error, finished_at=now, updated_at=now
+            status=status, error=redact(error), finished_at=now, updated_at=now
         )
         settled = run.status == Run.RUNNING and not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists()
         if settled and enqueue:
@@ -402,16 +485,23 @@ def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
         return run
     counts = dict(run.jobs.values_list("status").annotate(n=Count("pk")).order_by())
     total, failed = sum(counts.values()), counts.get(Job.FAILED, 0)
-    run.status = Run.FAILED if total and failed == total else Run.FINISHED
-    run.error = f"{failed} of {total} jobs failed (see their errors; resume the run to retry them)" if failed else ""
     try:
         with transaction.atomic():
-            _score_cards_write(run)
+            cards = _score_cards_write(run)
     except TRANSIENT_DB_ERRORS:
         raise
     except Exception as exc:  # e.g. a checklist the metrics refuse: say so on the run instead of retrying forever
         logger.exception("scoring run %s failed", run.pk)
-        run.status, run.error = Run.FAILED, f"scoring failed: {type(exc).__name__}: {exc}"
+        run.status, run.error = Run.FAILED, redact(f"scoring failed: {type(exc).__name__}: {exc}")
+    else:
+        items_failed = sum(card.items_failed for card in cards if card.report_id is not None)
+        if total and failed == total:
+            run.status = Run.FAILED
+        elif failed or items_failed:
+            run.status = Run.FINISHED_WITH_FAILURES
+        else:
+            run.status = Run.FINISHED
+        run.error = redact(run_failure_account(run=run, total=total, failed=failed, items_failed=items_failed))
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
     webhooks_fire_run_finished(run=run)

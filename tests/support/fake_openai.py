@@ -8,10 +8,19 @@ answers is scripted per test:
 * ``server.responder = fn`` answers when the queue is empty: ``fn(request) -> Reply``;
   the default answers chat with an empty JSON object and embeddings with
   deterministic vectors;
-* ``fault_rate`` (with ``seed``) turns that share of requests into HTTP 500s,
+* ``fault_rate`` (with ``seed``) turns that share of requests into faults,
   deterministically in request order; ``fail_every`` = n makes exactly every n-th
-  request (in arrival order) an HTTP 500; ``faults`` counts the 500s injected either
-  way; ``latency`` delays every reply (faults included).
+  request (in arrival order) a fault; ``faults`` counts the faults injected either
+  way; ``latency`` delays every reply (faults included). ``fault_kinds`` says which
+  faults, drawn in turn (default HTTP 500 only): ``"429"`` (with ``Retry-After:
+  retry_after``), ``"500"``, ``"503"``, ``"drop"`` (the connection is closed without an
+  answer), ``"stall"`` (no answer for ``stall_seconds``);
+* ``mode`` misbehaves on every request: ``"malformed"`` (a reply that is not JSON),
+  ``"unauthorized"`` (HTTP 401 whose message echoes the bearer key, as some servers do),
+  ``"forbidden"`` (403), ``"no-model"`` (404 model not found), ``"retry-after-600"``
+  (429 asking for 600 s), ``"stall"`` (every request stalls ``stall_seconds``).
+
+Concurrency is counted over every request, faults and stalls included: ``max_in_flight``.
 
 Replies: ``Reply.json(data)`` (a completion whose content is that JSON, with usage),
 ``Reply.text(content)`` (any content, e.g. malformed JSON), ``Reply.error(status,
@@ -36,6 +45,7 @@ import hashlib
 import json
 import random
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -95,6 +105,11 @@ class Reply:
         headers = {"Retry-After": retry_after} if retry_after is not None else {}
         return cls(status=status, body={"error": {"message": message, "type": "server_error", "code": None}},
                    headers=headers)
+
+    @classmethod
+    def drop(cls) -> "Reply":
+        """Close the connection without answering."""
+        return cls(status=0)
 
     @classmethod
     def hang_for(cls, seconds: float) -> "Reply":
@@ -306,11 +321,31 @@ RESPONDERS: dict[str, Callable[[Request], Reply]] = {
 }
 
 
+FAULT_KINDS = ("429", "500", "503", "drop", "stall")
+MODES = ("healthy", "malformed", "unauthorized", "forbidden", "no-model", "retry-after-600", "stall")
+
+
+def bearer_key(request: Request) -> str:
+    """The key a request carried in its Authorization header ("" without one)."""
+    value = next((v for k, v in request.headers.items() if k.lower() == "authorization"), "")
+    return value.removeprefix("Bearer ").strip()
+
+
 class FakeOpenAI:
-    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0, fail_every: int = 0) -> None:
+    def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0, fail_every: int = 0,
+                 fault_kinds: tuple[str, ...] = ("500",), mode: str = "healthy", stall_seconds: float = 30.0,
+                 retry_after: str = "1") -> None:
+        unknown = set(fault_kinds) - set(FAULT_KINDS)
+        if unknown or mode not in MODES:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)} or mode {mode!r}")
         self.latency = latency
         self.fault_rate = fault_rate
         self.fail_every = fail_every
+        self.fault_kinds = tuple(fault_kinds)
+        self.mode = mode
+        self.stall_seconds = stall_seconds
+        self.retry_after = retry_after
+        self.injected: dict[str, int] = {}
         self.responder: Callable[[Request], Reply] = default_responder
         self.requests: list[Request] = []
         self.faults = 0
@@ -340,7 +375,8 @@ class FakeOpenAI:
 
     def stats(self) -> dict:
         with self._lock:
-            return {"requests": len(self.requests), "faults": self.faults, "max_in_flight": self.max_in_flight}
+            return {"requests": len(self.requests), "faults": self.faults, "max_in_flight": self.max_in_flight,
+                    "injected": dict(self.injected), "keys": sorted({bearer_key(r) for r in self.requests})}
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -406,20 +442,51 @@ class FakeOpenAI:
                 reply = Reply(status=404, body={"error": {"message": f"no route {handler.path}"}})
             elif faulty:
                 with self._lock:
+                    kind = self.fault_kinds[self.faults % len(self.fault_kinds)]
                     self.faults += 1
-                reply = Reply.error(500, "injected fault")
+                    self.injected[kind] = self.injected.get(kind, 0) + 1
+                reply = self._fault(kind)
+            elif self.mode != "healthy" and handler.path == "/v1/chat/completions":
+                reply = self._misbehave(request)
             else:
                 reply = scripted or self.responder(request)
             if self.latency:
                 self._stopping.wait(self.latency)
             if reply.hang:
                 self._stopping.wait(reply.hang)
+            if reply.status == 0:  # a dropped connection: no status line, no body
+                handler.close_connection = True
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                return
             self._send(handler, reply)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test): nothing to answer
+        except OSError:
+            pass  # the client gave up (a timeout test), or we dropped the connection: nothing to answer
         finally:
             with self._lock:
                 self._in_flight -= 1
+
+    def _fault(self, kind: str) -> Reply:
+        if kind == "429":
+            return Reply.error(429, "injected rate limit", retry_after=self.retry_after)
+        if kind in ("500", "503"):
+            return Reply.error(int(kind), "injected fault")
+        if kind == "drop":
+            return Reply.drop()
+        return Reply.hang_for(self.stall_seconds)
+
+    def _misbehave(self, request: Request) -> Reply:
+        if self.mode == "malformed":
+            return Reply.text("Sure! The verdicts are: all correct.")
+        if self.mode == "unauthorized":
+            return Reply.error(401, f"Incorrect API key provided: {bearer_key(request)}. You can find your API key "
+                                    "at https://platform.example/account/api-keys.")
+        if self.mode == "forbidden":
+            return Reply.error(403, "Project does not have access to this model")
+        if self.mode == "no-model":
+            return Reply.error(404, f"The model `{request.body.get('model')}` does not exist")
+        if self.mode == "retry-after-600":
+            return Reply.error(429, "Rate limit reached; try again in 10 minutes", retry_after="600")
+        return Reply.hang_for(self.stall_seconds)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
@@ -441,11 +508,13 @@ class FakeOpenAIProcess:
     ROOT = Path(__file__).resolve().parents[2]
 
     def __init__(self, *, latency: float = 0.0, fault_rate: float = 0.0, seed: int = 0, fail_every: int = 0,
-                 responder: str = "default") -> None:
+                 responder: str = "default", fault_kinds: tuple[str, ...] = ("500",), mode: str = "healthy",
+                 stall_seconds: float = 30.0) -> None:
         if responder not in RESPONDERS:
             raise ValueError(f"unknown responder {responder!r}; one of {sorted(RESPONDERS)}")
         self.args = ["--latency", str(latency), "--fault-rate", str(fault_rate), "--seed", str(seed),
-                     "--fail-every", str(fail_every), "--responder", responder]
+                     "--fail-every", str(fail_every), "--responder", responder, "--fault-kinds", ",".join(fault_kinds),
+                     "--mode", mode, "--stall-seconds", str(stall_seconds)]
         self.process: subprocess.Popen | None = None
         self.base_url = ""
 
@@ -487,8 +556,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fail-every", type=int, default=0)
     parser.add_argument("--responder", choices=sorted(RESPONDERS), default="default")
+    parser.add_argument("--fault-kinds", default="500", help=f"comma-separated, of {', '.join(FAULT_KINDS)}")
+    parser.add_argument("--mode", choices=MODES, default="healthy")
+    parser.add_argument("--stall-seconds", type=float, default=30.0)
     args = parser.parse_args()
-    server = FakeOpenAI(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, fail_every=args.fail_every)
+    server = FakeOpenAI(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, fail_every=args.fail_every,
+                        fault_kinds=tuple(args.fault_kinds.split(",")), mode=args.mode,
+                        stall_seconds=args.stall_seconds)
     server.responder = RESPONDERS[args.responder]
     with server:
         print(server.base_url, flush=True)

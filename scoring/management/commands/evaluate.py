@@ -7,6 +7,9 @@ Jobs run on Celery workers. Without a live worker the command says so: without
 ``--wait`` the jobs stay queued until a worker starts; ``--wait`` refuses to start.
 ``--inline`` executes the jobs in this command's own process instead (explicitly, for
 a machine without a worker); the web process never runs jobs.
+
+With ``--wait`` or ``--inline`` the exit status says how the run ended: 0 finished, 3 finished
+with failures (some jobs or items failed; the scores are partial), 1 failed or cancelled.
 """
 
 import time
@@ -18,7 +21,7 @@ from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, head
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES
-from scoring.selectors import run_job_errors, run_progress, run_score_cards
+from scoring.selectors import run_failure_reasons, run_job_errors, run_progress, run_score_cards, runs_usage
 from scoring.services.runs import BrokerUnavailable, job_execute, run_create, run_finalize, run_start
 from scoring.workers import live_workers
 
@@ -26,6 +29,9 @@ NO_WORKER = (
     "No Celery worker is alive. Start one with `celery -A config worker` (or `manage.py studio`, "
     "which starts the web server and a worker), or run the jobs in this command's process with --inline."
 )
+
+
+EXIT_FINISHED_WITH_FAILURES = 3
 
 
 class Command(BaseCommand):
@@ -81,6 +87,9 @@ class Command(BaseCommand):
             return
         run.refresh_from_db()
         print_run_summary(self, run)
+        if run.status != run.Status.FINISHED:
+            code = EXIT_FINISHED_WITH_FAILURES if run.status == run.Status.FINISHED_WITH_FAILURES else 1
+            raise CommandError(f"run #{run.pk} {run.get_status_display().lower()}", returncode=code)
 
     def _run_inline(self, run) -> None:
         job_ids = list(run.jobs.filter(status=RunJob.Status.PENDING).order_by("pk").values_list("pk", flat=True))
@@ -149,6 +158,15 @@ def print_run_summary(command: BaseCommand, run) -> None:
     """The run's status, its failed jobs and its system-level score cards."""
     style = command.style.SUCCESS if run.status == run.Status.FINISHED else command.style.WARNING
     command.stdout.write(style(f"run #{run.pk} {run.status}" + (f": {run.error}" if run.error else "")))
+    usage = runs_usage(run_ids=[run.pk])[run.pk]
+    command.stdout.write(
+        f"judge calls {usage['calls']} ({usage['failed_calls']} failed), HTTP requests {usage['requests']}"
+    )
+    reasons = run_failure_reasons(run=run)
+    if reasons:
+        command.stdout.write("why things failed:")
+        for row in reasons:
+            command.stdout.write(f"  {row['count']:>6} {row['of']:<5} {row['reason']}")
     for job in run_job_errors(run=run):
         command.stdout.write(f"  job #{job.pk} {job.report.system} on {job.report.task.key}: {job.error}")
     print_score_cards(command, run)

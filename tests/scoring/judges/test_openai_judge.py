@@ -130,11 +130,21 @@ def test_a_missing_id_is_repaired(fake_openai):
     assert "ids not answered: 2" in fake_openai.chat_requests()[1].last_message
 
 
-def test_a_bad_enum_twice_is_an_error_naming_the_field(fake_openai):
-    wrong = {"verdicts": [dict(v, label="partly") for v in GOOD["verdicts"]]}
+def test_a_bad_label_twice_keeps_the_item_list_and_names_the_field(fake_openai):
+    """The list survives for the pipeline to keep the valid items (``parse_group_answer`` fails the bad one)."""
+    wrong = {"verdicts": [GOOD["verdicts"][0], dict(GOOD["verdicts"][1], label="partly")]}
     fake_openai.script(Reply.json(wrong), Reply.json(wrong))
     answer = judge_for(make_config(fake_openai)).answer(group_call())
-    assert not answer.ok and "verdicts/0/label" in answer.error and "partly" in answer.error
+    assert answer.ok and answer.data == wrong
+    assert answer.extra["answer_problems"] == [
+        "answer at verdicts/1/label: 'partly' is not one of ['correct', 'omitted', 'incorrect']"]
+    assert len(fake_openai.chat_requests()) == 2  # the one repair round was asked
+
+
+def test_a_reply_without_the_item_list_twice_is_an_error_naming_the_field(fake_openai):
+    fake_openai.script(Reply.json({"verdict": []}), Reply.json({"verdicts": "none"}))
+    answer = judge_for(make_config(fake_openai)).answer(group_call())
+    assert not answer.ok and "answer at verdicts" in answer.error and "'none' is not of type 'array'" in answer.error
 
 
 def test_an_endpoint_without_json_mode_is_asked_again_without_it(fake_openai):

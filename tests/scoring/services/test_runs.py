@@ -197,7 +197,8 @@ def test_a_crashing_step_fails_its_job_with_the_error_and_resume_retries_it(setu
     failed = run.jobs.get(status=Job.FAILED)
     assert failed.error == "RuntimeError: the report could not be rendered"
     run = run_finalize(run=run)
-    assert run.status == "finished" and run.error.startswith("1 of 4 jobs failed")
+    assert run.status == "finished_with_failures" and run.error.startswith("1 of 4 jobs failed, 9 items have no verdict")
+    assert "RuntimeError: the report could not be rendered (×1 jobs)" in run.error
     card = ScoreCard.objects.get(run=run, report=bad_report)
     assert (card.items_judged, card.items_failed) == (0, 9)
 
@@ -211,7 +212,7 @@ def test_a_crashing_step_fails_its_job_with_the_error_and_resume_retries_it(setu
 
 
 @pytest.mark.django_db
-def test_an_endpoint_failing_one_call_in_five_still_completes_the_run(sent):
+def test_an_endpoint_failing_one_call_in_five_runs_every_job_and_ends_finished_with_failures(sent):
     checklist = two_group_checklist()
     tasks = [checklist.task] + [two_group_checklist().task for _ in range(4)]
     a, b = systems(2)
@@ -224,9 +225,12 @@ def test_an_endpoint_failing_one_call_in_five_still_completes_the_run(sent):
 
     judge = ScriptedJudge(config, respond=every_fifth_fails)
     run = run_start(run=run_create(protocol="deepsynth", judge_config=config, systems=[a, b], tasks=tasks), enqueue=False)
-    assert execute_all(run, judge, enqueue=False) == ["done"] * 10
+    outcomes = execute_all(run, judge, enqueue=False)
+    assert len(outcomes) == 10 and outcomes.count("failed") == 4  # calls 5, 10, 15, 20: one in four jobs' two
+    assert all(e.startswith("1 of 2 judge calls failed: HTTP 500: upstream error")
+               for e in run.jobs.filter(status=Job.FAILED).values_list("error", flat=True))
     run = run_finalize(run=run)
-    assert run.status == "finished"
+    assert run.status == "finished_with_failures"
     assert len(judge.calls) == 20
     errors = Verdict.objects.exclude(error="")
     assert set(errors.values_list("error", flat=True)) == {"judge error: HTTP 500: upstream error"}
@@ -239,7 +243,7 @@ def test_an_endpoint_failing_one_call_in_five_still_completes_the_run(sent):
     failed_ids = sorted(errors.values_list("target_id", flat=True))
     retry = ScriptedJudge(config)
     run = run_resume(run=run, enqueue=False)
-    assert run_progress(run=run)["pending"] == len({v.report_id for v in errors})
+    assert run_progress(run=run)["pending"] == len({v.report_id for v in errors}) == 4
     execute_all(run, retry, enqueue=False)
     assert retry.items_asked() == failed_ids
     run = run_finalize(run=run)
