@@ -1,0 +1,127 @@
+"""Separation checks, the weak prior and the cluster bootstrap, against computations written here."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from scoring.metrics import PRIOR_PRECISION, bradley_terry_clustered, comparison_structure
+
+
+def _penalised_nll(theta, comps, ridge):
+    total = 0.0
+    for i, j, s in comps:
+        d = theta[i] - theta[j]
+        total -= s * -np.logaddexp(0, -d) + (1 - s) * -np.logaddexp(0, d)
+    return total + 0.5 * ridge * theta @ theta
+
+
+def _map(comps, n, ridge):
+    res = minimize(_penalised_nll, np.zeros(n), args=(comps, ridge), method="BFGS", options={"gtol": 1e-10})
+    return res.x
+
+
+def _separable_by_subsets(comps, n):
+    """Brute force: some proper subset S of a connected group never scored against the rest of it."""
+    pairs = {(min(i, j), max(i, j)) for i, j, _ in comps}
+    if n > 1:
+        seen, stack = {0}, [0]
+        while stack:
+            u = stack.pop()
+            for a, b in pairs:
+                for x, y in ((a, b), (b, a)):
+                    if x == u and y not in seen:
+                        seen.add(y)
+                        stack.append(y)
+        if len(seen) < n:
+            return True
+    for size in range(1, n):
+        for subset in combinations(range(n), size):
+            inside = set(subset)
+            scored_out = scored_in = False
+            for i, j, s in comps:
+                if (i in inside) == (j in inside):
+                    continue
+                inner_points = s if i in inside else 1 - s
+                scored_in |= inner_points > 0
+                scored_out |= inner_points < 1
+            if not scored_in or not scored_out:
+                return True
+    return False
+
+
+ONE_WINS_ALL = [(0, j, 1.0) for j in (1, 2, 3) for _ in range(5)] + [
+    (1, 2, 1.0), (1, 2, 0.0), (2, 3, 1.0), (3, 2, 1.0), (1, 3, 0.5), (3, 1, 1.0), (1, 3, 1.0)]
+CHAIN = [(0, 1, 1.0)] * 5 + [(1, 2, 1.0)] * 5
+
+
+@pytest.mark.parametrize("comps, n", [
+    (ONE_WINS_ALL, 4), (CHAIN, 3), ([(0, 1, 1.0), (2, 3, 0.5)], 4), ([(0, 1, 0.5), (1, 2, 0.5), (2, 0, 1.0)], 3),
+    ([(0, 1, 1.0), (1, 0, 1.0)], 2), ([(0, 1, 1.0), (1, 2, 1.0), (2, 0, 1.0)], 3), ([(0, 1, 0.5)], 2),
+])
+def test_separable_matches_a_brute_force_search(comps, n):
+    assert comparison_structure(comps, n_items=n)["separable"] == _separable_by_subsets(comps, n)
+
+
+def test_structure_names_the_groups():
+    found = comparison_structure(ONE_WINS_ALL)
+    assert found["never_lose"] == [[0]] and found["never_win"] == [[1, 2, 3]] and found["components"] == [[0, 1, 2, 3]]
+    chain = comparison_structure(CHAIN)
+    assert chain["never_lose"] == [[0]] and chain["never_win"] == [[2]]
+    apart = comparison_structure([(0, 1, 0.5), (1, 0, 1.0), (2, 3, 0.5)], n_items=5)
+    assert apart["components"] == [[0, 1], [2, 3], [4]] and apart["separable"]
+
+
+def test_all_ties_is_not_separable_and_gives_equal_strengths():
+    ties = [(0, 1, 0.5), (1, 2, 0.5), (2, 0, 0.5)] * 3
+    assert not comparison_structure(ties)["separable"]
+    fit = bradley_terry_clustered(ties, n_resamples=50)
+    assert fit["estimate"] == pytest.approx([0, 0, 0], abs=1e-9) and fit["n_separable"] == 0
+
+
+@pytest.mark.parametrize("comps, n", [(ONE_WINS_ALL, 4), (CHAIN, 3)])
+def test_the_prior_keeps_separable_estimates_finite_and_wide(comps, n):
+    fit = bradley_terry_clustered(comps, n_resamples=100)
+    expected = _map(comps, n, PRIOR_PRECISION)
+    assert fit["estimate"] == pytest.approx(expected - expected.mean(), abs=1e-5)
+    assert np.abs(fit["estimate"]).max() < 5
+    # Every resample of a separable set is separable, and the interval is at least the Laplace one.
+    assert fit["n_separable"] == 100
+    best = int(np.argmax(fit["estimate"]))
+    assert fit["high"][best] - fit["low"][best] > 4
+
+
+def test_posterior_sd_is_the_inverse_hessian_of_the_penalised_likelihood():
+    fit = bradley_terry_clustered(ONE_WINS_ALL, n_resamples=1)
+    theta, eps, n = fit["estimate"], 1e-4, 4
+    hess = np.empty((n, n))
+    for a in range(n):
+        for b in range(n):
+            ea, eb = np.eye(n)[a] * eps, np.eye(n)[b] * eps
+            hess[a, b] = (_penalised_nll(theta + ea + eb, ONE_WINS_ALL, PRIOR_PRECISION)
+                          - _penalised_nll(theta + ea - eb, ONE_WINS_ALL, PRIOR_PRECISION)
+                          - _penalised_nll(theta - ea + eb, ONE_WINS_ALL, PRIOR_PRECISION)
+                          + _penalised_nll(theta - ea - eb, ONE_WINS_ALL, PRIOR_PRECISION)) / (4 * eps * eps)
+    assert fit["posterior_sd"] == pytest.approx(np.sqrt(np.diag(np.linalg.inv(hess))), rel=1e-3)
+
+
+def test_cluster_bootstrap_draws_whole_clusters():
+    rng = np.random.default_rng(7)
+    comps, clusters = [], []
+    for item in range(12):
+        i, j = rng.choice(4, size=2, replace=False)
+        for annotator in range(2):
+            comps.append((int(i), int(j), float(rng.choice([0.0, 0.5, 1.0]))))
+            clusters.append(item)
+    fit = bradley_terry_clustered(comps, clusters=clusters, n_items=4, n_resamples=15, seed=3)
+    # The same stream of cluster draws, refitted here by a general optimiser.
+    draws = np.random.default_rng(3)
+    for r in range(15):
+        chosen = draws.integers(0, 12, 12)
+        resample = [c for k in chosen for c, cl in zip(comps, clusters) if cl == k]
+        expected = _map(resample, 4, PRIOR_PRECISION)
+        assert fit["samples"][r] == pytest.approx(expected - expected.mean(), abs=1e-4)
+    assert fit["n_clusters"] == 12
+    with pytest.raises(ValueError, match="one label per comparison"):
+        bradley_terry_clustered(comps, clusters=clusters[:-1])
