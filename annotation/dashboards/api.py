@@ -14,6 +14,8 @@ from benchmark.models import Protocol
 
 from . import figures as figure_selectors
 from . import progress, triage
+from . import agreement as agreement_selectors
+from . import human as human_selectors
 from . import selectors as s
 
 
@@ -64,12 +66,12 @@ class LeaderboardApi(DashboardApi):
 
 
 class HumanRankingApi(DashboardApi):
-    @_schema(SOURCE, COMPONENT, summary="Bradley–Terry ranking from human preferences (selectors.human_ranking)")
+    @_schema(SOURCE, COMPONENT, summary="Bradley–Terry ranking from human preferences (selectorhuman.human_ranking)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
-        return s.human_ranking(source=request.query_params.get("source", ""),
+        return human_selectors.human_ranking(source=request.query_params.get("source", ""),
                                component=request.query_params.get("component", ""))
 
 
@@ -79,8 +81,8 @@ class AgreementApi(DashboardApi):
         return super().get(request)
 
     def figures(self, request):
-        return {"judge": s.judge_agreement(user=request.user), "iaa": s.inter_annotator(user=request.user),
-                "imported": s.imported_agreement()}
+        return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": agreement_selectors.inter_annotator(user=request.user),
+                "imported": human_selectors.imported_agreement()}
 
 
 class VerdictChartApi(DashboardApi):
@@ -103,12 +105,12 @@ class ScoreChartApi(DashboardApi):
 
 
 class HumanVsAutomatedChartApi(DashboardApi):
-    @_schema(SOURCE, COMPONENT, METRIC, summary="Human strength vs an automated metric (selectors.human_vs_automated)")
+    @_schema(SOURCE, COMPONENT, METRIC, summary="Human strength vs an automated metric (selectorhuman.human_vs_automated)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
-        return s.human_vs_automated(source=request.query_params.get("source", ""),
+        return human_selectors.human_vs_automated(source=request.query_params.get("source", ""),
                                     component=request.query_params.get("component", ""),
                                     metric=request.query_params.get("metric", ""))
 

@@ -17,6 +17,8 @@ from annotation.views.access import refuse
 from benchmark.models import Protocol
 
 from . import charts, figures, progress, triage
+from . import agreement as agreement_selectors
+from . import human as human_selectors
 from . import selectors as s
 
 
@@ -49,7 +51,7 @@ def _digits(percent: bool) -> int:
 
 @login_required
 def index(request):
-    return render(request, "dashboards/index.html", {"protocols": Protocol.choices, "sources": s.preference_sources(),
+    return render(request, "dashboards/index.html", {"protocols": Protocol.choices, "sources": human_selectors.preference_sources(),
                                                      "progress": progress.runs_in_progress()})
 
 
@@ -69,7 +71,7 @@ def leaderboard(request):
         header = ["system", "metric", "mean", "ci95_low", "ci95_high", "tasks", "items_judged", "items_failed",
                   "p_best_vs_second", "significant"]
         return _csv(f"leaderboard-{protocol}.csv", header, rows)
-    human = s.human_ranking(with_correlations=False)
+    human = human_selectors.human_ranking(with_correlations=False)
     context = {
         "board": board, "protocol": protocol, "protocol_label": Protocol(protocol).label, "run_id": run_id,
         "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=protocol), "digits": _digits(board["percent"]),
@@ -81,7 +83,7 @@ def leaderboard(request):
 @login_required
 def human_ranking(request):
     source, component = request.GET.get("source", ""), request.GET.get("component", "")
-    ranking = s.human_ranking(source=source, component=component)
+    ranking = human_selectors.human_ranking(source=source, component=component)
     if _wants_csv(request):
         header = ["rank", "system", "bt_theta", "theta_ci95_low", "theta_ci95_high", "elo", "elo_ci95_low",
                   "elo_ci95_high", "wins", "losses", "ties", "comparisons"]
@@ -93,15 +95,15 @@ def human_ranking(request):
         title="Bradley–Terry strength from human preferences (Elo scale, 95 % CI)", x_label="Elo-scale rating",
         chart_id="chart-human",
     ) if ranking["systems"] else None
-    context = {"ranking": ranking, "chart": chart, "sources": s.preference_sources(), "source": source,
+    context = {"ranking": ranking, "chart": chart, "sources": human_selectors.preference_sources(), "source": source,
                "component": component}
     return render(request, "dashboards/human.html", context)
 
 
 @login_required
 def agreement(request):
-    judge = s.judge_agreement(user=request.user)
-    iaa = s.inter_annotator(user=request.user)
+    judge = agreement_selectors.judge_agreement(user=request.user)
+    iaa = agreement_selectors.inter_annotator(user=request.user)
     if _wants_csv(request):
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
                   "labels", "prompt_version"]
@@ -113,7 +115,7 @@ def agreement(request):
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
     return render(request, "dashboards/agreement.html",
-                  {"judge": judge, "iaa": iaa, "imported": s.imported_agreement()})
+                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement()})
 
 
 @login_required
@@ -156,7 +158,7 @@ def chart_scores(request):
 
 @login_required
 def chart_human_vs_auto(request):
-    data = s.human_vs_automated(source=request.GET.get("source", ""), component=request.GET.get("component", ""),
+    data = human_selectors.human_vs_automated(source=request.GET.get("source", ""), component=request.GET.get("component", ""),
                                 metric=request.GET.get("metric", ""))
     chosen, corr = data["metric"], data["correlation"]
     if _wants_csv(request):

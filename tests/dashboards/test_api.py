@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from annotation.dashboards import agreement, human
 from annotation.dashboards import selectors as s
 from tests.annotation_factories import annotator
 from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
@@ -65,10 +66,10 @@ def test_human_ranking_equals_selector(api):
     preferences(systems=systems)
     preferences(systems=systems, source="other", seed=5)
     body = get(api, "human")
-    assert body == expected(s.human_ranking())
+    assert body == expected(human.human_ranking())
     assert body["systems"] and body["correlations"]
     only = get(api, "human", source="other")
-    assert only == expected(s.human_ranking(source="other"))
+    assert only == expected(human.human_ranking(source="other"))
     assert only["n_comparisons"] < body["n_comparisons"]
 
 
@@ -81,7 +82,7 @@ def test_charts_equal_selectors(api):
     assert scores == expected(s.score_points(protocol="deepsynth", metric="general"))
     assert scores["metric"] == "general" and all(g["points"] for g in scores["groups"])
     vs = get(api, "chart-human-vs-automated")
-    assert vs == expected(s.human_vs_automated())
+    assert vs == expected(human.human_vs_automated())
     assert vs["correlation"]["points"] and vs["metric"] == vs["options"][0]
     chosen = get(api, "chart-human-vs-automated", metric="deepsynth:precision")
     assert chosen["correlation"]["metric"] == "precision"
@@ -92,14 +93,14 @@ def test_agreement_restricted_like_the_page():
     client = APIClient()
     client.force_authenticate(owner)
     body = get(client, "agreement")
-    assert body == expected({"judge": s.judge_agreement(user=owner), "iaa": s.inter_annotator(user=owner),
-                             "imported": s.imported_agreement()})
+    assert body == expected({"judge": agreement.judge_agreement(user=owner), "iaa": agreement.inter_annotator(user=owner),
+                             "imported": human.imported_agreement()})
     assert body["judge"]["groups"]
     # an annotator of the project curates nothing: the selectors show them no project, nor does the API
     client.force_authenticate(users[0])
     body = get(client, "agreement")
-    assert body == expected({"judge": s.judge_agreement(user=users[0]), "iaa": s.inter_annotator(user=users[0]),
-                             "imported": s.imported_agreement()})
+    assert body == expected({"judge": agreement.judge_agreement(user=users[0]), "iaa": agreement.inter_annotator(user=users[0]),
+                             "imported": human.imported_agreement()})
     assert not body["judge"]["groups"]
 
 
