@@ -9,7 +9,7 @@ agreement {label, judge_correct, correction, note}              (label from the 
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -197,12 +197,26 @@ def value_clean(*, project: AnnotationProject, target, value: Any) -> dict:
     return cleaners[project.kind](project, value, target)
 
 
-def consensus_key(kind: str, value: dict) -> Any:
-    """What two labels must share to agree: the decision (and the exact edits), the preferred
-    report (whatever side it was shown on), or the label."""
+def preference_outcome(choice: str, left: int, right: int, *, order: Mapping[int, Any] | None = None) -> str:
+    """A pairwise choice as the outcome of its pair, whatever side each report was shown on:
+    ``first`` (better), ``second`` or ``tie``, the pair ordered by ``order[report]`` (the
+    reports' systems, so "first" is the same system on every item of a system pair), then by
+    report id. Coding the preferred report's id instead would make every report its own
+    category and chance agreement vanish, inflating κ and α."""
+    if choice == "tie":
+        return "tie"
+    preferred = {"left": left, "right": right}[choice]
+    order = order or {}
+    first = min((left, right), key=lambda report: (order.get(report, report), report))
+    return "first" if preferred == first else "second"
+
+
+def consensus_key(kind: str, value: dict, *, order: Mapping[int, Any] | None = None) -> Any:
+    """What two labels must share to agree: the decision (and the exact edits), the pair's
+    outcome (``preference_outcome``), or the label."""
     if kind == AnnotationProject.Kind.VERIFY:
         edits = json.dumps(value.get("edits") or {}, sort_keys=True) if value["decision"] == "edit" else ""
         return (value["decision"], edits)
     if kind == AnnotationProject.Kind.PAIRWISE:
-        return {"left": value["left_report_id"], "right": value["right_report_id"]}.get(value["choice"], "tie")
+        return preference_outcome(value["choice"], value["left_report_id"], value["right_report_id"], order=order)
     return value["label"]

@@ -15,6 +15,7 @@ Modules, by protocol:
 * :mod:`.ranking` — Bradley–Terry, Elo, bootstrap intervals, ranks with intervals;
 * :mod:`.preference_ranking` — separation checks and a prior-regularised, cluster-bootstrapped Bradley–Terry;
 * :mod:`.agreement` — percent agreement, Cohen's/Fleiss' κ, Krippendorff's α, Landis–Koch reading;
+* :mod:`.agreement_intervals` — observed agreement and bootstrap intervals over items for κ and α;
 * :mod:`.correlation` — Spearman, Kendall τ-b, pairwise concordance, paired t-test.
 
 Conventions: every function raises ``ValueError`` naming the problem for
@@ -26,9 +27,11 @@ which the paper reports in percent.
 """
 
 from . import (
-    agreement, checklist, correlation, deepscholar, preference_ranking, ranking, references, reportbench, surveylens,
+    agreement, agreement_intervals, checklist, correlation, deepscholar, preference_ranking, ranking, references,
+    reportbench, surveylens,
 )
 from .agreement import *  # noqa: F403
+from .agreement_intervals import *  # noqa: F403
 from .checklist import *  # noqa: F403
 from .correlation import *  # noqa: F403
 from .deepscholar import *  # noqa: F403
@@ -48,5 +51,6 @@ __all__ = [
     *ranking.__all__,  # Bradley–Terry, Elo, bootstrap
     *preference_ranking.__all__,  # separation checks, weak prior, cluster bootstrap
     *agreement.__all__,  # inter-annotator agreement
+    *agreement_intervals.__all__,  # bootstrap intervals over items for κ and α
     *correlation.__all__,  # rank correlation, paired t-test
 ]
