@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from itertools import combinations, islice
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,31 +18,15 @@ from django.db.models import Case, OuterRef, Subquery, Sum, TextField, Value, Wh
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, Role
+from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
 from annotation.selectors import is_global_curator
-from annotation.services.values import consensus_key
+from annotation.services.values import consensus_key, label_numbers
 from scoring import metrics as m
 from scoring.models import Verdict
 
 DISAGREEMENT_LIMIT = 200
 
 # --------------------------------------------------------------------------- agreement statistics
-
-
-def _level(values: list[Any]) -> tuple[str, list[Any]]:
-    """Krippendorff level for a set of labels: nominal for words, ordinal for 0/1/2 grades,
-    interval for other numbers (1–5 scores); numeric labels are returned as numbers."""
-    numbers = []
-    for value in values:
-        try:
-            numbers.append(float(value))
-        except (TypeError, ValueError):
-            return "nominal", [str(v) for v in values]
-    if not numbers:
-        return "nominal", []
-    if set(numbers) <= {0.0, 1.0, 2.0} and 0.0 in numbers:
-        return "ordinal", numbers
-    return "interval", numbers
 
 
 def _reading(value: float | None) -> str:
@@ -99,29 +84,64 @@ def _ratings_from_units(units: dict[Any, dict[Any, Any]]) -> tuple[Ratings, list
     return Ratings(arr[:, 0], arr[:, 1], arr[:, 2], [label for _, label in categories]), list(coder_ids)
 
 
-def ratings_stats(ratings: Ratings, *, nominal: bool = False) -> dict:
+N_RESAMPLES = 1000
+LARGE_SAMPLE = 100_000  # items: above this a bootstrap uses fewer resamples (a worker computes it)
+
+
+def _resamples(n: int) -> int:
+    return N_RESAMPLES if n <= LARGE_SAMPLE else 200
+
+
+def _observed(unit: np.ndarray, code: np.ndarray) -> float:
+    """Share of agreeing ordered label pairs within items, each item weighted 1/(m_u − 1):
+    the diagonal share of Krippendorff's coincidence matrix."""
+    units, u_index, m_u = np.unique(unit, return_inverse=True, return_counts=True)
+    cell, same = np.unique(u_index.ravel() * (int(code.max()) + 1) + code, return_counts=True)
+    m_cell = m_u[cell // (int(code.max()) + 1)]
+    keep = m_cell >= 2
+    pairable = m_u >= 2
+    return float((same[keep] * (same[keep] - 1) / (m_cell[keep] - 1)).sum() / m_u[pairable].sum())
+
+
+def ratings_stats(ratings: Ratings, *, level: str = "nominal", numbers: Sequence[float] | None = None) -> dict:
     """Inter-annotator agreement over ``ratings``: Krippendorff's α always, Fleiss' κ when every
     unit has the same number (≥ 2) of labels, Cohen's κ per annotator pair (``a``/``b`` are coder
-    ids here; ``named_stats`` turns them into names and orders the pairs).
+    ids here; ``named_stats`` turns them into names and orders the pairs). Beside each
+    coefficient: observed agreement, n and a percentile bootstrap 95 % interval over items.
 
-    Works on integer arrays in memory proportional to the number of labels: α and κ come from
-    the one-row-per-rating forms in ``scoring.metrics``, Cohen's κ from each pair's shared units
-    found by binary search in the coders' sorted units."""
+    ``level`` is the project's declared measurement level (never guessed from the values);
+    ``numbers`` gives each category's value for an ordinal or interval level (``label_numbers``).
+    Works on integer arrays in memory proportional to the number of labels."""
     unit, coder, code = ratings.unit, ratings.coder, ratings.code
-    level, converted = ("nominal", [str(v) for v in ratings.categories]) if nominal else _level(ratings.categories)
-    if converted:
-        # Labels that differ as keys but convert to the same value (1 and 1.0) are one category.
-        distinct, merged = np.unique(np.array(converted, dtype=float if level != "nominal" else str), return_inverse=True)
+    note = ""
+    if level != "nominal" and numbers is None:
+        note = f"declared {level}, but some labels are outside the label set or not numbers: compared as categories"
+        level = "nominal"
+    if level == "nominal":
+        # Keys that print the same (1 and "1") are one category.
+        _, merged = np.unique(np.array([str(v) for v in ratings.categories] or [""], dtype=str), return_inverse=True)
         code = merged.ravel()[code]
+    else:
+        values = np.asarray(numbers, dtype=float)
+        _, merged = np.unique(values, return_inverse=True)
+        code = merged.ravel()[code]
+        distinct = np.unique(values)
     unit_ids, per_unit = np.unique(unit, return_counts=True)
     n_pairable = int((per_unit >= 2).sum())
     out = {"n_units": int(unit_ids.size), "n_pairable": n_pairable, "n_labels": int(unit.size),
-           "n_annotators": int(np.unique(coder).size), "level": level, "alpha": None, "alpha_reading": "",
+           "n_annotators": int(np.unique(coder).size), "level": level, "level_note": note, "alpha": None,
+           "alpha_reading": "", "alpha_low": None, "alpha_high": None, "observed_agreement": None,
            "fleiss": None, "fleiss_reading": "", "fleiss_note": "", "pairs": []}
     if not n_pairable:
         out["note"] = "no item was labelled by two annotators, so agreement cannot be measured"
         return out
-    out["alpha"] = m.krippendorff_alpha_units(unit, code if level == "nominal" else distinct[code], level=level)
+    rated = code if level == "nominal" else distinct[code]
+    out["observed_agreement"] = _observed(unit, code)
+    if int(code.max()) + 1 <= m.MAX_BOOTSTRAP_CATEGORIES:
+        alpha = m.krippendorff_alpha_bootstrap(unit, rated, level=level, n_resamples=_resamples(n_pairable), seed=0)
+        out.update(alpha=alpha["alpha"], alpha_low=alpha["low"], alpha_high=alpha["high"])
+    else:  # every edit its own category: α without an interval
+        out["alpha"] = m.krippendorff_alpha_units(unit, rated, level=level)
     out["alpha_reading"] = _reading(out["alpha"])
     if (per_unit == per_unit[0]).all() and per_unit[0] >= 2:
         out["fleiss"] = m.fleiss_kappa_units(unit, code)
@@ -139,9 +159,10 @@ def ratings_stats(ratings: Ratings, *, nominal: bool = False) -> dict:
         n_shared = int(shared.sum())
         if not n_shared:
             continue
-        kappa = m.cohen_kappa(codes_a[at[shared]], codes_b[shared])
-        out["pairs"].append({"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa,
-                             "reading": _reading(kappa)})
+        kappa = m.cohen_kappa_bootstrap(codes_a[at[shared]], codes_b[shared], n_resamples=_resamples(n_shared), seed=0)
+        out["pairs"].append({"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa["kappa"],
+                             "observed_agreement": kappa["observed"], "kappa_low": kappa["low"],
+                             "kappa_high": kappa["high"], "reading": _reading(kappa["kappa"])})
     return out
 
 
@@ -159,15 +180,15 @@ def named_stats(stats: dict, names: dict[Any, str]) -> dict:
     return {**stats, "pairs": [p for *_, p in sorted(pairs, key=lambda p: p[:2])]}
 
 
-def agreement_stats(units: dict[Any, dict[Any, Any]], names: dict[Any, str] | None = None, *, nominal: bool = False) -> dict:
-    """Inter-annotator agreement over ``{unit: {annotator: label}}`` (``ratings_stats``)."""
+def agreement_stats(units: dict[Any, dict[Any, Any]], names: dict[Any, str] | None = None) -> dict:
+    """Nominal inter-annotator agreement over ``{unit: {annotator: label}}`` (``ratings_stats``)."""
     ratings, annotators = _ratings_from_units(units)
     names = names or {}
-    return named_stats(ratings_stats(ratings, nominal=nominal), {i: names.get(a, a) for i, a in enumerate(annotators)})
+    return named_stats(ratings_stats(ratings), {i: names.get(a, a) for i, a in enumerate(annotators)})
 
 
-def _label_key(kind: str, value: dict) -> Any:
-    key = consensus_key(kind, value)
+def _label_key(kind: str, value: dict, order: dict[int, Any] | None = None) -> Any:
+    key = consensus_key(kind, value, order=order)
     return key if isinstance(key, (str, int, float)) else json.dumps(key, sort_keys=True)
 
 
@@ -182,13 +203,16 @@ IAA_CACHE_SECONDS = 7 * 24 * 3600
 IAA_REFRESH_SECONDS = 300  # at most one queued refresh per project in this time
 
 
-def _key_of_parts(kind: str, parts: tuple) -> Any:
-    """The label key (``_label_key``) from the text parts ``_project_ratings`` reads. Text is
-    enough: verify and pairwise keys are compared as strings, agreement labels are strings or
-    numbers whose text ``_level`` reads the same way."""
+def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
+    """The label key (``_label_key``) from the text parts ``_project_ratings`` reads: text is
+    enough for verify decisions and agreement labels; a pairwise label's report ids are read
+    back as numbers and its pair ordered by ``order`` (report → system)."""
     if kind == AnnotationProject.Kind.VERIFY:
         decision, edited = parts
         return _label_key(kind, json.loads(edited) if edited is not None else {"decision": decision})
+    if kind == AnnotationProject.Kind.PAIRWISE:
+        choice, left, right = parts
+        return _label_key(kind, {"choice": choice, "left_report_id": int(left), "right_report_id": int(right)}, order)
     return _label_key(kind, dict(zip(_KEY_FIELDS[kind], parts)))
 
 
@@ -202,6 +226,11 @@ def _project_ratings(project: dict, *, expected: int = 0) -> Ratings:
     if kind == AnnotationProject.Kind.VERIFY:  # the edits count only for an edit (``consensus_key``): read no others
         parts["k_edited"] = Case(When(value__decision="edit", then=Cast("value", TextField())), default=Value(None),
                                  output_field=TextField())
+    order: dict[int, Any] = {}  # pairwise: report → system, so "first" is the same system on every item
+    if kind == AnnotationProject.Kind.PAIRWISE:
+        for left, left_system, right, right_system in ReportPair.objects.filter(project_id=project["id"]).values_list(
+                "report_left_id", "report_left__system_id", "report_right_id", "report_right__system_id"):
+            order[left], order[right] = left_system, right_system
     rows = (Label.objects.filter(project_id=project["id"]).order_by().annotate(**parts)
             .values_list("item_id", "annotator_id", *parts).iterator(chunk_size=RATINGS_CHUNK))
     codes: dict[tuple, int] = {}  # text parts → category
@@ -216,7 +245,7 @@ def _project_ratings(project: dict, *, expected: int = 0) -> Ratings:
         found = list(map(codes.get, raw))
         for i in [i for i, code in enumerate(found) if code is None]:
             if raw[i] not in codes:
-                key = _key_of_parts(kind, raw[i])
+                key = _key_of_parts(kind, raw[i], order)
                 codes[raw[i]] = categories.setdefault((type(key), key), len(keys))
                 if len(categories) > len(keys):
                     keys.append(key)
@@ -241,7 +270,7 @@ def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None 
         projects = projects.filter(pk=only)
     elif not is_global_curator(user):
         projects = projects.filter(pk__in=ProjectMembership.objects.filter(user=user, role=Role.CURATOR).values("project"))
-    fields = ["id", "name", "kind", "judge_config_id"]
+    fields = ["id", "name", "kind", "judge_config_id", "label_level", "label_set"]
     if not with_fingerprint:
         return list(projects.values(*fields)[:500])
     counters = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")
@@ -254,12 +283,14 @@ def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None 
 
 
 def _iaa_key(project_id: int) -> str:
-    return f"dashboards:iaa:2:{project_id}"
+    return f"dashboards:iaa:3:{project_id}"
 
 
 def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
     ratings = _project_ratings(project, expected=fingerprint[0])
-    stats = ratings_stats(ratings, nominal=project["kind"] != AnnotationProject.Kind.AGREEMENT)
+    level = project["label_level"]
+    numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
+    stats = ratings_stats(ratings, level=level, numbers=numbers)
     cache.set(_iaa_key(project["id"]), {"fingerprint": fingerprint, "stats": stats}, timeout=IAA_CACHE_SECONDS)
     cache.delete(_iaa_key(project["id"]) + ":refreshing")
     return stats
@@ -317,10 +348,11 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     Reference label of an item: the curator's ``GoldLabel`` when adjudicated, else the
     annotators' label when they all agree; items whose annotators disagree and have no gold
     yet are counted as unresolved and left out. Accuracy (``percent_agreement``), Cohen's κ,
-    Krippendorff's α (level from the labels), a confusion matrix and the disagreements; and the
+    Krippendorff's α (at the projects' declared ``label_level``), a confusion matrix and the disagreements; and the
     same figures per prompt version of the judged verdicts (``versions``), oldest first, to see
     whether a prompt change moved the judge towards or away from people."""
     projects = [p for p in _curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
+    declared = {p["id"]: (p["label_level"], p["label_set"]) for p in projects}
     project_ids = [p["id"] for p in projects]
     items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")
     item_rows = list(items.values_list("id", "project_id", "project__name", "target_id", "gold__value"))
@@ -340,7 +372,9 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
             continue
         _, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key, version, made = verdict
         group = groups.setdefault((config_name, step), {"judge": config_name, "judge_id": config_id, "step": step,
-                                                         "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0})
+                                                         "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0,
+                                                         "declared": set()})
+        group["declared"].add(json.dumps(declared[project_id], sort_keys=True))
         given = [label for label in labels.get(item_id, []) if label is not None]
         group["n_labels"] += len(given)
         if gold and gold.get("label") is not None:
@@ -363,15 +397,18 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
         pairs = group.pop("pairs")
         group["n"] = len(pairs)
         group["versions"] = []
+        scale = [json.loads(d) for d in group.pop("declared")]
+        level, label_set = scale[0] if len(scale) == 1 else ("nominal", {})
+        group["level_note"] = "" if len(scale) == 1 else "the projects declare different label levels: compared as categories"
         if pairs:
-            group.update(_judge_vs_reference(pairs))
+            group.update(_judge_vs_reference(pairs, level=level, label_set=label_set))
             by_version: dict[str, list[dict]] = defaultdict(list)
             for pair in pairs:
                 by_version[pair["prompt_version"]].append(pair)
             # oldest first: the order in which the prompt versions were used
             for version, version_pairs in sorted(by_version.items(), key=lambda kv: (min(p["made"] for p in kv[1]), kv[0])):
                 group["versions"].append({"prompt_version": version, "n": len(version_pairs),
-                                          **_judge_vs_reference(version_pairs)})
+                                          **_judge_vs_reference(version_pairs, level=level, label_set=label_set)})
             categories = sorted({str(p["judge"]) for p in pairs} | {str(p["reference"]) for p in pairs})
             cells = Counter((str(p["judge"]), str(p["reference"])) for p in pairs)
             group["confusion"] = {"labels": categories,
@@ -383,14 +420,20 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     return {"groups": out, "n_projects": len(projects)}
 
 
-def _judge_vs_reference(pairs: list[dict]) -> dict:
-    """Accuracy, Cohen's κ and Krippendorff's α of judge labels against reference labels."""
-    level, values = _level([p["judge"] for p in pairs] + [p["reference"] for p in pairs])
+def _judge_vs_reference(pairs: list[dict], *, level: str, label_set: dict) -> dict:
+    """Accuracy, Cohen's κ and Krippendorff's α of judge labels against reference labels, α at
+    the declared ``level`` (nominal when a label has no number at that level)."""
+    labels = [p["judge"] for p in pairs] + [p["reference"] for p in pairs]
+    numbers = label_numbers(level=level, label_set=label_set, labels=labels)
+    note = ""
+    if level != "nominal" and numbers is None:
+        level, note = "nominal", f"declared {level}, but some labels are outside the label set: compared as categories"
+    values = [str(v) for v in labels] if numbers is None else numbers
     judged, reference = values[: len(pairs)], values[len(pairs):]
-    kappa = m.cohen_kappa(judged, reference)
+    kappa = m.cohen_kappa_bootstrap([str(v) for v in judged], [str(v) for v in reference],
+                                    n_resamples=_resamples(len(pairs)), seed=0)
     matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
     alpha = m.krippendorff_alpha(matrix, level=level)
-    return {"level": level, "accuracy": m.percent_agreement(judged, reference), "kappa": kappa,
-            "kappa_reading": _reading(kappa), "alpha": alpha, "alpha_reading": _reading(alpha)}
-
-
+    return {"level": level, "level_note": note, "accuracy": m.percent_agreement(judged, reference),
+            "kappa": kappa["kappa"], "kappa_low": kappa["low"], "kappa_high": kappa["high"],
+            "kappa_reading": _reading(kappa["kappa"]), "alpha": alpha, "alpha_reading": _reading(alpha)}

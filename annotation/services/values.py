@@ -58,6 +58,39 @@ def label_set_clean(*, kind: str, label_set: dict | None, judge_labels: Sequence
     return merged
 
 
+def label_level_clean(*, kind: str, level: str, label_set: dict) -> str:
+    """The declared measurement level of the project's main label field (Krippendorff's α is
+    computed at this level, never at one guessed from the values). Only agreement projects
+    have labels that can be ordered; interval labels must all be numbers."""
+    levels = AnnotationProject.LabelLevel.values
+    if level not in levels:
+        raise ValueError(f"label_level: {level!r} is not one of {', '.join(levels)}")
+    if level != AnnotationProject.LabelLevel.NOMINAL and kind != AnnotationProject.Kind.AGREEMENT:
+        raise ValueError("label_level: only agreement projects' labels can be ordinal or interval")
+    if level == AnnotationProject.LabelLevel.INTERVAL:
+        for value in label_set.get(_DEFAULT_FIELD[kind], []):
+            try:
+                float(value)
+            except ValueError:
+                raise ValueError(f"label_level: interval labels must be numbers; {value!r} is not") from None
+    return level
+
+
+def label_numbers(*, level: str, label_set: dict, labels: Sequence[Any]) -> list[float] | None:
+    """The labels as the numbers α compares at ``level``: their position in the label set
+    (ordinal), their value (interval); ``None`` for nominal, or when a label is not in the
+    label set / not a number (then only a nominal comparison is meaningful)."""
+    if level == AnnotationProject.LabelLevel.ORDINAL:
+        order = {value: rank for rank, value in enumerate(label_set.get("label", []))}
+        return [float(order[str(v)]) for v in labels] if all(str(v) in order for v in labels) else None
+    if level == AnnotationProject.LabelLevel.INTERVAL:
+        try:
+            return [float(v) for v in labels]
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
 def dimensions_clean(dimensions: Sequence[str] | None) -> list[str]:
     if dimensions is None:
         return list(PAIRWISE_DIMENSIONS)

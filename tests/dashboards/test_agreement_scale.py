@@ -20,8 +20,8 @@ N_ITEMS = 2_000
 DECISIONS = ("accept", "accept", "accept", "reject", "edit")
 
 
-def _project_with_labels(owner, users, *, kind, value_of, name):
-    project = AnnotationProject.objects.create(name=name, kind=kind, overlap=len(users), created_by=owner)
+def _project_with_labels(owner, users, *, kind, value_of, name, **fields):
+    project = AnnotationProject.objects.create(name=name, kind=kind, overlap=len(users), created_by=owner, **fields)
     members_add(project, owner, users)
     items = AnnotationItem.objects.bulk_create(
         AnnotationItem(project=project, target_kind="nugget", target_id=n, position=n, labels_needed=len(users),
@@ -46,6 +46,8 @@ def _direct(project, key_of, *, level):
         "alpha": m.krippendorff_alpha(np.array(rows, dtype=object if level == "nominal" else float), level=level),
         "fleiss": m.fleiss_kappa(table),
         "pairs": {(a, b): m.cohen_kappa(rows[i], rows[j]) for (i, a), (j, b) in combinations(enumerate(users), 2)},
+        "observed": {(a, b): np.mean([x == y for x, y in zip(rows[i], rows[j])])
+                     for (i, a), (j, b) in combinations(enumerate(users), 2)},
     }
 
 
@@ -57,6 +59,9 @@ def _check(stats, direct, *, n_annotators, level):
     assert stats["fleiss"] == pytest.approx(direct["fleiss"], rel=1e-9)
     assert {(p["a"], p["b"]): p["kappa"] for p in stats["pairs"]} == pytest.approx(direct["pairs"], rel=1e-9)
     assert all(p["n"] == N_ITEMS for p in stats["pairs"])
+    assert {(p["a"], p["b"]): p["observed_agreement"] for p in stats["pairs"]} == pytest.approx(direct["observed"])
+    assert all(p["kappa_low"] < p["kappa"] < p["kappa_high"] for p in stats["pairs"])
+    assert stats["alpha_low"] < stats["alpha"] < stats["alpha_high"]
 
 
 def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_queries(db):
@@ -73,7 +78,9 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
         return value
 
     verify = _project_with_labels(owner, users, kind="verify", value_of=verify_value, name="scale verify")
-    grades = _project_with_labels(owner, users, kind="agreement", name="scale grades",
+    # Declared ordinal, ranked as the label set lists them: "0" < "1" < "2".
+    grades = _project_with_labels(owner, users, kind="agreement", name="scale grades", label_level="ordinal",
+                                  label_set={"label": ["0", "1", "2"]},
                                   value_of=lambda n, k: {"label": str(rng.choice((0, 1, 1, 2)))})
 
     with CaptureQueriesContext(connection) as cold:

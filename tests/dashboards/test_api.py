@@ -63,19 +63,24 @@ def test_leaderboard_equals_selector(api):
 
 def test_human_ranking_equals_selector(api):
     _, systems = deepsynth_run()
-    preferences(systems=systems)
+    preferences(systems=systems, protocol="deepsynth")
     preferences(systems=systems, source="other", seed=5)
     body = get(api, "human")
     assert body == expected(human.human_ranking())
-    assert body["systems"] and body["correlations"]
+    assert body["systems"] and not body["correlations"] and body["correlation_note"]  # no protocol: no correlation
+    scoped = get(api, "human", protocol="deepsynth")
+    assert scoped == expected(human.human_ranking(scope=human.Scope(protocol="deepsynth")))
+    assert scoped["correlations"] and all(c["protocol"] == "deepsynth" for c in scoped["correlations"])
     only = get(api, "human", source="other")
-    assert only == expected(human.human_ranking(source="other"))
-    assert only["n_comparisons"] < body["n_comparisons"]
+    assert only == expected(human.human_ranking(scope=human.Scope(source="other")))
+    assert only["n_comparisons"] < body["n_comparisons"] and only["scope"]["source"] == "other"
+    assert get(api, "human", protocol="reportbench")["n_comparisons"] == 0  # the preferences are on deepsynth tasks
+    assert api.get(reverse("api:dashboard-human"), {"task_set": "x"}).status_code == 400
 
 
 def test_charts_equal_selectors(api):
     run, systems = deepsynth_run()
-    preferences(systems=systems)
+    preferences(systems=systems, protocol="deepsynth")
     assert get(api, "chart-verdicts") == expected(s.verdict_breakdown(protocol="deepsynth"))
     assert get(api, "chart-verdicts", run=run.pk) == expected(s.verdict_breakdown(protocol="deepsynth", run_id=run.pk))
     scores = get(api, "chart-scores", metric="general")
