@@ -41,6 +41,11 @@ NOT_METRICS = frozenset(
     {"correct", "omitted", "incorrect", "groups", "groups_scored", "items", "repeats", "reports", "reports_with"}
 )
 PERCENT_PROTOCOLS = frozenset({Protocol.DEEPSYNTH})  # DeepSynth-Eval reports in percent, the rest on 0–1
+# Metrics computed from a system's other metric means, never averaged over tasks: DeepScholar's
+# Table 2 geometric mean (``geometric_means_over_common``, as the run's system cards compute it).
+DERIVED_METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    Protocol.DEEPSCHOLAR: ("geometric_mean", m.TABLE2_METRICS),
+}
 SIGNIFICANCE = 0.05
 N_RESAMPLES = 1000
 VERDICT_ORDER = ("correct", "omitted", "incorrect")
@@ -191,20 +196,39 @@ def _best_vs_second(metric: str, ranked: list[SystemScores]) -> dict | None:
     return out
 
 
+def _derived(protocol: str, summary: dict[int, dict[str, dict]], systems: dict[int, SystemScores]) -> dict:
+    """The protocol's derived metric from the table's own means (``DERIVED_METRICS``); no interval."""
+    key, inputs = DERIVED_METRICS[protocol]
+    means = {sid: {k: cell["estimate"] for k, cell in cells.items()} for sid, cells in summary.items()}
+    common = m.geometric_means_over_common(means, inputs)
+    for sid, value in common["values"].items():
+        summary[sid].pop(key, None)
+        if value is not None:
+            summary[sid][key] = {"estimate": value, "low": None, "high": None, "n_tasks": len(systems[sid].tasks)}
+    return {"metric": key, "over": common["over"], "left_out": common["left_out"]}
+
+
 def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
     keys, systems, runs, judges = _collect(cards)
+    derived_key, inputs = DERIVED_METRICS.get(protocol, ("", ()))
+    if derived_key and set(inputs) & set(keys):
+        keys = sorted(set(keys) | {derived_key})
     metric_keys = headline_metrics(protocol, keys)
     summary: dict[int, dict[str, dict]] = {}
     for scores in systems.values():
         summary[scores.system_id] = {}
         for key in metric_keys:
             by_task = scores.values.get(key) or {}
-            if by_task:
+            if by_task and key != derived_key:
                 cell = _interval(list(by_task.values()), n_resamples)
                 cell["n_tasks"] = len(by_task)
                 summary[scores.system_id][key] = cell
+    derived = _derived(protocol, summary, systems) if derived_key in metric_keys else None
     tests = {}
     for key in metric_keys:
+        if key == derived_key:  # no per-task values to test
+            tests[key] = None
+            continue
         ranked = sorted(
             (s for s in systems.values() if key in summary[s.system_id]),
             key=lambda s: (-summary[s.system_id][key]["estimate"], s.name),
@@ -237,7 +261,7 @@ def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
         "protocol": protocol, "percent": protocol in PERCENT_PROTOCOLS, "test_rows": test_rows,
         "metrics": [{"key": k, "label": metric_label(k)} for k in metric_keys],
         "rows": rows, "tests": tests, "n_cards": len(cards), "n_runs": len(runs), "judges": sorted(judges),
-        "systems": systems,
+        "systems": systems, "derived": derived,
     }
 
 

@@ -14,7 +14,7 @@ over citations (the code averages per-sentence precisions).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,8 +30,14 @@ __all__ = [
     "nugget_coverage",
     "win_rate",
     "geometric_mean",
+    "geometric_means_over_common",
     "NUGGET_MODES",
+    "TABLE2_METRICS",
 ]
+
+# The seven metrics of Table 2 whose geometric mean is its "Geo. Mean" column, in its order.
+TABLE2_METRICS = ("organization", "nugget_coverage", "relevance_rate", "reference_coverage", "document_importance",
+                  "citation_precision", "claim_coverage")
 
 
 def relevance_rate(grades: Sequence[int]) -> float | None:
@@ -181,3 +187,20 @@ def geometric_mean(values: Sequence[float]) -> float | None:
     if (arr == 0).any():
         return 0.0
     return float(np.exp(np.log(arr).mean()))
+
+
+def geometric_means_over_common(means: Mapping[Hashable, Mapping[str, float | None]],
+                                metrics: Sequence[str]) -> dict[str, Any]:
+    """Table 2's aggregate for systems compared together: each system's geometric mean of its
+    metric *means* (not a mean of report-level geometric means), over the ``metrics`` that are
+    defined (not ``None``) for every system, so no system is compared over fewer metrics than
+    another. Returns ``{"values": {system: float | None}, "over": [...], "left_out": [...]}``;
+    a value is ``None`` when no metric is common to all.
+    """
+    def defined(value: Any) -> bool:
+        return value is not None and not (isinstance(value, float) and np.isnan(value))
+
+    common = [k for k in metrics if means and all(defined(row.get(k)) for row in means.values())]
+    values = {system: (geometric_mean([float(row[k]) for k in common]) if common else None)
+              for system, row in means.items()}
+    return {"values": values, "over": common, "left_out": [k for k in metrics if k not in common]}

@@ -7,7 +7,10 @@ A pipeline turns a report into stored verdicts and stored verdicts into scores:
   reusing finished verdicts so that a re-run of the same configuration makes no call;
 * ``score_report(run=, report=)`` computes the report's metrics from stored verdicts only
   (never calls a judge), returning ``{"metrics": {...}, "items_judged": n, "items_failed": m}``;
-* ``score_system(report_scores=)`` aggregates report scores to one system-level score.
+* ``score_system(report_scores=)`` aggregates report scores to one system-level score;
+* ``compare_systems(system_scores=)`` completes the system-level scores of one run with what
+  depends on the systems compared together (DeepScholar's geometric mean over the metrics
+  every system has), in place; ``{system id: score}``.
 
 The run services (``scoring.services.runs``) never know which protocol they run.
 """
@@ -35,11 +38,16 @@ class Pipeline(TypingProtocol):
 
     def score_system(self, *, report_scores: Sequence[dict]) -> dict: ...
 
+    def compare_systems(self, *, system_scores: dict) -> None: ...
+
 
 class BasePipeline:
     """Shared behaviour: system-level aggregation and LLM-call recording."""
 
     protocol = ""
+
+    def compare_systems(self, *, system_scores: dict) -> None:
+        """Nothing depends on the other systems of the run by default."""
 
     def score_system(self, *, report_scores: Sequence[dict]) -> dict:
         """System score = the mean of each numeric report-level metric over the reports where it

@@ -68,12 +68,16 @@ Document importance (no judge)
     the paper credits support of one claim: precision is as strict as coverage here.
 
 ``geometric_mean``
-    The geometric mean of the seven (:func:`geometric_mean`): a 0 anywhere makes it 0, as
-    the formula does. A metric that is ``None`` (undefined: no nugget, no count, every item
-    failed) is left out and ``geometric_mean_over`` names the metrics it is over — the paper
-    likewise leaves metrics out for the human exemplars (Table 2, note 1). At the system
-    level it is the geometric mean of the system's metric means (how Table 2's "Geo. Mean"
-    column follows from its other columns), not the mean of report-level geometric means.
+    Table 2's aggregate: the geometric mean of a system's seven metric *means* (how Table 2's
+    "Geo. Mean" column follows from its other columns), never a mean of report-level
+    geometric means; a 0 anywhere makes it 0, as the formula does. The systems of a run are
+    compared over one common set of metrics (:func:`geometric_means_over_common`, in
+    ``compare_systems``): a metric undefined for any of them (e.g. document importance without
+    citation counts) is left out for all, and ``geometric_mean_over`` names the metrics used
+    — the paper likewise leaves metrics out for the human exemplars (Table 2, note 1). A
+    report's own ``geometric_mean`` is given only when all seven are defined (else ``None``):
+    dropping undefined metrics per report would let a report with two metrics outrank one
+    with seven. The leaderboard computes the same aggregate from its own system means.
 
 Failed items (judge errors, malformed answers, documents without text) are counted in
 ``items_failed`` and left out of every metric, never counted as zeros; a verdict counts only
@@ -101,6 +105,8 @@ from scoring.metrics import (
     claim_coverage,
     document_importance,
     geometric_mean,
+    geometric_means_over_common,
+    TABLE2_METRICS,
     match_references,
     normalize_title,
     normalize_url,
@@ -156,8 +162,7 @@ DEFAULT_CLAIM_WINDOW = 1
 DEFAULT_MAX_WINDOW = 5
 COUNT_FIELDS = ("citation_count", "cited_by_count", "citations", "num_citations")
 SETTLED_IMPORTANCE = (ReviewStatus.ACCEPTED, ReviewStatus.EDITED)
-METRIC_KEYS = ("organization", "nugget_coverage", "relevance_rate", "reference_coverage", "document_importance",
-               "citation_precision", "claim_coverage")
+METRIC_KEYS = TABLE2_METRICS
 NO_NUGGETS = ("the task has no nuggets: import them or create them with the propose command "
               "(deepscholar.nuggetize), then rescore")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\\?\[\s*\\?\]")  # what a removed "([x](url))" or "\\[[x](url)\\]" leaves
@@ -828,9 +833,9 @@ class DeepScholarPipeline(BasePipeline):
                          "document importance is undefined")
 
         metrics.update(self._verifiability(run, report, citations, query, label_of))
-        included = [k for k in METRIC_KEYS if metrics[k] is not None]
-        metrics["geometric_mean"] = geometric_mean([metrics[k] for k in included]) if included else None
-        metrics["geometric_mean_over"] = included
+        complete = all(metrics[k] is not None for k in METRIC_KEYS)
+        metrics["geometric_mean"] = geometric_mean([metrics[k] for k in METRIC_KEYS]) if complete else None
+        metrics["geometric_mean_over"] = list(METRIC_KEYS) if complete else []
         metrics["notes"] = notes
         return {"metrics": metrics, "items_judged": tally["judged"], "items_failed": tally["failed"]}
 
@@ -887,7 +892,12 @@ class DeepScholarPipeline(BasePipeline):
         metrics["claim_coverage_by_window"] = {w: (float(np.mean(v)) if v else None)
                                                for w, v in sorted(windows.items(), key=lambda kv: int(kv[0]))}
         metrics["notes"] = sorted({note for s in report_scores for note in s["metrics"].get("notes", [])})
-        included = [k for k in METRIC_KEYS if metrics.get(k) is not None]
-        metrics["geometric_mean"] = geometric_mean([metrics[k] for k in included]) if included else None
-        metrics["geometric_mean_over"] = included
+        self.compare_systems(system_scores={None: score})  # alone until the run compares its systems
         return score
+
+    def compare_systems(self, *, system_scores: dict) -> None:
+        """Table 2's geometric mean of each system's metric means, over the metrics every system has."""
+        common = geometric_means_over_common({s: score["metrics"] for s, score in system_scores.items()}, METRIC_KEYS)
+        for system, score in system_scores.items():
+            score["metrics"]["geometric_mean"] = common["values"][system]
+            score["metrics"]["geometric_mean_over"] = common["over"]

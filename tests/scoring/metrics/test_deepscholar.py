@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy.stats import gmean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -12,6 +13,7 @@ from scoring.metrics import (
     claim_coverage,
     document_importance,
     geometric_mean,
+    geometric_means_over_common,
     nugget_coverage,
     reference_coverage,
     relevance_rate,
@@ -190,3 +192,17 @@ class TestGeometricMean:
     def test_between_min_and_max(self, values):
         g = geometric_mean(values)
         assert min(values) * (1 - 1e-9) <= g <= max(values) * (1 + 1e-9)
+
+
+class TestGeometricMeansOverCommon:
+    def test_every_system_is_over_the_metrics_all_of_them_have(self):
+        means = {"a": {"x": 0.5, "y": 0.2, "z": None}, "b": {"x": 0.9, "y": 0.4, "z": 0.8}}
+        got = geometric_means_over_common(means, ["x", "y", "z"])
+        assert got["over"] == ["x", "y"] and got["left_out"] == ["z"]
+        assert got["values"]["a"] == pytest.approx(gmean([0.5, 0.2]))
+        assert got["values"]["b"] == pytest.approx(gmean([0.9, 0.4]))
+
+    def test_a_zero_mean_gives_zero_and_no_common_metric_gives_none(self):
+        assert geometric_means_over_common({"a": {"x": 0.0, "y": 0.5}}, ["x", "y"])["values"] == {"a": 0.0}
+        none = geometric_means_over_common({"a": {"x": None}, "b": {"x": 0.3}}, ["x"])
+        assert none["values"] == {"a": None, "b": None} and none["over"] == []
