@@ -47,6 +47,7 @@ DERIVED_METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     Protocol.DEEPSCHOLAR: ("geometric_mean", m.TABLE2_METRICS),
 }
 SIGNIFICANCE = 0.05
+MIN_TEST_TASKS = 5  # no best-vs-second test on fewer shared tasks
 N_RESAMPLES = 1000
 VERDICT_ORDER = ("correct", "omitted", "incorrect")
 
@@ -181,19 +182,31 @@ def is_headline_metric(protocol: str, key: str) -> bool:
 
 
 def _best_vs_second(metric: str, ranked: list[SystemScores]) -> dict | None:
-    """DeepScholar Table 2's mark: paired t-test of the best against the second over their shared tasks."""
+    """DeepScholar Table 2's mark: paired t-test of the best against the second over their shared
+    tasks, only with at least ``MIN_TEST_TASKS`` of them (``p_value`` raw; ``_summarise`` adds
+    the Holm-adjusted ``p_holm`` and decides ``significant``)."""
     if len(ranked) < 2:
         return None
     best, second = ranked[0], ranked[1]
     shared = sorted(set(best.values[metric]) & set(second.values[metric]))
     out = {"best": best.system_id, "second": second.system_id, "n_shared": len(shared), "p_value": None,
-           "significant": False, "mean_difference": None}
-    if len(shared) < 2:
+           "p_holm": None, "significant": False, "mean_difference": None,
+           "note": "" if len(shared) >= MIN_TEST_TASKS else f"not tested: fewer than {MIN_TEST_TASKS} shared tasks"}
+    if len(shared) < MIN_TEST_TASKS:
         return out
     test = m.paired_t_test([best.values[metric][t] for t in shared], [second.values[metric][t] for t in shared])
     out.update(p_value=test["p_value"], mean_difference=test["mean_difference"])
-    out["significant"] = bool(test["p_value"] is not None and test["p_value"] < SIGNIFICANCE and test["mean_difference"] > 0)
     return out
+
+
+def _holm(tests: dict[str, dict | None]) -> None:
+    """Holm's correction across the metrics of one table; a best system is marked significant when
+    its adjusted p is below ``SIGNIFICANCE`` and it leads on the shared tasks."""
+    keys = [k for k, t in tests.items() if t and t["p_value"] is not None]
+    for key, adjusted in zip(keys, m.holm_adjust([tests[k]["p_value"] for k in keys])):
+        test = tests[key]
+        test["p_holm"] = adjusted
+        test["significant"] = bool(adjusted < SIGNIFICANCE and test["mean_difference"] > 0)
 
 
 def _derived(protocol: str, summary: dict[int, dict[str, dict]], systems: dict[int, SystemScores]) -> dict:
@@ -234,6 +247,7 @@ def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
             key=lambda s: (-summary[s.system_id][key]["estimate"], s.name),
         )
         tests[key] = _best_vs_second(key, ranked)
+    _holm(tests)
     first = metric_keys[0] if metric_keys else None
     order = sorted(
         systems.values(),

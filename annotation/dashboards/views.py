@@ -67,9 +67,10 @@ def leaderboard(request):
                 is_best = test.get("best") == row["system_id"]
                 rows.append([row["system"], cell["metric"], cell.get("estimate"), cell.get("low"), cell.get("high"),
                              cell.get("n_tasks", 0), row["items_judged"], row["items_failed"],
-                             test.get("p_value") if is_best else None, int(cell["significant"])])
+                             test.get("p_value") if is_best else None, test.get("p_holm") if is_best else None,
+                             int(cell["significant"])])
         header = ["system", "metric", "mean", "ci95_low", "ci95_high", "tasks", "items_judged", "items_failed",
-                  "p_best_vs_second", "significant"]
+                  "p_best_vs_second", "p_holm", "significant"]
         return _csv(f"leaderboard-{protocol}.csv", header, rows)
     # The human side of this protocol's leaderboard: its own systems on its own tasks only.
     human = human_selectors.human_ranking(scope=human_selectors.Scope(protocol=protocol, task_set=task_set_id),
@@ -77,7 +78,7 @@ def leaderboard(request):
     context = {
         "board": board, "protocol": protocol, "protocol_label": Protocol(protocol).label, "run_id": run_id,
         "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=protocol), "digits": _digits(board["percent"]),
-        "human": human, "significance": s.SIGNIFICANCE,
+        "human": human, "significance": s.SIGNIFICANCE, "min_test_tasks": s.MIN_TEST_TASKS,
     }
     return render(request, "dashboards/leaderboard.html", context)
 

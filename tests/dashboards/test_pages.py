@@ -78,19 +78,39 @@ def test_leaderboard_matches_metrics_on_report_cards(curator_client):
                            [per_system[second.pk]["overall"][t] for t in shared])
     assert board["tests"]["overall"]["p_value"] == pytest.approx(test["p_value"])
     assert test["p_value"] < 0.05  # the builder's best system is 15 points ahead
+    # Holm across the table's metrics: sorted raw p-values times (m − rank), made monotone
+    raw = {k: t["p_value"] for k, t in board["tests"].items() if t and t["p_value"] is not None}
+    order = sorted(raw, key=raw.get)
+    holm, running = {}, 0.0
+    for rank, key in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * raw[key]))
+        holm[key] = running
+    assert {k: board["tests"][k]["p_holm"] for k in raw} == pytest.approx(holm)
+    for key, adjusted in holm.items():
+        best_cell = next(c for c in board["rows"][0]["cells"] if c["metric"] == key)
+        assert best_cell["significant"] == (adjusted < 0.05 and board["tests"][key]["best"] == board["rows"][0]["system_id"]
+                                            and board["tests"][key]["mean_difference"] > 0)
     best_cell = next(c for c in board["rows"][0]["cells"] if c["metric"] == "overall")
-    assert best_cell["significant"]
+    assert best_cell["significant"] and holm["overall"] < 0.05
     html = response.content.decode()
     assert f"{np.mean(list(per_system[best.pk]['overall'].values())):.1f}" in html
     assert "▲" in html and "Human ranking" in html
 
 
 def test_leaderboard_without_significant_gap_has_no_mark(curator_client):
-    run, systems = deepsynth_run(n_tasks=2)
+    run, systems = deepsynth_run(n_tasks=6)
     ScoreCard.objects.filter(report__isnull=False).update(metrics={"overall": 50.0})
     board = curator_client.get(reverse("dashboards:leaderboard")).context["board"]
-    assert board["tests"]["overall"]["p_value"] is None
+    assert board["tests"]["overall"]["p_value"] is None and board["tests"]["overall"]["n_shared"] == 6
     assert not any(cell["significant"] for row in board["rows"] for cell in row["cells"])
+
+
+def test_no_best_vs_second_test_on_fewer_than_five_tasks(curator_client):
+    deepsynth_run(n_tasks=4)
+    response = curator_client.get(reverse("dashboards:leaderboard"))
+    test = response.context["board"]["tests"]["overall"]
+    assert test["n_shared"] == 4 and test["p_value"] is None and not test["significant"]
+    assert "not tested: fewer than 5 shared tasks" in response.content.decode()
 
 
 def test_leaderboard_filters_by_run_and_takes_newest_card(curator_client):
