@@ -43,6 +43,13 @@ def test_human_ranking_and_agreement_on_real_surveylens_preferences(curator_clie
                         outcome[r["choice"]]) for r in records], len(order), m.PRIOR_PRECISION)
     got = {s["system"]: s["theta"] for s in ranking["systems"]}
     assert [got[n] for n in order] == pytest.approx(list(expected), abs=1e-5)
+    # not separable as a whole (only some resamples are), and every record is its own item
+    assert all("resamples are separable" in w for w in ranking["warnings"]) and ranking["n_items"] == 100
+    doc = (Path(settings.BASE_DIR) / "docs" / "statistics.md").read_text(encoding="utf-8")
+    quoted = re.search(r"SurveyLens outline ranking: (.+)\.\n", doc)
+    assert quoted, "docs/statistics.md lost its worked ranking example"
+    stated = dict(part.rsplit(" ", 1) for part in quoted.group(1).split(", "))
+    assert {name: float(v) for name, v in stated.items()} == {n: round(t, 3) for n, t in zip(order, expected)}
     # SurveyLens reports alignment per discipline: one ranking per annotator's discipline
     by_discipline = curator_client.get(reverse("dashboards:human"), {"by": "discipline"}).context["ranking"]
     assert [g["n_comparisons"] for g in by_discipline["breakdown"]] == [50, 50]

@@ -1,11 +1,14 @@
 """DeepScholar-bench metrics (§8.3)."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
-from scipy.stats import gmean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy.stats import gmean
 
 from scoring.metrics import (
     NUGGET_MODES,
@@ -206,3 +209,16 @@ class TestGeometricMeansOverCommon:
         assert geometric_means_over_common({"a": {"x": 0.0, "y": 0.5}}, ["x", "y"])["values"] == {"a": 0.0}
         none = geometric_means_over_common({"a": {"x": None}, "b": {"x": 0.3}}, ["x"])
         assert none["values"] == {"a": None, "b": None} and none["over"] == []
+
+    def test_the_documented_example(self):
+        """docs/statistics.md states a system's six metric means and their geometric mean."""
+        doc = (Path(__file__).resolve().parents[3] / "docs" / "statistics.md").read_text(encoding="utf-8")
+        found = re.search(r"DeepScholar geometric mean example: means ([\d., ]+) give ([\d.]+)\.", doc)
+        assert found, "docs/statistics.md lost its geometric mean example"
+        means = [float(v) for v in found.group(1).split(", ")]
+        keys = ["organization", "nugget_coverage", "relevance_rate", "reference_coverage", "citation_precision",
+                "claim_coverage"]
+        got = geometric_means_over_common({"s": dict(zip(keys, means)) | {"document_importance": None}},
+                                          keys[:4] + ["document_importance"] + keys[4:])
+        assert len(means) == 6 and got["left_out"] == ["document_importance"]
+        assert round(got["values"]["s"], 3) == float(found.group(2)) == round(gmean(means), 3)

@@ -1,6 +1,8 @@
 """Separation checks, the weak prior and the cluster bootstrap, against computations written here."""
 
+import re
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,3 +127,24 @@ def test_cluster_bootstrap_draws_whole_clusters():
     assert fit["n_clusters"] == 12
     with pytest.raises(ValueError, match="one label per comparison"):
         bradley_terry_clustered(comps, clusters=clusters[:-1])
+
+
+def test_the_documented_separable_example():
+    """docs/statistics.md quotes the separable and chain examples; recomputed here."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    found = re.search(r"separable example θ₀ = (\S+) \[(\S+), (\S+)\], (\d+) of (\d+) resamples separable; "
+                      r"chain θ = ±(\S+) \[(\S+), (\S+)\]", doc)
+    assert found, "docs/statistics.md lost its separable example"
+    theta, low, high, separable, total, chain, chain_low, chain_high = found.groups()
+    one_wins = [(0, j, 1.0) for j in (1, 2, 3) for _ in range(5)]
+    for i, j, wins in ((1, 2, 6), (1, 3, 5), (2, 3, 4)):
+        one_wins += [(i, j, 1.0)] * wins + [(i, j, 0.0)] * (10 - wins)
+    fit = bradley_terry_clustered(one_wins)
+    expected = _map(one_wins, 4, PRIOR_PRECISION)
+    assert round(float((expected - expected.mean())[0]), 2) == float(theta) == round(float(fit["estimate"][0]), 2)
+    assert (round(fit["low"][0], 2), round(fit["high"][0], 2)) == (float(low), float(high))
+    assert (fit["n_separable"], fit["n_resamples"]) == (int(separable), int(total))
+    chain_fit = bradley_terry_clustered(CHAIN)
+    expected = _map(CHAIN, 3, PRIOR_PRECISION)
+    assert round(float((expected - expected.mean())[0]), 2) == float(chain)
+    assert (round(chain_fit["low"][0], 2), round(chain_fit["high"][0], 2)) == (float(chain_low), float(chain_high))
