@@ -193,4 +193,7 @@ def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
         "rows": rows,
         "digits": 1 if protocol in PERCENT_PROTOCOLS else 3,
         "geometric_mean_over": [metric_label(k) for k in over] if over is not None else None,
+        # which variant of each metric the run computed: the paper's, or the released code's ("upstream")
+        "variants": next(({metric_label(k): v for k, v in c.metrics["variants"].items()} for c in cards
+                          if isinstance(c.metrics.get("variants"), dict)), None),
     }

@@ -67,11 +67,26 @@ class BasePipeline:
         metrics: dict[str, Any] = {key: (sums[key] / counts[key] if counts[key] else None) for key in keys}
         metrics["reports"] = len(report_scores)
         metrics["reports_with"] = counts
+        # the metric variants the run computed (one per run: its judge configuration's options)
+        variants = next((s["metrics"]["variants"] for s in report_scores if isinstance(s["metrics"].get("variants"), dict)),
+                        None)
+        if variants is not None:
+            metrics["variants"] = variants
         return {
             "metrics": metrics,
             "items_judged": sum(s["items_judged"] for s in report_scores),
             "items_failed": sum(s["items_failed"] for s in report_scores),
         }
+
+
+def variant_option(config, name: str, allowed: Sequence[str]) -> str:
+    """Which variant of metric ``name`` a run computes: the judge configuration's
+    ``options["variants"][name]``, by default the paper's (``allowed[0]``); the released code's
+    behaviour is reproducible by name ("upstream") and shown on the score cards."""
+    chosen = ((getattr(config, "options", None) or {}).get("variants") or {}).get(name, allowed[0])
+    if chosen not in allowed:
+        raise ValueError(f"judge configuration option variants.{name} must be one of {', '.join(allowed)}; got {chosen!r}")
+    return chosen
 
 
 def call_recorder():

@@ -107,6 +107,7 @@ from scoring.metrics import (
     geometric_mean,
     geometric_means_over_common,
     TABLE2_METRICS,
+    VARIANTS,
     match_references,
     normalize_title,
     normalize_url,
@@ -118,7 +119,7 @@ from scoring.metrics import (
 from scoring.models import Verdict
 from scoring.sources import citation_count
 
-from .base import BasePipeline, fingerprint, record_answer
+from .base import BasePipeline, fingerprint, record_answer, variant_option
 from .reportbench import SOURCE_NOT_AVAILABLE, SOURCE_TEXT_FIELDS, parsed_report
 from .verdicts import (
     RAW_TEXT_LIMIT,
@@ -795,7 +796,9 @@ class DeepScholarPipeline(BasePipeline):
             grade = label_of((DOCUMENT_KIND, 0, key, 0), fingerprint(query, doc.as_source()), GRADE_LABELS)
             if grade is not None:
                 grades.append(int(grade))
-        metrics["relevance_rate"] = relevance_rate(grades) if grades else None
+        variants = {name: variant_option(config, name, VARIANTS) for name in ("relevance_rate", "citation_precision")}
+        metrics["variants"] = variants
+        metrics["relevance_rate"] = relevance_rate(grades, variant=variants["relevance_rate"]) if grades else None
         metrics["documents"], metrics["documents_graded"] = len(citations.retrieved), len(grades)
 
         # reference coverage: the exemplar's important references that S cites
@@ -832,7 +835,7 @@ class DeepScholarPipeline(BasePipeline):
             notes.append("citation counts are unknown for the report's documents or the exemplar's references: "
                          "document importance is undefined")
 
-        metrics.update(self._verifiability(run, report, citations, query, label_of))
+        metrics.update(self._verifiability(run, report, citations, query, label_of, variants["citation_precision"]))
         complete = all(metrics[k] is not None for k in METRIC_KEYS)
         metrics["geometric_mean"] = geometric_mean([metrics[k] for k in METRIC_KEYS]) if complete else None
         metrics["geometric_mean_over"] = list(METRIC_KEYS) if complete else []
@@ -840,15 +843,17 @@ class DeepScholarPipeline(BasePipeline):
         return {"metrics": metrics, "items_judged": tally["judged"], "items_failed": tally["failed"]}
 
     @staticmethod
-    def _verifiability(run, report, citations: ReportCitations, query: str, label_of) -> dict:
+    def _verifiability(run, report, citations: ReportCitations, query: str, label_of, precision_variant: str) -> dict:
         window, largest = claim_windows(run.judge_config)
         supports: dict[str, bool | None] = {}
         for q in pair_questions(citations, query, largest):
             label = label_of((PAIR_KIND, 0, q.key, 0), q.input_hash, SUPPORT_LABELS)
             supports[q.key] = None if label is None else label == "support"
 
-        precision = [supports[f"{c.index}:{key}"] for c in citations.claims for key in c.documents]
-        precision = [flag for flag in precision if flag is not None]
+        judged = [(c.index, supports[f"{c.index}:{key}"]) for c in citations.claims for key in c.documents]
+        judged = [(sentence, flag) for sentence, flag in judged if flag is not None]
+        precision = [flag for _, flag in judged]
+        precision_sentences = [sentence for sentence, _ in judged]
 
         n = citations.sentence_count
         by_window = {}
@@ -871,7 +876,8 @@ class DeepScholarPipeline(BasePipeline):
             # so rescaling by n / counted gives the mean over the determined claims alone
             by_window[str(w)] = claim_coverage(support, window=w) * n / counted if counted else None
         return {
-            "citation_precision": citation_precision(precision) if precision else None,
+            "citation_precision": (citation_precision(precision, variant=precision_variant, sentences=precision_sentences)
+                                   if precision else None),
             "citations": sum(len(c.documents) for c in citations.claims),
             "citations_judged": len(precision),
             "claim_coverage": by_window[str(window)],

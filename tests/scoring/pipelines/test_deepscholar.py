@@ -508,3 +508,24 @@ def test_two_reports_of_a_task_judged_at_once_ask_each_reference_once(case):
     assert judge.steps_called() == {IMPORTANCE: 3}
     assert Verdict.objects.filter(target_kind="gold_reference", error="").count() == 6
     assert Verdict.objects.filter(target_kind="gold_reference", call=None).count() == 3  # the copies
+
+
+@pytest.mark.django_db
+def test_upstream_variants_are_chosen_per_run_and_recorded_on_the_cards(case):
+    task, report = case
+    config = judge_config()
+    run = make_run(config)
+    run_all(run, report, StepJudge(config))
+    paper = pipeline.score_report(run=run, report=report)["metrics"]
+    assert paper["variants"] == {"relevance_rate": "paper", "citation_precision": "paper"}
+    config.options = {**config.options, "variants": {"relevance_rate": "upstream"}}
+    config.save(update_fields=["options"])
+    upstream = pipeline.score_report(run=run, report=report)["metrics"]
+    assert upstream["variants"]["relevance_rate"] == "upstream"
+    assert upstream["relevance_rate"] == pytest.approx(2 * paper["relevance_rate"])  # without the ½
+    assert pipeline.score_system(report_scores=[{"metrics": upstream, "items_judged": 1, "items_failed": 0}])[
+        "metrics"]["variants"]["relevance_rate"] == "upstream"
+    config.options = {**config.options, "variants": {"relevance_rate": "code"}}
+    config.save(update_fields=["options"])
+    with pytest.raises(ValueError, match="variants.relevance_rate must be one of paper, upstream; got 'code'"):
+        pipeline.score_report(run=run, report=report)
