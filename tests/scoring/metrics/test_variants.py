@@ -31,3 +31,32 @@ def test_deepscholar_citation_precision_upstream_is_the_mean_of_sentence_precisi
     assert citation_precision(support, variant="upstream", sentences=sentences) == pytest.approx((1.0 + 0.0) / 2)
     with pytest.raises(ValueError, match="sentences: the upstream variant needs"):
         citation_precision(support, variant="upstream")
+
+
+def test_reportbench_upstream_matches_titles_exactly_after_its_own_normalisation():
+    from scoring.metrics import reference_prf, upstream_title_key
+
+    assert upstream_title_key("A/B Testing") == "ab testing"
+    assert upstream_title_key("  Deep   Learning: A Review ") == "deep learning a review"
+    predicted = [{"title": "A/B Testing"}, {"title": "Deep Learning: a review"}, {"title": "Attention is all you need!"}]
+    gold = [{"title": "ab testing"}, {"title": "Deep learning - a review"}, {"title": "Other"}, {"title": "More"}]
+    got = reference_prf(predicted, gold, variant="reportbench_upstream")
+    # "deep learning  a review" keeps the dash's removal as a double space, collapsed: matches; the rest do not
+    assert got["tp"] == 2 and got["precision"] == pytest.approx(2 / 3) and got["recall"] == pytest.approx(2 / 4)
+
+
+def test_scisage_upstream_counts_every_pair_above_the_threshold():
+    from difflib import SequenceMatcher
+
+    from scoring.metrics import reference_prf
+
+    predicted = [{"title": "Graph neural networks: a survey"}, {"title": "Graph neural network a survey"}]
+    gold = [{"title": "Graph Neural Networks: A Survey"}, {"title": "Unrelated work on proteins"}]
+    got = reference_prf(predicted, gold, variant="scisage_upstream")
+    pairs = sum(SequenceMatcher(None, *sorted((" ".join(p["title"].lower().replace(":", " ").split()),
+                                                " ".join(g["title"].lower().replace(":", " ").split())))).ratio() >= 0.8
+                for p in predicted for g in gold)
+    assert got["tp"] == pairs == 2  # both predictions match the same gold title: many to many
+    assert got["recall"] == pytest.approx(2 / 2) and got["precision"] == pytest.approx(2 / 2)
+    with pytest.raises(ValueError, match="variant"):
+        reference_prf(predicted, gold, variant="surveyscope")
