@@ -59,7 +59,7 @@ from scoring.metrics import (
 from scoring.models import Statement, Verdict
 from scoring.sources import fetched_entry
 
-from .base import BasePipeline, fingerprint, record_answer
+from .base import BasePipeline, fingerprint, record_answer, variant_option
 from .verdicts import (
     RAW_TEXT_LIMIT,
     Pending,
@@ -387,7 +387,8 @@ class ReportBenchPipeline(BasePipeline):
         judged += len(flags)
         failed += cited_failed
 
-        # non-cited statements: majority over the finished repeats, ties excluded
+        # non-cited statements: majority over the finished repeats; a tie is not verified (paper and released
+        # code), or left out with the judge configuration's options {"variants": {"factual_accuracy_ties": "exclude"}}
         votes: dict[int, list[bool]] = defaultdict(list)
         for r in by_kind[UNCITED_KIND]:
             if (r["target_id"] in uncited_ids and r["repeat"] < config.repeats and not r["error"]
@@ -398,13 +399,15 @@ class ReportBenchPipeline(BasePipeline):
         judged += len(decisions)
         failed += uncited_failed
 
+        ties = variant_option(config, "factual_accuracy_ties", ("count_as_wrong", "exclude"))
         metrics = {
             **ref_metrics,
+            "variants": {"factual_accuracy_ties": ties},
             "match_rate": match_rate(list(flags.values())) if flags else None,
             "cited_statements": len(cited_ids),
             "cited_judged": len(flags),
             "cited_failed": cited_failed,
-            "factual_accuracy": factual_accuracy(decisions) if decisions else None,
+            "factual_accuracy": factual_accuracy(decisions, ties=ties) if decisions else None,
             "uncited_statements": len(uncited_ids),
             "uncited_judged": len(decisions),
             "uncited_failed": uncited_failed,

@@ -258,7 +258,7 @@ def test_per_item_errors_are_failed_items_and_retried_in_place(case):
 
 
 @pytest.mark.django_db
-def test_a_tie_between_finished_repeats_is_excluded(case):
+def test_a_tie_between_finished_repeats_is_not_verified_or_excluded_by_option(case):
     task, report = case
     config = judge_config(repeats=2)
     run = make_run(config)
@@ -266,7 +266,12 @@ def test_a_tie_between_finished_repeats_is_excluded(case):
     run_all(run, report, StepJudge(config))
     m = pipeline.score_report(run=run, report=report)["metrics"]
     assert (m["uncited_judged"], m["uncited_ties"]) == (3, 1)
-    assert m["factual_accuracy"] == pytest.approx(1.0)
+    assert m["factual_accuracy"] == pytest.approx(2 / 3)  # the paper and the released code: a tie is not verified
+    assert m["variants"] == {"factual_accuracy_ties": "count_as_wrong"}
+    config.options = {**config.options, "variants": {"factual_accuracy_ties": "exclude"}}
+    config.save(update_fields=["options"])
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["factual_accuracy"] == pytest.approx(2 / 2) and m["variants"] == {"factual_accuracy_ties": "exclude"}
 
 
 @pytest.mark.django_db
