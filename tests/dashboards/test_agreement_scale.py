@@ -10,8 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.dashboards import agreement, human
-from annotation.dashboards import selectors as s
+from annotation.dashboards import agreement
 from annotation.models import AnnotationItem, AnnotationProject, Label
 from scoring import metrics as m
 from tests.annotation_factories import annotator, curator, members_add
