@@ -88,7 +88,10 @@ def comparison_structure(comparisons: Any, n_items: int | None = None, ties: str
 
 
 def _posterior_sd(a, b, total, theta: np.ndarray, ridge: float) -> np.ndarray:
-    """√diag of the inverse Hessian of the penalised negative log-likelihood at θ (Laplace)."""
+    """Laplace standard deviations of the *centred* θ (what is reported): √diag(P H⁻¹ P), H the
+    Hessian of the penalised negative log-likelihood at θ, P = I − J/n. The likelihood cannot
+    see a common shift of all θ, so H⁻¹ alone would add the prior's shift variance 1/(nλ) to
+    every system."""
     n = theta.size
     prob, _ = _sigmoid(theta[a] - theta[b])
     h = total * prob * (1.0 - prob)
@@ -97,8 +100,8 @@ def _posterior_sd(a, b, total, theta: np.ndarray, ridge: float) -> np.ndarray:
     np.add.at(hess, (b, a), -h)
     np.add.at(hess, (a, a), h)
     np.add.at(hess, (b, b), h)
-    return np.sqrt(np.diag(np.linalg.inv(hess)))
-
+    centre = np.eye(n) - 1.0 / n
+    return np.sqrt(np.clip(np.diag(centre @ np.linalg.inv(hess) @ centre), 0.0, None))
 
 
 def bradley_terry_clustered(
@@ -123,7 +126,8 @@ def bradley_terry_clustered(
     comparisons are separable (their θ is held finite only by the prior). Where resampling
     cannot show the uncertainty — a system that wins every comparison wins them in every
     resample too — the bounds are widened to cover the Laplace interval θ ± z·``posterior_sd``
-    (the prior's posterior), so they are never narrower than what the prior and data allow.
+    (the posterior of the centred θ under the prior), so they are never narrower than what the
+    prior and data allow.
     """
     check_choice(ties, "ties", ("half", "exclude"))
     ridge = check_real(prior_precision, "prior_precision", low=0.0, low_open=True)
