@@ -32,6 +32,6 @@ def deliver_webhook(self, delivery_id: int) -> str:
 @shared_task(name="annotation.refresh_project_agreement", acks_late=True,
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
 def refresh_project_agreement(project_id: int) -> str:
-    from .dashboards.selectors import project_agreement_refresh
+    from .dashboards.agreement import project_agreement_refresh
 
     return "refreshed" if project_agreement_refresh(project_id=project_id) is not None else "missing"

@@ -234,8 +234,15 @@ def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
                 "over": over.get(key),
             })
         rows.append({"card": card, "cells": cells})
+    # DeepScholar: the metrics the system cards' geometric mean is over (the same for every system of the run)
+    over = next((c.metrics["geometric_mean_over"] for c in cards
+                 if c.report_id is None and isinstance(c.metrics.get("geometric_mean_over"), list)), None)
     return {
         "columns": [{"key": key, "label": metric_label(key)} for key in columns],
         "rows": rows,
         "digits": 1 if protocol in PERCENT_PROTOCOLS else 3,
+        "geometric_mean_over": [metric_label(k) for k in over] if over is not None else None,
+        # which variant of each metric the run computed: the paper's, or the released code's ("upstream")
+        "variants": next(({metric_label(k): v for k, v in c.metrics["variants"].items()} for c in cards
+                          if isinstance(c.metrics.get("variants"), dict)), None),
     }

@@ -68,7 +68,7 @@ class ProjectListApi(ListApi):
 
         class Meta:
             model = AnnotationProject
-            fields = ["id", "name", "description", "kind", "status", "blind", "overlap", "task_set", "label_set",
+            fields = ["id", "name", "description", "kind", "status", "blind", "overlap", "task_set", "label_set", "label_level",
                       "dimensions", "item_kinds", "my_role", "n_items", "n_settled", "created_at"]
 
     filter_fields = {"kind": "kind", "status": "status", "task_set": "task_set_id"}

@@ -14,6 +14,8 @@ from benchmark.models import Protocol
 
 from . import figures as figure_selectors
 from . import progress, triage
+from . import agreement as agreement_selectors
+from . import human as human_selectors
 from . import selectors as s
 
 
@@ -33,6 +35,15 @@ TASK_SET = OpenApiParameter("task_set", int, description="a task set's id")
 METRIC = OpenApiParameter("metric", str)
 SOURCE = OpenApiParameter("source", str)
 COMPONENT = OpenApiParameter("component", str)
+HUMAN_SCOPE = (
+    OpenApiParameter("protocol", str, enum=list(Protocol.values), description="only preferences on this protocol's tasks"),
+    OpenApiParameter("task_set", int, description="only preferences on this task set's tasks"),
+    OpenApiParameter("project", int, description="only preferences given in this annotation project"),
+    SOURCE, COMPONENT,
+    OpenApiParameter("discipline", str, description="only tasks whose survey has this discipline (name)"),
+    OpenApiParameter("annotator", str, description="only this annotator's preferences (username)"),
+)
+BY = OpenApiParameter("by", str, enum=["discipline", "annotator"], description="also one ranking per value")
 
 
 class DashboardApi(APIView):
@@ -64,13 +75,13 @@ class LeaderboardApi(DashboardApi):
 
 
 class HumanRankingApi(DashboardApi):
-    @_schema(SOURCE, COMPONENT, summary="Bradley–Terry ranking from human preferences (selectors.human_ranking)")
+    @_schema(*HUMAN_SCOPE, BY, summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
-        return s.human_ranking(source=request.query_params.get("source", ""),
-                               component=request.query_params.get("component", ""))
+        return human_selectors.human_ranking(scope=human_selectors.scope_from_params(request.query_params),
+                                             by=request.query_params.get("by", ""))
 
 
 class AgreementApi(DashboardApi):
@@ -79,8 +90,9 @@ class AgreementApi(DashboardApi):
         return super().get(request)
 
     def figures(self, request):
-        return {"judge": s.judge_agreement(user=request.user), "iaa": s.inter_annotator(user=request.user),
-                "imported": s.imported_agreement()}
+        return {"judge": agreement_selectors.judge_agreement(user=request.user),
+                "iaa": agreement_selectors.inter_annotator(user=request.user),
+                "imported": human_selectors.imported_agreement()}
 
 
 class VerdictChartApi(DashboardApi):
@@ -103,14 +115,13 @@ class ScoreChartApi(DashboardApi):
 
 
 class HumanVsAutomatedChartApi(DashboardApi):
-    @_schema(SOURCE, COMPONENT, METRIC, summary="Human strength vs an automated metric (selectors.human_vs_automated)")
+    @_schema(*HUMAN_SCOPE, METRIC, summary="Human strength vs an automated metric (human.human_vs_automated)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
-        return s.human_vs_automated(source=request.query_params.get("source", ""),
-                                    component=request.query_params.get("component", ""),
-                                    metric=request.query_params.get("metric", ""))
+        return human_selectors.human_vs_automated(scope=human_selectors.scope_from_params(request.query_params),
+                                                  metric=request.query_params.get("metric", ""))
 
 
 

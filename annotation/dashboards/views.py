@@ -17,6 +17,8 @@ from annotation.views.access import refuse
 from benchmark.models import Protocol
 
 from . import charts, figures, progress, triage
+from . import agreement as agreement_selectors
+from . import human as human_selectors
 from . import selectors as s
 
 
@@ -49,7 +51,7 @@ def _digits(percent: bool) -> int:
 
 @login_required
 def index(request):
-    return render(request, "dashboards/index.html", {"protocols": Protocol.choices, "sources": s.preference_sources(),
+    return render(request, "dashboards/index.html", {"protocols": Protocol.choices, "sources": human_selectors.preference_sources(),
                                                      "progress": progress.runs_in_progress()})
 
 
@@ -65,43 +67,53 @@ def leaderboard(request):
                 is_best = test.get("best") == row["system_id"]
                 rows.append([row["system"], cell["metric"], cell.get("estimate"), cell.get("low"), cell.get("high"),
                              cell.get("n_tasks", 0), row["items_judged"], row["items_failed"],
-                             test.get("p_value") if is_best else None, int(cell["significant"])])
+                             test.get("p_value") if is_best else None, test.get("p_holm") if is_best else None,
+                             int(cell["significant"])])
         header = ["system", "metric", "mean", "ci95_low", "ci95_high", "tasks", "items_judged", "items_failed",
-                  "p_best_vs_second", "significant"]
+                  "p_best_vs_second", "p_holm", "significant"]
         return _csv(f"leaderboard-{protocol}.csv", header, rows)
-    human = s.human_ranking(with_correlations=False)
+    # The human side of this protocol's leaderboard: its own systems on its own tasks only.
+    human = human_selectors.human_ranking(scope=human_selectors.Scope(protocol=protocol, task_set=task_set_id),
+                                          with_correlations=False)
     context = {
         "board": board, "protocol": protocol, "protocol_label": Protocol(protocol).label, "run_id": run_id,
         "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=protocol), "digits": _digits(board["percent"]),
-        "human": human, "significance": s.SIGNIFICANCE,
+        "human": human, "significance": s.SIGNIFICANCE, "min_test_tasks": s.MIN_TEST_TASKS,
     }
     return render(request, "dashboards/leaderboard.html", context)
 
 
 @login_required
 def human_ranking(request):
-    source, component = request.GET.get("source", ""), request.GET.get("component", "")
-    ranking = s.human_ranking(source=source, component=component)
+    try:
+        scope = human_selectors.scope_from_params(request.GET)
+        ranking = human_selectors.human_ranking(scope=scope, by=request.GET.get("by", ""))
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("dashboards:human")
     if _wants_csv(request):
-        header = ["rank", "system", "bt_theta", "theta_ci95_low", "theta_ci95_high", "elo", "elo_ci95_low",
-                  "elo_ci95_high", "wins", "losses", "ties", "comparisons"]
-        rows = [[r["rank"], r["system"], r["theta"], r["low"], r["high"], r["elo"], r["elo_low"], r["elo_high"],
-                 r["wins"], r["losses"], r["ties"], r["n"]] for r in ranking["systems"]]
+        header = ["rank", "system", "bt_theta", "theta_ci95_low", "theta_ci95_high", "bt_elo_scale",
+                  "bt_elo_scale_ci95_low", "bt_elo_scale_ci95_high", "online_elo", "wins", "losses", "ties",
+                  "comparisons"]
+        rows = [[r["rank"], r["system"], r["theta"], r["low"], r["high"], r["bt_elo_scale"], r["bt_elo_scale_low"],
+                 r["bt_elo_scale_high"], r["online_elo"], r["wins"], r["losses"], r["ties"], r["n"]]
+                for r in ranking["systems"]]
         return _csv("human-ranking.csv", header, rows)
     chart = charts.interval_plot(
-        [{"label": r["system"], "estimate": r["elo"], "low": r["elo_low"], "high": r["elo_high"]} for r in ranking["systems"]],
-        title="Bradley–Terry strength from human preferences (Elo scale, 95 % CI)", x_label="Elo-scale rating",
-        chart_id="chart-human",
+        [{"label": r["system"], "estimate": r["bt_elo_scale"], "low": r["bt_elo_scale_low"], "high": r["bt_elo_scale_high"]}
+         for r in ranking["systems"]],
+        title="Bradley–Terry strength from human preferences (on an Elo-like scale, 95 % CI)",
+        x_label="Bradley–Terry θ on an Elo-like scale", chart_id="chart-human",
     ) if ranking["systems"] else None
-    context = {"ranking": ranking, "chart": chart, "sources": s.preference_sources(), "source": source,
-               "component": component}
+    context = {"ranking": ranking, "chart": chart, "options": human_selectors.scope_options(), "scope": scope,
+               "by": ranking["by"]}
     return render(request, "dashboards/human.html", context)
 
 
 @login_required
 def agreement(request):
-    judge = s.judge_agreement(user=request.user)
-    iaa = s.inter_annotator(user=request.user)
+    judge = agreement_selectors.judge_agreement(user=request.user)
+    iaa = agreement_selectors.inter_annotator(user=request.user)
     if _wants_csv(request):
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
                   "labels", "prompt_version"]
@@ -113,7 +125,7 @@ def agreement(request):
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
     return render(request, "dashboards/agreement.html",
-                  {"judge": judge, "iaa": iaa, "imported": s.imported_agreement()})
+                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement()})
 
 
 @login_required
@@ -156,8 +168,12 @@ def chart_scores(request):
 
 @login_required
 def chart_human_vs_auto(request):
-    data = s.human_vs_automated(source=request.GET.get("source", ""), component=request.GET.get("component", ""),
-                                metric=request.GET.get("metric", ""))
+    try:
+        scope = human_selectors.scope_from_params(request.GET)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+        return redirect("dashboards:chart_human_vs_auto")
+    data = human_selectors.human_vs_automated(scope=scope, metric=request.GET.get("metric", ""))
     chosen, corr = data["metric"], data["correlation"]
     if _wants_csv(request):
         rows = [[p["system"], p["human"], p["metric"]] for p in (corr["points"] if corr else [])]

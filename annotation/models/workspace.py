@@ -67,7 +67,14 @@ class AnnotationProject(TimeStamped):
     ``label_set`` maps each constrained field of a label's value to its allowed values
     (``{"decision": [...], "reason": [...]}`` for verify, ``{"choice": [...]}`` for pairwise,
     ``{"label": [...]}`` for agreement); ``dimensions`` lists the pairwise dimensions.
+    ``label_level`` declares how the main label field is measured, which fixes Krippendorff's α
+    (nominal; ordinal: ordered as the label set lists them; interval: the labels are numbers).
     """
+
+    class LabelLevel(models.TextChoices):
+        NOMINAL = "nominal", "Nominal (categories)"
+        ORDINAL = "ordinal", "Ordinal (ordered as the label set lists them)"
+        INTERVAL = "interval", "Interval (numeric labels)"
 
     class Kind(models.TextChoices):
         VERIFY = "verify", "Verify proposed items"
@@ -95,6 +102,7 @@ class AnnotationProject(TimeStamped):
     overlap = models.PositiveSmallIntegerField(default=1, help_text="independent annotators per item (k)")
     blind = models.BooleanField(default=True)
     label_set = models.JSONField(default=dict, blank=True)
+    label_level = models.CharField(max_length=10, choices=LabelLevel.choices, default=LabelLevel.NOMINAL)
     dimensions = models.JSONField(default=list, blank=True)
     hold_duration = models.DurationField(default=DEFAULT_HOLD, help_text="how long a claimed item stays reserved")
     seed = models.IntegerField(default=0, help_text="pairwise: seed of the randomized schedule")

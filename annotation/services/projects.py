@@ -29,7 +29,7 @@ from ..selectors import is_global_curator, project_role
 from .audit import audit_record
 from .review import labels_disagree
 from .schedule import double_round_robin
-from .values import dimensions_clean, label_set_clean, value_clean
+from .values import dimensions_clean, label_level_clean, label_set_clean, value_clean
 
 Kind = AnnotationProject.Kind
 DEFAULT_OVERLAP = {Kind.VERIFY: 2, Kind.PAIRWISE: 1, Kind.AGREEMENT: 1}
@@ -140,6 +140,7 @@ def _settings_view(project: AnnotationProject) -> dict:
         "name": project.name, "kind": project.kind, "status": project.status, "overlap": project.overlap,
         "blind": project.blind, "item_kinds": project.item_kinds, "component": project.component,
         "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
+        "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
         "task_set_id": project.task_set_id,
     }
@@ -164,7 +165,8 @@ def _project_new(
     if kind == Kind.AGREEMENT:
         judge_labels = list(_verdicts(project, list(task_ids)).values_list("label", flat=True).distinct())
     project.label_set = label_set_clean(kind=kind, label_set=label_set, judge_labels=judge_labels)
-    project.save(update_fields=["label_set"])
+    project.label_level = label_level_clean(kind=kind, level=project.label_level, label_set=project.label_set)
+    project.save(update_fields=["label_set", "label_level"])
     ProjectMembership.objects.create(project=project, user=created_by, role=Role.CURATOR)
     return project
 
@@ -185,6 +187,7 @@ def project_create(
     overlap: int | None = None,
     blind: bool = True,
     label_set: dict | None = None,
+    label_level: str = AnnotationProject.LabelLevel.NOMINAL,
     dimensions: Sequence[str] | None = None,
     hold_duration: timedelta = DEFAULT_HOLD,
     description: str = "",
@@ -197,7 +200,8 @@ def project_create(
     pairwise: a double round-robin over each task's reports (of ``systems``, default all)
     with swapped positions in the second leg. agreement: ``judge_config``'s first-repeat
     verdicts on the tasks' reports (of ``steps``, default all); the label set defaults to
-    the labels those verdicts use. Tasks are ``tasks`` plus the tasks of ``task_set``.
+    the labels those verdicts use, measured at ``label_level`` (nominal by default; ordinal in
+    the label set's order, interval for numeric labels: what Krippendorff's α uses). Tasks are ``tasks`` plus the tasks of ``task_set``.
     Only global curators create projects.
     """
     if not is_global_curator(created_by):
@@ -220,7 +224,7 @@ def project_create(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
         description=description, task_set=task_set, item_kinds=item_kinds, component=component,
         judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, hold_duration=hold_duration,
-        seed=seed, dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
+        seed=seed, dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [], label_level=label_level,
     )
     added = _populate(project, actor=created_by)
     audit_record(

@@ -9,7 +9,7 @@ agreement {label, judge_correct, correction, note}              (label from the 
 
 import copy
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -56,6 +56,39 @@ def label_set_clean(*, kind: str, label_set: dict | None, judge_labels: Sequence
     if fixed and set(merged[main]) - set(fixed):
         raise ValueError(f"label_set.{main}: only {', '.join(fixed)} have a meaning here")
     return merged
+
+
+def label_level_clean(*, kind: str, level: str, label_set: dict) -> str:
+    """The declared measurement level of the project's main label field (Krippendorff's α is
+    computed at this level, never at one guessed from the values). Only agreement projects
+    have labels that can be ordered; interval labels must all be numbers."""
+    levels = AnnotationProject.LabelLevel.values
+    if level not in levels:
+        raise ValueError(f"label_level: {level!r} is not one of {', '.join(levels)}")
+    if level != AnnotationProject.LabelLevel.NOMINAL and kind != AnnotationProject.Kind.AGREEMENT:
+        raise ValueError("label_level: only agreement projects' labels can be ordinal or interval")
+    if level == AnnotationProject.LabelLevel.INTERVAL:
+        for value in label_set.get(_DEFAULT_FIELD[kind], []):
+            try:
+                float(value)
+            except ValueError:
+                raise ValueError(f"label_level: interval labels must be numbers; {value!r} is not") from None
+    return level
+
+
+def label_numbers(*, level: str, label_set: dict, labels: Sequence[Any]) -> list[float] | None:
+    """The labels as the numbers α compares at ``level``: their position in the label set
+    (ordinal), their value (interval); ``None`` for nominal, or when a label is not in the
+    label set / not a number (then only a nominal comparison is meaningful)."""
+    if level == AnnotationProject.LabelLevel.ORDINAL:
+        order = {value: rank for rank, value in enumerate(label_set.get("label", []))}
+        return [float(order[str(v)]) for v in labels] if all(str(v) in order for v in labels) else None
+    if level == AnnotationProject.LabelLevel.INTERVAL:
+        try:
+            return [float(v) for v in labels]
+        except (TypeError, ValueError):
+            return None
+    return None
 
 
 def dimensions_clean(dimensions: Sequence[str] | None) -> list[str]:
@@ -197,12 +230,26 @@ def value_clean(*, project: AnnotationProject, target, value: Any) -> dict:
     return cleaners[project.kind](project, value, target)
 
 
-def consensus_key(kind: str, value: dict) -> Any:
-    """What two labels must share to agree: the decision (and the exact edits), the preferred
-    report (whatever side it was shown on), or the label."""
+def preference_outcome(choice: str, left: int, right: int, *, order: Mapping[int, Any] | None = None) -> str:
+    """A pairwise choice as the outcome of its pair, whatever side each report was shown on:
+    ``first`` (better), ``second`` or ``tie``, the pair ordered by ``order[report]`` (the
+    reports' systems, so "first" is the same system on every item of a system pair), then by
+    report id. Coding the preferred report's id instead would make every report its own
+    category and chance agreement vanish, inflating κ and α."""
+    if choice == "tie":
+        return "tie"
+    preferred = {"left": left, "right": right}[choice]
+    order = order or {}
+    first = min((left, right), key=lambda report: (order.get(report, report), report))
+    return "first" if preferred == first else "second"
+
+
+def consensus_key(kind: str, value: dict, *, order: Mapping[int, Any] | None = None) -> Any:
+    """What two labels must share to agree: the decision (and the exact edits), the pair's
+    outcome (``preference_outcome``), or the label."""
     if kind == AnnotationProject.Kind.VERIFY:
         edits = json.dumps(value.get("edits") or {}, sort_keys=True) if value["decision"] == "edit" else ""
         return (value["decision"], edits)
     if kind == AnnotationProject.Kind.PAIRWISE:
-        return {"left": value["left_report_id"], "right": value["right_report_id"]}.get(value["choice"], "tie")
+        return preference_outcome(value["choice"], value["left_report_id"], value["right_report_id"], order=order)
     return value["label"]

@@ -13,7 +13,9 @@ Modules, by protocol:
 * :mod:`.surveylens` — RAMS, TAMS, Bradley–Terry aspect weights, rubric score, structure ratios (SurveyLens);
 * :mod:`.deepscholar` — DeepScholar-bench retrieval, verifiability and synthesis metrics;
 * :mod:`.ranking` — Bradley–Terry, Elo, bootstrap intervals, ranks with intervals;
+* :mod:`.preference_ranking` — separation checks and a prior-regularised, cluster-bootstrapped Bradley–Terry;
 * :mod:`.agreement` — percent agreement, Cohen's/Fleiss' κ, Krippendorff's α, Landis–Koch reading;
+* :mod:`.agreement_intervals` — observed agreement and bootstrap intervals over items for κ and α;
 * :mod:`.correlation` — Spearman, Kendall τ-b, pairwise concordance, paired t-test.
 
 Conventions: every function raises ``ValueError`` naming the problem for
@@ -24,11 +26,16 @@ importance give 0).  Scores are on a 0–1 scale except DeepSynth-Eval's,
 which the paper reports in percent.
 """
 
-from . import agreement, checklist, correlation, deepscholar, ranking, references, reportbench, surveylens
+from . import (
+    agreement, agreement_intervals, checklist, correlation, deepscholar, preference_ranking, ranking, references,
+    reportbench, surveylens,
+)
 from .agreement import *  # noqa: F403
+from .agreement_intervals import *  # noqa: F403
 from .checklist import *  # noqa: F403
 from .correlation import *  # noqa: F403
 from .deepscholar import *  # noqa: F403
+from .preference_ranking import *  # noqa: F403
 from .ranking import *  # noqa: F403
 from .references import *  # noqa: F403
 from .reportbench import *  # noqa: F403
@@ -42,6 +49,8 @@ __all__ = [
     *surveylens.__all__,  # SurveyLens
     *deepscholar.__all__,  # DeepScholar-bench
     *ranking.__all__,  # Bradley–Terry, Elo, bootstrap
+    *preference_ranking.__all__,  # separation checks, weak prior, cluster bootstrap
     *agreement.__all__,  # inter-annotator agreement
+    *agreement_intervals.__all__,  # bootstrap intervals over items for κ and α
     *correlation.__all__,  # rank correlation, paired t-test
 ]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._validate import as_numeric, check_choice, check_int, check_real, fail
 
-__all__ = ["group_score", "checklist_scores", "threshold_from_clip_factor"]
+__all__ = ["group_score", "checklist_scores", "threshold_from_clip_factor", "GROUP_SCORE_VARIANTS"]
 
 _KINDS = ("general", "constraint")
 _GROUP_KEYS = frozenset({"kind", "verdicts", "threshold"})
@@ -48,16 +48,23 @@ def _threshold(value: Any, n_items: int, name: str) -> float:
     return theta
 
 
-def group_score(verdicts: Sequence[int], threshold: float | None = None) -> float:
+GROUP_SCORE_VARIANTS = ("paper", "upstream")
+
+
+def group_score(verdicts: Sequence[int], threshold: float | None = None, variant: str = "paper") -> float:
     """Score of one checklist group, eq. 3: max(0, min(1, S_k / θ_k)) in [0, 1].
 
     ``threshold`` is θ_k (0 < θ_k ≤ N_k); ``None`` means θ_k = N_k.  The
     paper's example: N_k = 15 items and θ_k = 10, so a cumulative reward of 10
-    already earns full credit.
+    already earns full credit. ``variant="upstream"`` reproduces the released
+    scorer, which caps at 1 but has no floor at 0: min(1, S_k / θ_k), negative
+    when incorrect items outweigh correct ones.
     """
+    check_choice(variant, "variant", GROUP_SCORE_VARIANTS)
     arr = _verdicts(verdicts, "verdicts")
     theta = _threshold(threshold, arr.size, "threshold")
-    return float(np.clip(arr.sum() / theta, 0.0, 1.0))
+    ratio = arr.sum() / theta
+    return float(min(ratio, 1.0) if variant == "upstream" else np.clip(ratio, 0.0, 1.0))
 
 
 def threshold_from_clip_factor(n_items: int, clip_factor: float) -> float:
@@ -77,7 +84,7 @@ def _mean_percent(scores: list[float]) -> float | None:
     return float(np.mean(scores) * 100.0) if scores else None
 
 
-def checklist_scores(groups: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+def checklist_scores(groups: Sequence[Mapping[str, Any]], variant: str = "paper") -> dict[str, float | int | None]:
     """DeepSynth-Eval scores of one report (paper §3.4, eq. 3–7).
 
     ``groups`` is a list of ``{"kind": "general" | "constraint", "verdicts":
@@ -91,8 +98,10 @@ def checklist_scores(groups: Sequence[Mapping[str, Any]]) -> dict[str, float | i
     * ``precision`` — 100 · N_correct / (N_correct + N_incorrect) over all items
       of all groups (eq. 7), ``None`` when no item was mentioned;
 
-    plus the integer counts ``correct``, ``omitted`` and ``incorrect``.
+    plus the integer counts ``correct``, ``omitted`` and ``incorrect``. ``variant``: the group
+    score's (:func:`group_score`).
     """
+    check_choice(variant, "variant", GROUP_SCORE_VARIANTS)
     if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Sequence):
         fail(f"groups must be a list of group dicts; got {type(groups).__name__}")
     per_kind: dict[str, list[float]] = {kind: [] for kind in _KINDS}
@@ -109,7 +118,7 @@ def checklist_scores(groups: Sequence[Mapping[str, Any]]) -> dict[str, float | i
         kind = check_choice(group["kind"], f"groups[{g}]['kind']", _KINDS)
         verdicts = _verdicts(group["verdicts"], f"groups[{g}]['verdicts']")
         theta = _threshold(group.get("threshold"), verdicts.size, f"groups[{g}]['threshold']")
-        per_kind[kind].append(float(np.clip(verdicts.sum() / theta, 0.0, 1.0)))
+        per_kind[kind].append(group_score(verdicts, theta, variant=variant))
         counts += np.bincount((verdicts + 1).astype(np.intp), minlength=3)
     incorrect, omitted, correct = (int(c) for c in counts)
     mentioned = correct + incorrect

@@ -16,7 +16,7 @@ from scipy.special import stdtr  # Student's t CDF: scipy.stats would add ~50 Mi
 
 from ._validate import as_numeric, fail
 
-__all__ = ["spearman", "kendall_tau", "pairwise_concordance", "paired_t_test"]
+__all__ = ["spearman", "kendall_tau", "pairwise_concordance", "paired_t_test", "holm_adjust"]
 
 
 def _paired(x: Any, y: Any, minimum: int, names: tuple[str, str] = ("x", "y")) -> tuple[np.ndarray, np.ndarray]:
@@ -177,3 +177,21 @@ def paired_t_test(a: Any, b: Any) -> dict[str, float | int | None]:
         return {"statistic": math.copysign(math.inf, mean), "p_value": 0.0, "mean_difference": mean, "df": n - 1}
     t = mean / (sd / math.sqrt(n))
     return {"statistic": t, "p_value": float(2.0 * stdtr(n - 1, -abs(t))), "mean_difference": mean, "df": n - 1}
+
+
+def holm_adjust(p_values: Any) -> list[float | None]:
+    """Holm's step-down adjusted p-values (Holm 1979) for a family of tests: sorted ascending,
+    p̃_(i) = max_{j ≤ i} min(1, (m − j + 1) p_(j)). ``None`` entries (no test) are left as
+    ``None`` and not counted in m. Rejecting where p̃ < α controls the family-wise error at α."""
+    values = list(p_values)
+    present = [(p, i) for i, p in enumerate(values) if p is not None]
+    arr = as_numeric([p for p, _ in present], "p_values") if present else np.array([])
+    if ((arr < 0) | (arr > 1)).any():
+        fail("p_values must lie in [0, 1]")
+    order = np.argsort(arr, kind="stable")
+    m = arr.size
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (m - np.arange(m)) * arr[order])) if m else arr
+    out: list[float | None] = [None] * len(values)
+    for rank, k in enumerate(order):
+        out[present[k][1]] = float(adjusted[rank])
+    return out

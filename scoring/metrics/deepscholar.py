@@ -14,7 +14,7 @@ over citations (the code averages per-sentence precisions).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,21 +30,34 @@ __all__ = [
     "nugget_coverage",
     "win_rate",
     "geometric_mean",
+    "geometric_means_over_common",
     "NUGGET_MODES",
+    "TABLE2_METRICS",
+    "VARIANTS",
 ]
 
+# The seven metrics of Table 2 whose geometric mean is its "Geo. Mean" column, in its order.
+TABLE2_METRICS = ("organization", "nugget_coverage", "relevance_rate", "reference_coverage", "document_importance",
+                  "citation_precision", "claim_coverage")
 
-def relevance_rate(grades: Sequence[int]) -> float | None:
+
+VARIANTS = ("paper", "upstream")
+
+
+def relevance_rate(grades: Sequence[int], variant: str = "paper") -> float | None:
     """RR(S) = Σ_{s∈S} Rel(s) / (2|S|) for graded relevance Rel ∈ {0, 1, 2} (§8.3.2).
 
-    ``None`` for an empty retrieved set (the ratio is undefined).
+    ``None`` for an empty retrieved set (the ratio is undefined). ``variant="upstream"``
+    reproduces the released code, which divides by |S| (without the ½: values up to 2).
     """
+    check_choice(variant, "variant", VARIANTS)
     arr = as_numeric(grades, "grades")
     bad = (arr != 0) & (arr != 1) & (arr != 2)
     if bad.any():
         k = int(np.argmax(bad))
         fail(f"grades must be 0, 1 or 2; found {arr[k]!r} at position {k}")
-    return float(arr.sum() / (2 * arr.size)) if arr.size else None
+    denominator = arr.size if variant == "upstream" else 2 * arr.size
+    return float(arr.sum() / denominator) if arr.size else None
 
 
 def _id_set(ids: Any, name: str) -> set[Hashable]:
@@ -93,15 +106,28 @@ def document_importance(system_citation_counts: Sequence[float], exemplar_citati
     return min(float(np.median(system)) / reference, 1.0)
 
 
-def citation_precision(per_citation_support: Sequence[float]) -> float | None:
+def citation_precision(per_citation_support: Sequence[float], variant: str = "paper",
+                       sentences: Sequence[Hashable] | None = None) -> float | None:
     """Mean over a report's citations of whether the cited source supports its sentence (§8.3.3).
 
     One entry per citation: True/False, or a support value in [0, 1].
-    ``None`` when the report has no citation.
+    ``None`` when the report has no citation. ``variant="upstream"`` reproduces the released
+    code: the mean over sentences of each sentence's own precision, which needs ``sentences``
+    (the sentence of each citation); a sentence with many citations then weighs as much as one
+    with a single citation.
     """
+    check_choice(variant, "variant", VARIANTS)
     arr = as_numeric(per_citation_support, "per_citation_support", allow_bool=True)
     check_range(arr, "per_citation_support", 0.0, 1.0)
-    return float(arr.mean()) if arr.size else None
+    if not arr.size:
+        return None
+    if variant == "paper":
+        return float(arr.mean())
+    if sentences is None or len(sentences) != arr.size:
+        fail("sentences: the upstream variant needs the sentence of every citation (one entry per citation)")
+    _, index = np.unique(np.asarray([str(x) for x in sentences]), return_inverse=True)
+    per_sentence = np.bincount(index, weights=arr) / np.bincount(index)
+    return float(per_sentence.mean())
 
 
 def claim_coverage(sentence_supported: Any, window: int = 1) -> float | None:
@@ -181,3 +207,20 @@ def geometric_mean(values: Sequence[float]) -> float | None:
     if (arr == 0).any():
         return 0.0
     return float(np.exp(np.log(arr).mean()))
+
+
+def geometric_means_over_common(means: Mapping[Hashable, Mapping[str, float | None]],
+                                metrics: Sequence[str]) -> dict[str, Any]:
+    """Table 2's aggregate for systems compared together: each system's geometric mean of its
+    metric *means* (not a mean of report-level geometric means), over the ``metrics`` that are
+    defined (not ``None``) for every system, so no system is compared over fewer metrics than
+    another. Returns ``{"values": {system: float | None}, "over": [...], "left_out": [...]}``;
+    a value is ``None`` when no metric is common to all.
+    """
+    def defined(value: Any) -> bool:
+        return value is not None and not (isinstance(value, float) and np.isnan(value))
+
+    common = [k for k in metrics if means and all(defined(row.get(k)) for row in means.values())]
+    values = {system: (geometric_mean([float(row[k]) for k in common]) if common else None)
+              for system, row in means.items()}
+    return {"values": values, "over": common, "left_out": [k for k in metrics if k not in common]}

@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+import string
 from difflib import SequenceMatcher
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from ._validate import check_real, fail
+from ._validate import check_choice, check_real, fail
 
 __all__ = [
     "normalize_title",
@@ -44,7 +45,15 @@ __all__ = [
     "match_references",
     "deduplicate_references",
     "reference_prf",
+    "upstream_title_key",
+    "REFERENCE_VARIANTS",
 ]
+
+# "paper": identifiers, then exact and fuzzy titles, one-to-one (``match_references``);
+# the released code of each benchmark, reproducible by name, as the issue tracker records it.
+REFERENCE_VARIANTS = ("paper", "reportbench_upstream", "scisage_upstream")
+SCISAGE_UPSTREAM_SIMILARITY = 0.8
+_ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 # --------------------------------------------------------------------------- titles
 
@@ -371,12 +380,43 @@ def deduplicate_references(refs: Sequence[Mapping[str, str | None]]) -> list[int
     return _dedup_prepared(_prepare(refs, "refs"))
 
 
+def upstream_title_key(title: str) -> str:
+    """ReportBench's released title normalisation: lowercase, ASCII punctuation dropped,
+    whitespace collapsed ("A/B Testing" → "ab testing")."""
+    if not isinstance(title, str):
+        fail(f"title must be a string; got {type(title).__name__}")
+    return " ".join(title.lower().translate(_ASCII_PUNCTUATION).split())
+
+
+def _titles(refs: Any, name: str) -> list[str]:
+    _prepare(refs, name)  # the same validation as the paper's variant
+    return [ref.get("title") or "" for ref in refs]
+
+
+def _upstream_prf(predicted: Any, gold: Any, variant: str) -> dict[str, float | int]:
+    pred, gold_titles = _titles(predicted, "predicted"), _titles(gold, "gold")
+    if variant == "reportbench_upstream":  # exact match of the normalised title sets
+        a = {k for k in map(upstream_title_key, pred) if k}
+        b = {k for k in map(upstream_title_key, gold_titles) if k}
+        tp, n_pred, n_gold = len(a & b), len(a), len(b)
+    else:  # scisage_upstream: every (predicted, gold) pair at similarity ≥ 0.8 counts, many-to-many
+        a = [normalize_title(t) for t in pred if t.strip()]
+        b = [normalize_title(t) for t in gold_titles if t.strip()]
+        tp = sum(title_similarity(x, y) >= SCISAGE_UPSTREAM_SIMILARITY for x in a for y in b)
+        n_pred, n_gold = len(a), len(b)
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "n_predicted": n_pred, "n_gold": n_gold}
+
+
 def reference_prf(
     predicted: Sequence[Mapping[str, str | None]],
     gold: Sequence[Mapping[str, str | None]],
     *,
     deduplicate: bool = True,
     fuzzy_threshold: float = 0.9,
+    variant: str = "paper",
 ) -> dict[str, float | int]:
     """Reference precision, recall and F1 on a 0–1 scale (ReportBench §3.2; SciSage §5.1.3).
 
@@ -386,7 +426,15 @@ def reference_prf(
     (:func:`deduplicate_references`); ``deduplicate=False`` counts every list
     entry.  Empty inputs give 0 for the undefined ratios, never an error.
     Also returns ``n_predicted`` and ``n_gold`` (after deduplication).
+
+    ``variant`` reproduces a released scorer by name: ``"reportbench_upstream"`` counts exact
+    matches of :func:`upstream_title_key` titles (sets, titles only); ``"scisage_upstream"``
+    counts every (predicted, gold) title pair with similarity ≥ 0.8 as a true positive, many to
+    many, so a title matching several counts several times (precision or recall can exceed 1).
     """
+    check_choice(variant, "variant", REFERENCE_VARIANTS)
+    if variant != "paper":
+        return _upstream_prf(predicted, gold, variant)
     if not isinstance(deduplicate, bool):
         fail(f"deduplicate must be True or False; got {deduplicate!r}")
     threshold = check_real(fuzzy_threshold, "fuzzy_threshold", low=0.0, high=1.0, low_open=True)

@@ -55,13 +55,14 @@ def majority_vote(votes: Sequence[bool]) -> dict[str, bool | float | None]:
     return {"decision": yes > no, "confidence": max(yes, no) / arr.size}
 
 
-def factual_accuracy(decisions: Sequence[bool | None], ties: str = "exclude") -> float | None:
+def factual_accuracy(decisions: Sequence[bool | None], ties: str = "count_as_wrong") -> float | None:
     """Share of non-cited statements judged correct (ReportBench §3.2), 0–1.
 
     ``decisions`` are the per-statement majority decisions: True, False, or
-    ``None`` for a tied vote.  ``ties="exclude"`` leaves tied statements out
-    of numerator and denominator; ``ties="count_as_wrong"`` counts them as
-    not verified.  ``None`` when no statement is left to score.
+    ``None`` for a tied vote.  By default a tied vote counts as not verified,
+    as the paper and the released code count it (``ties="count_as_wrong"``);
+    ``ties="exclude"`` leaves tied statements out of numerator and denominator.
+    ``None`` when no statement is left to score.
     """
     check_choice(ties, "ties", ("exclude", "count_as_wrong"))
     if isinstance(decisions, (str, bytes)) or not isinstance(decisions, Sequence | np.ndarray):
@@ -77,21 +78,21 @@ def factual_accuracy(decisions: Sequence[bool | None], ties: str = "exclude") ->
 def citation_quartiles(citation_counts: Sequence[float]) -> np.ndarray:
     """Quartile (1–4) of each reference by citation count within one survey (ReportBench App. A.2.1).
 
-    The paper sorts a survey's references by citation count and cuts at the
-    25 %, 50 % and 75 % quantiles.  We compute the cut points t1 ≤ t2 ≤ t3
-    with ``numpy.quantile`` (linear interpolation) and assign Q1: c ≤ t1,
-    Q2: t1 < c ≤ t2, Q3: t2 < c ≤ t3, Q4: c > t3.  Ties therefore never
-    straddle a boundary — references with equal counts always share a
-    quartile, and a count equal to a cut point goes to the lower quartile —
-    so quartiles can be unequal in size or empty (e.g. when most counts are 0).
+    The paper sorts a survey's references by citation count, Q1 being the least-cited 25 %.
+    Quartiles are equal-size by rank: references are ranked by count (ascending), ties in the
+    order they are given (their position in the bibliography — a deterministic rule), and the
+    reference of rank r (0-based) of n goes to quartile 1 + ⌊4r / n⌋, so quartile sizes differ
+    by at most one. (Cutting at count quantiles instead lets ties pile up: counts with many
+    zeros gave sizes like [6, 0, 1, 3].)
     """
     counts = as_numeric(citation_counts, "gold_citation_counts")
     if (counts < 0).any():
         fail("gold_citation_counts must be non-negative")
     if counts.size == 0:
         return np.zeros(0, dtype=np.intp)
-    cuts = np.quantile(counts, [0.25, 0.5, 0.75])
-    return 1 + (counts[:, None] > cuts[None, :]).sum(axis=1)
+    rank = np.empty(counts.size, dtype=np.intp)
+    rank[np.argsort(counts, kind="stable")] = np.arange(counts.size)
+    return 1 + (4 * rank) // counts.size
 
 
 def _quartile_recall(quartiles: np.ndarray, matched: np.ndarray) -> list[float | None]:

@@ -7,7 +7,10 @@ A pipeline turns a report into stored verdicts and stored verdicts into scores:
   reusing finished verdicts so that a re-run of the same configuration makes no call;
 * ``score_report(run=, report=)`` computes the report's metrics from stored verdicts only
   (never calls a judge), returning ``{"metrics": {...}, "items_judged": n, "items_failed": m}``;
-* ``score_system(report_scores=)`` aggregates report scores to one system-level score.
+* ``score_system(report_scores=)`` aggregates report scores to one system-level score;
+* ``compare_systems(system_scores=)`` completes the system-level scores of one run with what
+  depends on the systems compared together (DeepScholar's geometric mean over the metrics
+  every system has), in place; ``{system id: score}``.
 
 The run services (``scoring.services.runs``) never know which protocol they run.
 """
@@ -35,11 +38,16 @@ class Pipeline(TypingProtocol):
 
     def score_system(self, *, report_scores: Sequence[dict]) -> dict: ...
 
+    def compare_systems(self, *, system_scores: dict) -> None: ...
+
 
 class BasePipeline:
     """Shared behaviour: system-level aggregation and LLM-call recording."""
 
     protocol = ""
+
+    def compare_systems(self, *, system_scores: dict) -> None:
+        """Nothing depends on the other systems of the run by default."""
 
     def score_system(self, *, report_scores: Sequence[dict]) -> dict:
         """System score = the mean of each numeric report-level metric over the reports where it
@@ -59,11 +67,26 @@ class BasePipeline:
         metrics: dict[str, Any] = {key: (sums[key] / counts[key] if counts[key] else None) for key in keys}
         metrics["reports"] = len(report_scores)
         metrics["reports_with"] = counts
+        # the metric variants the run computed (one per run: its judge configuration's options)
+        variants = next((s["metrics"]["variants"] for s in report_scores if isinstance(s["metrics"].get("variants"), dict)),
+                        None)
+        if variants is not None:
+            metrics["variants"] = variants
         return {
             "metrics": metrics,
             "items_judged": sum(s["items_judged"] for s in report_scores),
             "items_failed": sum(s["items_failed"] for s in report_scores),
         }
+
+
+def variant_option(config, name: str, allowed: Sequence[str]) -> str:
+    """Which variant of metric ``name`` a run computes: the judge configuration's
+    ``options["variants"][name]``, by default the paper's (``allowed[0]``); the released code's
+    behaviour is reproducible by name ("upstream") and shown on the score cards."""
+    chosen = ((getattr(config, "options", None) or {}).get("variants") or {}).get(name, allowed[0])
+    if chosen not in allowed:
+        raise ValueError(f"judge configuration option variants.{name} must be one of {', '.join(allowed)}; got {chosen!r}")
+    return chosen
 
 
 def call_recorder():

@@ -68,12 +68,16 @@ Document importance (no judge)
     the paper credits support of one claim: precision is as strict as coverage here.
 
 ``geometric_mean``
-    The geometric mean of the seven (:func:`geometric_mean`): a 0 anywhere makes it 0, as
-    the formula does. A metric that is ``None`` (undefined: no nugget, no count, every item
-    failed) is left out and ``geometric_mean_over`` names the metrics it is over — the paper
-    likewise leaves metrics out for the human exemplars (Table 2, note 1). At the system
-    level it is the geometric mean of the system's metric means (how Table 2's "Geo. Mean"
-    column follows from its other columns), not the mean of report-level geometric means.
+    Table 2's aggregate: the geometric mean of a system's seven metric *means* (how Table 2's
+    "Geo. Mean" column follows from its other columns), never a mean of report-level
+    geometric means; a 0 anywhere makes it 0, as the formula does. The systems of a run are
+    compared over one common set of metrics (:func:`geometric_means_over_common`, in
+    ``compare_systems``): a metric undefined for any of them (e.g. document importance without
+    citation counts) is left out for all, and ``geometric_mean_over`` names the metrics used
+    — the paper likewise leaves metrics out for the human exemplars (Table 2, note 1). A
+    report's own ``geometric_mean`` is given only when all seven are defined (else ``None``):
+    dropping undefined metrics per report would let a report with two metrics outrank one
+    with seven. The leaderboard computes the same aggregate from its own system means.
 
 Failed items (judge errors, malformed answers, documents without text) are counted in
 ``items_failed`` and left out of every metric, never counted as zeros; a verdict counts only
@@ -101,6 +105,9 @@ from scoring.metrics import (
     claim_coverage,
     document_importance,
     geometric_mean,
+    geometric_means_over_common,
+    TABLE2_METRICS,
+    VARIANTS,
     match_references,
     normalize_title,
     normalize_url,
@@ -112,7 +119,7 @@ from scoring.metrics import (
 from scoring.models import Verdict
 from scoring.sources import citation_count
 
-from .base import BasePipeline, fingerprint, record_answer
+from .base import BasePipeline, fingerprint, record_answer, variant_option
 from .reportbench import SOURCE_NOT_AVAILABLE, SOURCE_TEXT_FIELDS, parsed_report
 from .verdicts import (
     RAW_TEXT_LIMIT,
@@ -156,8 +163,7 @@ DEFAULT_CLAIM_WINDOW = 1
 DEFAULT_MAX_WINDOW = 5
 COUNT_FIELDS = ("citation_count", "cited_by_count", "citations", "num_citations")
 SETTLED_IMPORTANCE = (ReviewStatus.ACCEPTED, ReviewStatus.EDITED)
-METRIC_KEYS = ("organization", "nugget_coverage", "relevance_rate", "reference_coverage", "document_importance",
-               "citation_precision", "claim_coverage")
+METRIC_KEYS = TABLE2_METRICS
 NO_NUGGETS = ("the task has no nuggets: import them or create them with the propose command "
               "(deepscholar.nuggetize), then rescore")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\\?\[\s*\\?\]")  # what a removed "([x](url))" or "\\[[x](url)\\]" leaves
@@ -790,7 +796,9 @@ class DeepScholarPipeline(BasePipeline):
             grade = label_of((DOCUMENT_KIND, 0, key, 0), fingerprint(query, doc.as_source()), GRADE_LABELS)
             if grade is not None:
                 grades.append(int(grade))
-        metrics["relevance_rate"] = relevance_rate(grades) if grades else None
+        variants = {name: variant_option(config, name, VARIANTS) for name in ("relevance_rate", "citation_precision")}
+        metrics["variants"] = variants
+        metrics["relevance_rate"] = relevance_rate(grades, variant=variants["relevance_rate"]) if grades else None
         metrics["documents"], metrics["documents_graded"] = len(citations.retrieved), len(grades)
 
         # reference coverage: the exemplar's important references that S cites
@@ -827,23 +835,25 @@ class DeepScholarPipeline(BasePipeline):
             notes.append("citation counts are unknown for the report's documents or the exemplar's references: "
                          "document importance is undefined")
 
-        metrics.update(self._verifiability(run, report, citations, query, label_of))
-        included = [k for k in METRIC_KEYS if metrics[k] is not None]
-        metrics["geometric_mean"] = geometric_mean([metrics[k] for k in included]) if included else None
-        metrics["geometric_mean_over"] = included
+        metrics.update(self._verifiability(run, report, citations, query, label_of, variants["citation_precision"]))
+        complete = all(metrics[k] is not None for k in METRIC_KEYS)
+        metrics["geometric_mean"] = geometric_mean([metrics[k] for k in METRIC_KEYS]) if complete else None
+        metrics["geometric_mean_over"] = list(METRIC_KEYS) if complete else []
         metrics["notes"] = notes
         return {"metrics": metrics, "items_judged": tally["judged"], "items_failed": tally["failed"]}
 
     @staticmethod
-    def _verifiability(run, report, citations: ReportCitations, query: str, label_of) -> dict:
+    def _verifiability(run, report, citations: ReportCitations, query: str, label_of, precision_variant: str) -> dict:
         window, largest = claim_windows(run.judge_config)
         supports: dict[str, bool | None] = {}
         for q in pair_questions(citations, query, largest):
             label = label_of((PAIR_KIND, 0, q.key, 0), q.input_hash, SUPPORT_LABELS)
             supports[q.key] = None if label is None else label == "support"
 
-        precision = [supports[f"{c.index}:{key}"] for c in citations.claims for key in c.documents]
-        precision = [flag for flag in precision if flag is not None]
+        judged = [(c.index, supports[f"{c.index}:{key}"]) for c in citations.claims for key in c.documents]
+        judged = [(sentence, flag) for sentence, flag in judged if flag is not None]
+        precision = [flag for _, flag in judged]
+        precision_sentences = [sentence for sentence, _ in judged]
 
         n = citations.sentence_count
         by_window = {}
@@ -866,7 +876,8 @@ class DeepScholarPipeline(BasePipeline):
             # so rescaling by n / counted gives the mean over the determined claims alone
             by_window[str(w)] = claim_coverage(support, window=w) * n / counted if counted else None
         return {
-            "citation_precision": citation_precision(precision) if precision else None,
+            "citation_precision": (citation_precision(precision, variant=precision_variant, sentences=precision_sentences)
+                                   if precision else None),
             "citations": sum(len(c.documents) for c in citations.claims),
             "citations_judged": len(precision),
             "claim_coverage": by_window[str(window)],
@@ -887,7 +898,12 @@ class DeepScholarPipeline(BasePipeline):
         metrics["claim_coverage_by_window"] = {w: (float(np.mean(v)) if v else None)
                                                for w, v in sorted(windows.items(), key=lambda kv: int(kv[0]))}
         metrics["notes"] = sorted({note for s in report_scores for note in s["metrics"].get("notes", [])})
-        included = [k for k in METRIC_KEYS if metrics.get(k) is not None]
-        metrics["geometric_mean"] = geometric_mean([metrics[k] for k in included]) if included else None
-        metrics["geometric_mean_over"] = included
+        self.compare_systems(system_scores={None: score})  # alone until the run compares its systems
         return score
+
+    def compare_systems(self, *, system_scores: dict) -> None:
+        """Table 2's geometric mean of each system's metric means, over the metrics every system has."""
+        common = geometric_means_over_common({s: score["metrics"] for s, score in system_scores.items()}, METRIC_KEYS)
+        for system, score in system_scores.items():
+            score["metrics"]["geometric_mean"] = common["values"][system]
+            score["metrics"]["geometric_mean_over"] = common["over"]

@@ -31,10 +31,10 @@ from django.utils import timezone
 
 from benchmark.models import ChecklistGroup, ChecklistItem, ReviewStatus
 from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
-from scoring.metrics import checklist_scores, threshold_from_clip_factor
+from scoring.metrics import GROUP_SCORE_VARIANTS, checklist_scores, threshold_from_clip_factor
 from scoring.models import Verdict
 
-from .base import BasePipeline, fingerprint, record_answer, split_evenly
+from .base import BasePipeline, fingerprint, record_answer, split_evenly, variant_option
 from .verdicts import answered_in_chunks, reusable
 
 STEP = "deepsynth.checklist_group"
@@ -275,6 +275,8 @@ class DeepSynthPipeline(BasePipeline):
                     "verdicts": scores,
                     "threshold": group_threshold(spec.group, len(spec.items), len(scores)),
                 })
-        metrics = checklist_scores(groups)
-        metrics.update(groups=len(specs), groups_scored=len(groups), items=judged + failed, repeats=config.repeats)
+        variant = variant_option(config, "group_score", GROUP_SCORE_VARIANTS)
+        metrics = checklist_scores(groups, variant=variant)
+        metrics.update(groups=len(specs), groups_scored=len(groups), items=judged + failed, repeats=config.repeats,
+                       variants={"group_score": variant})
         return {"metrics": metrics, "items_judged": judged, "items_failed": failed}

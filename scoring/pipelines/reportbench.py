@@ -59,7 +59,7 @@ from scoring.metrics import (
 from scoring.models import Statement, Verdict
 from scoring.sources import fetched_entry
 
-from .base import BasePipeline, fingerprint, record_answer
+from .base import BasePipeline, fingerprint, record_answer, variant_option
 from .verdicts import (
     RAW_TEXT_LIMIT,
     Pending,
@@ -338,14 +338,15 @@ class ReportBenchPipeline(BasePipeline):
             by_kind[row["target_kind"]].append(row)
         judged = failed = 0
 
-        # references
+        # references: the paper's matching, or the released code's ({"variants": {"references": "reportbench_upstream"}})
+        reference_variant = variant_option(config, "references", ("paper", "reportbench_upstream"))
         refs = sorted((r for r in by_kind[REFERENCE_KIND] if not r["error"]), key=lambda r: int(r["target_key"]))
         extraction = next(iter(by_kind[REFERENCE_EXTRACTION_KIND]), None)
         ref_metrics = {"precision": None, "recall": None, "f1": None, "tp": None, "references": None}
         if refs or (extraction and not extraction["error"] and extraction["label"] == EXTRACTED):
             predicted = [r["raw_response"]["reference"] for r in refs]
             gold = [{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in gold_references(report.task)]
-            prf = reference_prf(predicted, gold)
+            prf = reference_prf(predicted, gold, variant=reference_variant)
             ref_metrics = {
                 "precision": prf["precision"], "recall": prf["recall"], "f1": prf["f1"], "tp": prf["tp"],
                 "references": prf["n_predicted"],
@@ -387,7 +388,8 @@ class ReportBenchPipeline(BasePipeline):
         judged += len(flags)
         failed += cited_failed
 
-        # non-cited statements: majority over the finished repeats, ties excluded
+        # non-cited statements: majority over the finished repeats; a tie is not verified (paper and released
+        # code), or left out with the judge configuration's options {"variants": {"factual_accuracy_ties": "exclude"}}
         votes: dict[int, list[bool]] = defaultdict(list)
         for r in by_kind[UNCITED_KIND]:
             if (r["target_id"] in uncited_ids and r["repeat"] < config.repeats and not r["error"]
@@ -398,13 +400,15 @@ class ReportBenchPipeline(BasePipeline):
         judged += len(decisions)
         failed += uncited_failed
 
+        ties = variant_option(config, "factual_accuracy_ties", ("count_as_wrong", "exclude"))
         metrics = {
             **ref_metrics,
+            "variants": {"factual_accuracy_ties": ties, "references": reference_variant},
             "match_rate": match_rate(list(flags.values())) if flags else None,
             "cited_statements": len(cited_ids),
             "cited_judged": len(flags),
             "cited_failed": cited_failed,
-            "factual_accuracy": factual_accuracy(decisions) if decisions else None,
+            "factual_accuracy": factual_accuracy(decisions, ties=ties) if decisions else None,
             "uncited_statements": len(uncited_ids),
             "uncited_judged": len(decisions),
             "uncited_failed": uncited_failed,

@@ -100,7 +100,7 @@ from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.metrics import rams, reference_prf, rubric_score, structure_ratios, tams, win_rate
 from scoring.models import Verdict
 
-from .base import BasePipeline, fingerprint, record_answer
+from .base import BasePipeline, fingerprint, record_answer, variant_option
 from .reportbench import gold_references, parsed_report
 from .verdicts import (
     RAW_TEXT_LIMIT,
@@ -760,8 +760,11 @@ class SurveyScopePipeline(_SurveyPipeline):
         gold = [{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in gold_references(report.task)]
         if not gold:
             gold = _reference_dicts(survey_ssr(report.task.survey).references)
+        # the paper's matching, or the released code's ({"variants": {"references": "scisage_upstream"}})
+        reference_variant = variant_option(config, "references", ("paper", "scisage_upstream"))
+        metrics["variants"] = {"references": reference_variant}
         if gold:
-            prf = reference_prf(predicted, gold)
+            prf = reference_prf(predicted, gold, variant=reference_variant)
             metrics.update(reference_tp=prf["tp"], reference_precision=prf["precision"],
                            reference_recall=prf["recall"], reference_f1=prf["f1"],
                            references=prf["n_predicted"], gold_references=prf["n_gold"])

@@ -531,8 +531,9 @@ def _score_cards_write(run: EvaluationRun) -> list[ScoreCard]:
         score = pipeline.score_report(run=run, report=report)
         per_system[report.system_id].append(score)
         cards.append(_card(run, report.system_id, report, score))
-    for system_id, scores in per_system.items():
-        cards.append(_card(run, system_id, None, pipeline.score_system(report_scores=scores)))
+    system_scores = {system_id: pipeline.score_system(report_scores=scores) for system_id, scores in per_system.items()}
+    pipeline.compare_systems(system_scores=system_scores)
+    cards += [_card(run, system_id, None, score) for system_id, score in system_scores.items()]
     ScoreCard.objects.filter(run=run).delete()
     return ScoreCard.objects.bulk_create(cards)
 

@@ -59,13 +59,14 @@ def deepsynth_run(*, n_tasks: int = 6, systems=None, seed: int = 1, verdicts_per
     return run, systems
 
 
-def preferences(*, systems, n_tasks: int = 4, annotators=("ann-a", "ann-b"), seed: int = 2, source: str = "surveylens"):
-    """Pairwise preferences over the systems' reports on surveylens tasks; the later system usually wins."""
+def preferences(*, systems, n_tasks: int = 4, annotators=("ann-a", "ann-b"), seed: int = 2, source: str = "surveylens",
+                protocol: str = "surveylens"):
+    """Pairwise preferences over the systems' reports on new tasks of ``protocol``; the later system usually wins."""
     rng = random.Random(seed)
     users = [annotator(u) for u in annotators]
     rows = []
     for t in range(n_tasks):
-        task = TaskFactory(protocol="surveylens", key=f"{source}-topic-{t}")
+        task = TaskFactory(protocol=protocol, key=f"{source}-topic-{t}")
         reports = [ReportFactory(task=task, system=s) for s in systems]
         for i in range(len(reports)):
             for j in range(i + 1, len(reports)):

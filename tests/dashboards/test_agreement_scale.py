@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotation.dashboards import selectors as s
+from annotation.dashboards import agreement
 from annotation.models import AnnotationItem, AnnotationProject, Label
 from scoring import metrics as m
 from tests.annotation_factories import annotator, curator, members_add
@@ -19,8 +19,8 @@ N_ITEMS = 2_000
 DECISIONS = ("accept", "accept", "accept", "reject", "edit")
 
 
-def _project_with_labels(owner, users, *, kind, value_of, name):
-    project = AnnotationProject.objects.create(name=name, kind=kind, overlap=len(users), created_by=owner)
+def _project_with_labels(owner, users, *, kind, value_of, name, **fields):
+    project = AnnotationProject.objects.create(name=name, kind=kind, overlap=len(users), created_by=owner, **fields)
     members_add(project, owner, users)
     items = AnnotationItem.objects.bulk_create(
         AnnotationItem(project=project, target_kind="nugget", target_id=n, position=n, labels_needed=len(users),
@@ -45,6 +45,8 @@ def _direct(project, key_of, *, level):
         "alpha": m.krippendorff_alpha(np.array(rows, dtype=object if level == "nominal" else float), level=level),
         "fleiss": m.fleiss_kappa(table),
         "pairs": {(a, b): m.cohen_kappa(rows[i], rows[j]) for (i, a), (j, b) in combinations(enumerate(users), 2)},
+        "observed": {(a, b): np.mean([x == y for x, y in zip(rows[i], rows[j])])
+                     for (i, a), (j, b) in combinations(enumerate(users), 2)},
     }
 
 
@@ -56,6 +58,9 @@ def _check(stats, direct, *, n_annotators, level):
     assert stats["fleiss"] == pytest.approx(direct["fleiss"], rel=1e-9)
     assert {(p["a"], p["b"]): p["kappa"] for p in stats["pairs"]} == pytest.approx(direct["pairs"], rel=1e-9)
     assert all(p["n"] == N_ITEMS for p in stats["pairs"])
+    assert {(p["a"], p["b"]): p["observed_agreement"] for p in stats["pairs"]} == pytest.approx(direct["observed"])
+    assert all(p["kappa_low"] < p["kappa"] < p["kappa_high"] for p in stats["pairs"])
+    assert stats["alpha_low"] < stats["alpha"] < stats["alpha_high"]
 
 
 def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_queries(db):
@@ -72,16 +77,18 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
         return value
 
     verify = _project_with_labels(owner, users, kind="verify", value_of=verify_value, name="scale verify")
-    grades = _project_with_labels(owner, users, kind="agreement", name="scale grades",
+    # Declared ordinal, ranked as the label set lists them: "0" < "1" < "2".
+    grades = _project_with_labels(owner, users, kind="agreement", name="scale grades", label_level="ordinal",
+                                  label_set={"label": ["0", "1", "2"]},
                                   value_of=lambda n, k: {"label": str(rng.choice((0, 1, 1, 2)))})
 
     with CaptureQueriesContext(connection) as cold:
-        figures = s.inter_annotator(user=owner)
+        figures = agreement.inter_annotator(user=owner)
     # the user's role, the projects with their label counters, per project its newest label and
     # one streamed query of its labels, the names
     assert len(cold.captured_queries) == 1 + 1 + 2 * (1 + 1) + 1
     by_name = {p["name"]: p["stats"] for p in figures["projects"]}
-    verify_key = lambda v: s._label_key("verify", v)  # noqa: E731
+    verify_key = lambda v: agreement._label_key("verify", v)  # noqa: E731
     _check(by_name["scale verify"], _direct(verify, verify_key, level="nominal"), n_annotators=3, level="nominal")
     assert len({verify_key(v) for v in verify_values.values()}) == 5  # accept, reject and three distinct edits
     _check(by_name["scale grades"], _direct(grades, lambda v: float(v["label"]), level="ordinal"),
@@ -91,7 +98,7 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
 
     # unchanged: a cache hit, no query of the labels
     with CaptureQueriesContext(connection) as warm:
-        assert s.inter_annotator(user=owner) == figures
+        assert agreement.inter_annotator(user=owner) == figures
     assert len(warm.captured_queries) == 1 + 1 + 2 + 1
     assert not any('"annotation_label"."item_id"' in q["sql"] for q in warm.captured_queries)
 
@@ -102,7 +109,7 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
     AnnotationItem.objects.filter(pk=item.pk).update(labels_needed=4, labels_done=4)
     Label.objects.create(project=verify, item=item, annotator=extra, value={"decision": "reject", "reason": "other",
                                                                           "note": "n"}, client_token=uuid.uuid4())
-    stats = {p["name"]: p["stats"] for p in s.inter_annotator(user=owner)["projects"]}["scale verify"]
+    stats = {p["name"]: p["stats"] for p in agreement.inter_annotator(user=owner)["projects"]}["scale verify"]
     assert stats["n_labels"] == 3 * N_ITEMS + 1 and stats["n_annotators"] == 4
     assert stats["fleiss"] is None and stats["fleiss_note"] == "items have different numbers of labels"
     cells = {(i, u): verify_key(v) for i, u, v in Label.objects.filter(project=verify)
@@ -115,7 +122,7 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
     # deleting that label brings back the first figures (count and newest id together detect it)
     Label.objects.filter(annotator=extra).delete()
     AnnotationItem.objects.filter(pk=item.pk).update(labels_done=3)
-    assert s.inter_annotator(user=owner) == figures
+    assert agreement.inter_annotator(user=owner) == figures
 
 
 def test_changed_labels_serve_the_cached_figures_marked_stale_while_a_worker_refreshes(db, monkeypatch):
@@ -127,7 +134,7 @@ def test_changed_labels_serve_the_cached_figures_marked_stale_while_a_worker_ref
     users = [annotator(f"stale-{n}") for n in range(2)]
     project = _project_with_labels(owner, users, kind="agreement", name="stale grades",
                                    value_of=lambda n, k: {"label": str((n + k * (n % 3 == 0)) % 2)})
-    first = s.inter_annotator(user=owner)["projects"][0]
+    first = agreement.inter_annotator(user=owner)["projects"][0]
     assert "stale_of_labels" not in first
     WorkerHeartbeat.objects.create(hostname="w@h", pid=1, started_at=timezone.now(), last_seen=timezone.now())
     queued = []
@@ -138,13 +145,13 @@ def test_changed_labels_serve_the_cached_figures_marked_stale_while_a_worker_ref
     AnnotationItem.objects.filter(pk=item.pk).update(labels_needed=3, labels_done=3)
     Label.objects.create(project=project, item=item, annotator=extra, value={"label": "1"}, client_token=uuid.uuid4())
     for _ in range(2):  # served at once from the cache, one refresh queued however often the page is opened
-        stale = s.inter_annotator(user=owner)["projects"][0]
+        stale = agreement.inter_annotator(user=owner)["projects"][0]
         assert stale["stats"] == first["stats"] and stale["stale_of_labels"] == 2 * N_ITEMS
     assert queued == [project.pk]
 
     from annotation.tasks import refresh_project_agreement
 
     assert refresh_project_agreement(project.pk) == "refreshed"  # what the worker runs
-    fresh = s.inter_annotator(user=owner)["projects"][0]
+    fresh = agreement.inter_annotator(user=owner)["projects"][0]
     assert "stale_of_labels" not in fresh and fresh["stats"]["n_labels"] == 2 * N_ITEMS + 1
     assert refresh_project_agreement(10**9) == "missing"

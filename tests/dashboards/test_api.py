@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from annotation.dashboards import agreement, human
 from annotation.dashboards import selectors as s
 from tests.annotation_factories import annotator
 from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
@@ -62,26 +63,31 @@ def test_leaderboard_equals_selector(api):
 
 def test_human_ranking_equals_selector(api):
     _, systems = deepsynth_run()
-    preferences(systems=systems)
+    preferences(systems=systems, protocol="deepsynth")
     preferences(systems=systems, source="other", seed=5)
     body = get(api, "human")
-    assert body == expected(s.human_ranking())
-    assert body["systems"] and body["correlations"]
+    assert body == expected(human.human_ranking())
+    assert body["systems"] and not body["correlations"] and body["correlation_note"]  # no protocol: no correlation
+    scoped = get(api, "human", protocol="deepsynth")
+    assert scoped == expected(human.human_ranking(scope=human.Scope(protocol="deepsynth")))
+    assert scoped["correlations"] and all(c["protocol"] == "deepsynth" for c in scoped["correlations"])
     only = get(api, "human", source="other")
-    assert only == expected(s.human_ranking(source="other"))
-    assert only["n_comparisons"] < body["n_comparisons"]
+    assert only == expected(human.human_ranking(scope=human.Scope(source="other")))
+    assert only["n_comparisons"] < body["n_comparisons"] and only["scope"]["source"] == "other"
+    assert get(api, "human", protocol="reportbench")["n_comparisons"] == 0  # the preferences are on deepsynth tasks
+    assert api.get(reverse("api:dashboard-human"), {"task_set": "x"}).status_code == 400
 
 
 def test_charts_equal_selectors(api):
     run, systems = deepsynth_run()
-    preferences(systems=systems)
+    preferences(systems=systems, protocol="deepsynth")
     assert get(api, "chart-verdicts") == expected(s.verdict_breakdown(protocol="deepsynth"))
     assert get(api, "chart-verdicts", run=run.pk) == expected(s.verdict_breakdown(protocol="deepsynth", run_id=run.pk))
     scores = get(api, "chart-scores", metric="general")
     assert scores == expected(s.score_points(protocol="deepsynth", metric="general"))
     assert scores["metric"] == "general" and all(g["points"] for g in scores["groups"])
     vs = get(api, "chart-human-vs-automated")
-    assert vs == expected(s.human_vs_automated())
+    assert vs == expected(human.human_vs_automated())
     assert vs["correlation"]["points"] and vs["metric"] == vs["options"][0]
     chosen = get(api, "chart-human-vs-automated", metric="deepsynth:precision")
     assert chosen["correlation"]["metric"] == "precision"
@@ -92,14 +98,14 @@ def test_agreement_restricted_like_the_page():
     client = APIClient()
     client.force_authenticate(owner)
     body = get(client, "agreement")
-    assert body == expected({"judge": s.judge_agreement(user=owner), "iaa": s.inter_annotator(user=owner),
-                             "imported": s.imported_agreement()})
+    assert body == expected({"judge": agreement.judge_agreement(user=owner), "iaa": agreement.inter_annotator(user=owner),
+                             "imported": human.imported_agreement()})
     assert body["judge"]["groups"]
     # an annotator of the project curates nothing: the selectors show them no project, nor does the API
     client.force_authenticate(users[0])
     body = get(client, "agreement")
-    assert body == expected({"judge": s.judge_agreement(user=users[0]), "iaa": s.inter_annotator(user=users[0]),
-                             "imported": s.imported_agreement()})
+    assert body == expected({"judge": agreement.judge_agreement(user=users[0]), "iaa": agreement.inter_annotator(user=users[0]),
+                             "imported": human.imported_agreement()})
     assert not body["judge"]["groups"]
 
 

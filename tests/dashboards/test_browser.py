@@ -9,7 +9,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 def test_curator_reads_leaderboard_agreement_and_chart(page, live_server, login, screenshot, tmp_path):
     run, systems = deepsynth_run(n_tasks=6)
-    preferences(systems=systems, n_tasks=4)
+    preferences(systems=systems, n_tasks=4, protocol="deepsynth")  # the leaderboard shows its own protocol's ranking
     agreement_setup(n_verdicts=6)  # creates the curator "cur"
     login("cur", "pw-for-tests")
 

@@ -8,11 +8,14 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 from django.urls import reverse
+from scipy.stats import kendalltau, spearmanr
+from sklearn.metrics import cohen_kappa_score
 
 from annotation.models import GoldLabel, Label, PairwisePreference
 from scoring import metrics as m
 from scoring.models import ScoreCard, Verdict
 from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.support.stats import bt_map
 
 pytestmark = pytest.mark.django_db
 
@@ -75,19 +78,39 @@ def test_leaderboard_matches_metrics_on_report_cards(curator_client):
                            [per_system[second.pk]["overall"][t] for t in shared])
     assert board["tests"]["overall"]["p_value"] == pytest.approx(test["p_value"])
     assert test["p_value"] < 0.05  # the builder's best system is 15 points ahead
+    # Holm across the table's metrics: sorted raw p-values times (m − rank), made monotone
+    raw = {k: t["p_value"] for k, t in board["tests"].items() if t and t["p_value"] is not None}
+    order = sorted(raw, key=raw.get)
+    holm, running = {}, 0.0
+    for rank, key in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * raw[key]))
+        holm[key] = running
+    assert {k: board["tests"][k]["p_holm"] for k in raw} == pytest.approx(holm)
+    for key, adjusted in holm.items():
+        best_cell = next(c for c in board["rows"][0]["cells"] if c["metric"] == key)
+        assert best_cell["significant"] == (adjusted < 0.05 and board["tests"][key]["best"] == board["rows"][0]["system_id"]
+                                            and board["tests"][key]["mean_difference"] > 0)
     best_cell = next(c for c in board["rows"][0]["cells"] if c["metric"] == "overall")
-    assert best_cell["significant"]
+    assert best_cell["significant"] and holm["overall"] < 0.05
     html = response.content.decode()
     assert f"{np.mean(list(per_system[best.pk]['overall'].values())):.1f}" in html
     assert "▲" in html and "Human ranking" in html
 
 
 def test_leaderboard_without_significant_gap_has_no_mark(curator_client):
-    run, systems = deepsynth_run(n_tasks=2)
+    run, systems = deepsynth_run(n_tasks=6)
     ScoreCard.objects.filter(report__isnull=False).update(metrics={"overall": 50.0})
     board = curator_client.get(reverse("dashboards:leaderboard")).context["board"]
-    assert board["tests"]["overall"]["p_value"] is None
+    assert board["tests"]["overall"]["p_value"] is None and board["tests"]["overall"]["n_shared"] == 6
     assert not any(cell["significant"] for row in board["rows"] for cell in row["cells"])
+
+
+def test_no_best_vs_second_test_on_fewer_than_five_tasks(curator_client):
+    deepsynth_run(n_tasks=4)
+    response = curator_client.get(reverse("dashboards:leaderboard"))
+    test = response.context["board"]["tests"]["overall"]
+    assert test["n_shared"] == 4 and test["p_value"] is None and not test["significant"]
+    assert "not tested: fewer than 5 shared tasks" in response.content.decode()
 
 
 def test_leaderboard_filters_by_run_and_takes_newest_card(curator_client):
@@ -112,33 +135,66 @@ def test_leaderboard_csv(curator_client):
 
 def test_human_ranking_matches_bradley_terry(curator_client):
     run, systems = deepsynth_run(n_tasks=4, systems=None)
-    preferences(systems=systems, n_tasks=5)
-    response = curator_client.get(reverse("dashboards:human"))
+    preferences(systems=systems, n_tasks=5, protocol="deepsynth")
+    preferences(systems=systems, n_tasks=2, source="elsewhere")  # surveylens tasks: outside the deepsynth scope
+    response = curator_client.get(reverse("dashboards:human"), {"protocol": "deepsynth"})
     ranking = response.context["ranking"]
-    rows = list(PairwisePreference.objects.order_by("pk").values_list(
-        "report_left__system__name", "report_right__system__name", "choice"))
+    rows = list(PairwisePreference.objects.filter(task__protocol="deepsynth").order_by("pk").values_list(
+        "report_left__system__name", "report_right__system__name", "choice", "task_id", "report_left_id",
+        "report_right_id"))
     names = sorted({n for r in rows for n in r[:2]})
-    comparisons = [(names.index(a), names.index(b), {"left": 1, "right": 0, "tie": 0.5}[c]) for a, b, c in rows]
-    expected = m.bradley_terry_bootstrap(comparisons, n_items=len(names), n_resamples=1000, seed=0)
-    ranks = m.rank_with_ci(expected["low"], expected["high"])
+    comparisons = [(names.index(a), names.index(b), {"left": 1, "right": 0, "tie": 0.5}[c]) for a, b, c, *_ in rows]
+    theta = bt_map(comparisons, len(names), m.PRIOR_PRECISION)
     got = {s["system"]: s for s in ranking["systems"]}
-    assert ranking["n_comparisons"] == len(rows) == 5 * 3 * 2
+    assert ranking["n_comparisons"] == len(rows) == 5 * 3 * 2 and ranking["n_items"] == 5 * 3
+    assert ranking["scope"]["protocol"] == "deepsynth"
+    # every system won and lost somewhere; only some resamples of the 15 items are separable
+    assert [w.split(" of ")[1] for w in ranking["warnings"]] == ["1000 resamples are separable: the interval leans on the prior there"]
+    assert 0 < ranking["n_separable_resamples"] < 1000
     for i, name in enumerate(names):
-        assert got[name]["theta"] == pytest.approx(expected["estimate"][i])
-        assert (got[name]["low"], got[name]["high"]) == pytest.approx((expected["low"][i], expected["high"][i]))
-        assert got[name]["rank"] == ranks[i]
-    # correlation with each automated metric over the shared systems (SurveyLens Table 7)
-    corr = {c["metric"]: c for c in ranking["correlations"] if c["protocol"] == "deepsynth"}
+        assert got[name]["theta"] == pytest.approx(theta[i], abs=1e-5)
+        assert got[name]["low"] < got[name]["theta"] < got[name]["high"]
+        assert got[name]["bt_elo_scale"] == pytest.approx(1000 + 400 * theta[i] / np.log(10), abs=1e-3)
+    # The two annotators' comparisons of one item are resampled together.
+    items = [(t, min(a, b), max(a, b)) for *_, t, a, b in rows]
+    boot = m.bradley_terry_clustered(comparisons, clusters=items, n_items=len(names), n_resamples=1000, seed=0)
+    assert [got[n]["low"] for n in names] == pytest.approx(list(boot["low"]))
+    ranks = m.rank_with_ci(boot["low"], boot["high"])
+    assert [got[n]["rank"] for n in names] == list(ranks)
+    # correlation with each of the protocol's own metrics over the shared systems (SurveyLens Table 7)
+    corr = {c["metric"]: c for c in ranking["correlations"]}
     assert set(corr) == {"overall", "general", "constraint", "precision"}
-    theta = [got[s.name]["theta"] for s in systems]
+    assert {c["protocol"] for c in ranking["correlations"]} == {"deepsynth"}
+    theta_of = [got[s.name]["theta"] for s in systems]
     means = [np.mean([c.metrics["general"] for c in ScoreCard.objects.filter(system=s, report__isnull=False)])
              for s in systems]
-    assert corr["general"]["spearman"]["rho"] == pytest.approx(m.spearman(theta, means)["rho"])
-    assert corr["general"]["kendall"]["tau"] == pytest.approx(m.kendall_tau(theta, means)["tau"])
-    assert corr["general"]["concordance"] == m.pairwise_concordance(theta, means)
+    assert corr["general"]["n"] == 3
+    assert corr["general"]["spearman"]["rho"] == pytest.approx(spearmanr(theta_of, means).statistic)
+    assert corr["general"]["kendall"]["tau"] == pytest.approx(kendalltau(theta_of, means).statistic)
     assert "Spearman" in response.content.decode()
-    csv_ = csv_rows(curator_client.get(reverse("dashboards:human"), {"format": "csv"}))
+    csv_ = csv_rows(curator_client.get(reverse("dashboards:human"), {"protocol": "deepsynth", "format": "csv"}))
     assert {r["system"] for r in csv_} == set(names)
+    unscoped = curator_client.get(reverse("dashboards:human")).context["ranking"]
+    assert unscoped["n_comparisons"] == len(rows) + 2 * 3 * 2 and not unscoped["correlations"]
+
+
+def test_human_ranking_warns_about_separation_and_views_per_annotator(curator_client):
+    run, systems = deepsynth_run(n_tasks=2, systems=None)
+    for pref in preferences(systems=systems, n_tasks=3, protocol="deepsynth"):
+        # the last system wins every comparison it is in
+        best = systems[-1]
+        if best.pk in (pref.report_left.system_id, pref.report_right.system_id):
+            pref.choice = "left" if pref.report_left.system_id == best.pk else "right"
+            pref.save(update_fields=["choice"])
+    response = curator_client.get(reverse("dashboards:human"), {"protocol": "deepsynth", "by": "annotator"})
+    ranking = response.context["ranking"]
+    assert any(w.startswith(f"{systems[-1].name} never lost") for w in ranking["warnings"])
+    assert ranking["n_separable_resamples"] == ranking["n_resamples"] == 1000
+    top = ranking["systems"][0]
+    assert top["system"] == systems[-1].name and top["theta"] < 5 and top["high"] - top["low"] > 2
+    assert [g["group"] for g in ranking["breakdown"]] == ["ann-a", "ann-b"]
+    assert [g["n_comparisons"] for g in ranking["breakdown"]] == [9, 9]
+    assert "never lost a comparison" in response.content.decode()
 
 
 def test_judge_agreement_and_inter_annotator_numbers(curator_client):
@@ -199,17 +255,26 @@ def test_agreement_hidden_from_non_curators(client):
 
 def test_imported_preferences_agreement_when_pairs_coincide(curator_client):
     run, systems = deepsynth_run(n_tasks=2)
-    preferences(systems=systems, n_tasks=3)
+    prefs = preferences(systems=systems, n_tasks=3)
+    # the second annotator saw every pair with its sides swapped: the same judgement, coded the same
+    for pref in prefs[1::2]:
+        pref.report_left, pref.report_right = pref.report_right, pref.report_left
+        pref.choice = {"left": "right", "right": "left", "tie": "tie"}[pref.choice]
+        pref.save()
     [imported] = curator_client.get(reverse("dashboards:agreement")).context["imported"]
     assert imported["n_shared"] == 9 and imported["n_annotators"] == 2
     by_pair = defaultdict(dict)
-    for pref in PairwisePreference.objects.all():
-        winner = {"left": pref.report_left_id, "right": pref.report_right_id}.get(pref.choice, "tie")
-        by_pair[(pref.task_id, frozenset((pref.report_left_id, pref.report_right_id)))][pref.annotator_id] = str(winner)
+    for pref in PairwisePreference.objects.select_related("report_left", "report_right"):
+        left, right = pref.report_left.system_id, pref.report_right.system_id
+        winner = {"left": left, "right": right}.get(pref.choice)
+        outcome = "tie" if winner is None else ("first" if winner == min(left, right) else "second")
+        by_pair[(pref.task_id, frozenset((pref.report_left_id, pref.report_right_id)))][pref.annotator_id] = outcome
     annotators = sorted({a for v in by_pair.values() for a in v})
     a = [v[annotators[0]] for v in by_pair.values()]
     b = [v[annotators[1]] for v in by_pair.values()]
-    assert imported["stats"]["pairs"][0]["kappa"] == pytest.approx(m.cohen_kappa(a, b))
+    [pair] = imported["stats"]["pairs"]
+    assert pair["kappa"] == pytest.approx(cohen_kappa_score(a, b))
+    assert pair["observed_agreement"] == pytest.approx(np.mean(np.array(a) == np.array(b))) and pair["n"] == 9
 
 
 def test_verdict_chart_counts_and_csv(curator_client):
@@ -243,7 +308,7 @@ def test_score_chart_points_and_csv(curator_client):
 
 def test_human_vs_automated_scatter(curator_client):
     run, systems = deepsynth_run(n_tasks=3)
-    preferences(systems=systems, n_tasks=3)
+    preferences(systems=systems, n_tasks=3, protocol="deepsynth")
     response = curator_client.get(reverse("dashboards:chart_human_vs_auto"), {"metric": "deepsynth:overall"})
     corr = response.context["corr"]
     assert corr["metric"] == "overall" and corr["n"] == 3

@@ -1,10 +1,14 @@
 """DeepScholar-bench metrics (§8.3)."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy.stats import gmean
 
 from scoring.metrics import (
     NUGGET_MODES,
@@ -12,6 +16,7 @@ from scoring.metrics import (
     claim_coverage,
     document_importance,
     geometric_mean,
+    geometric_means_over_common,
     nugget_coverage,
     reference_coverage,
     relevance_rate,
@@ -190,3 +195,30 @@ class TestGeometricMean:
     def test_between_min_and_max(self, values):
         g = geometric_mean(values)
         assert min(values) * (1 - 1e-9) <= g <= max(values) * (1 + 1e-9)
+
+
+class TestGeometricMeansOverCommon:
+    def test_every_system_is_over_the_metrics_all_of_them_have(self):
+        means = {"a": {"x": 0.5, "y": 0.2, "z": None}, "b": {"x": 0.9, "y": 0.4, "z": 0.8}}
+        got = geometric_means_over_common(means, ["x", "y", "z"])
+        assert got["over"] == ["x", "y"] and got["left_out"] == ["z"]
+        assert got["values"]["a"] == pytest.approx(gmean([0.5, 0.2]))
+        assert got["values"]["b"] == pytest.approx(gmean([0.9, 0.4]))
+
+    def test_a_zero_mean_gives_zero_and_no_common_metric_gives_none(self):
+        assert geometric_means_over_common({"a": {"x": 0.0, "y": 0.5}}, ["x", "y"])["values"] == {"a": 0.0}
+        none = geometric_means_over_common({"a": {"x": None}, "b": {"x": 0.3}}, ["x"])
+        assert none["values"] == {"a": None, "b": None} and none["over"] == []
+
+    def test_the_documented_example(self):
+        """docs/statistics.md states a system's six metric means and their geometric mean."""
+        doc = (Path(__file__).resolve().parents[3] / "docs" / "statistics.md").read_text(encoding="utf-8")
+        found = re.search(r"DeepScholar geometric mean example: means ([\d., ]+) give ([\d.]+)\.", doc)
+        assert found, "docs/statistics.md lost its geometric mean example"
+        means = [float(v) for v in found.group(1).split(", ")]
+        keys = ["organization", "nugget_coverage", "relevance_rate", "reference_coverage", "citation_precision",
+                "claim_coverage"]
+        got = geometric_means_over_common({"s": dict(zip(keys, means)) | {"document_importance": None}},
+                                          keys[:4] + ["document_importance"] + keys[4:])
+        assert len(means) == 6 and got["left_out"] == ["document_importance"]
+        assert round(got["values"]["s"], 3) == float(found.group(2)) == round(gmean(means), 3)

@@ -18,6 +18,7 @@ import threading
 import time
 
 import pytest
+from scipy.stats import gmean
 
 from django.db import connection
 
@@ -413,11 +414,12 @@ def test_without_nuggets_the_metric_is_none_and_the_card_says_why(case):
     m = score["metrics"]
     assert m["nugget_coverage"] is None and m["nuggets"] == 0
     assert NO_NUGGETS in m["notes"]
-    assert "nugget_coverage" not in m["geometric_mean_over"]
-    expected = expected_metrics()
-    assert m["geometric_mean"] == pytest.approx(geometric_mean([expected[k] for k in m["geometric_mean_over"]]))
+    # a report's geometric mean is over all seven or none: never silently over fewer
+    assert m["geometric_mean"] is None and m["geometric_mean_over"] == []
     system = pipeline.score_system(report_scores=[score])["metrics"]
     assert system["nugget_coverage"] is None and NO_NUGGETS in system["notes"]
+    assert "nugget_coverage" not in system["geometric_mean_over"] and len(system["geometric_mean_over"]) == 6
+    assert system["geometric_mean"] == pytest.approx(gmean([system[k] for k in system["geometric_mean_over"]]))
 
 
 @pytest.mark.django_db
@@ -454,7 +456,15 @@ def test_system_scores_average_reports_and_take_the_geometric_mean_of_the_means(
     for key in keys:
         values = [s["metrics"][key] for s in scores if s["metrics"][key] is not None]
         assert system[key] == pytest.approx(sum(values) / len(values)), key
-    assert system["geometric_mean"] == pytest.approx(geometric_mean([system[k] for k in keys]))
+    assert system["geometric_mean"] == pytest.approx(gmean([system[k] for k in keys]))
+    # Compared with a system that lacks document importance, both are over the six common metrics.
+    lacking = {"metrics": {**system, "document_importance": None, "geometric_mean": None}}
+    together = {1: {"metrics": dict(system)}, 2: lacking}
+    pipeline.compare_systems(system_scores=together)
+    common = [k for k in keys if k != "document_importance"]
+    for score in together.values():
+        assert score["metrics"]["geometric_mean_over"] == common
+        assert score["metrics"]["geometric_mean"] == pytest.approx(gmean([score["metrics"][k] for k in common]))
     for w in map(str, range(6)):
         values = [s["metrics"]["claim_coverage_by_window"][w] for s in scores
                   if s["metrics"]["claim_coverage_by_window"][w] is not None]
@@ -498,3 +508,24 @@ def test_two_reports_of_a_task_judged_at_once_ask_each_reference_once(case):
     assert judge.steps_called() == {IMPORTANCE: 3}
     assert Verdict.objects.filter(target_kind="gold_reference", error="").count() == 6
     assert Verdict.objects.filter(target_kind="gold_reference", call=None).count() == 3  # the copies
+
+
+@pytest.mark.django_db
+def test_upstream_variants_are_chosen_per_run_and_recorded_on_the_cards(case):
+    task, report = case
+    config = judge_config()
+    run = make_run(config)
+    run_all(run, report, StepJudge(config))
+    paper = pipeline.score_report(run=run, report=report)["metrics"]
+    assert paper["variants"] == {"relevance_rate": "paper", "citation_precision": "paper"}
+    config.options = {**config.options, "variants": {"relevance_rate": "upstream"}}
+    config.save(update_fields=["options"])
+    upstream = pipeline.score_report(run=run, report=report)["metrics"]
+    assert upstream["variants"]["relevance_rate"] == "upstream"
+    assert upstream["relevance_rate"] == pytest.approx(2 * paper["relevance_rate"])  # without the ½
+    assert pipeline.score_system(report_scores=[{"metrics": upstream, "items_judged": 1, "items_failed": 0}])[
+        "metrics"]["variants"]["relevance_rate"] == "upstream"
+    config.options = {**config.options, "variants": {"relevance_rate": "code"}}
+    config.save(update_fields=["options"])
+    with pytest.raises(ValueError, match="variants.relevance_rate must be one of paper, upstream; got 'code'"):
+        pipeline.score_report(run=run, report=report)

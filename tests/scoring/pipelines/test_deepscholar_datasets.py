@@ -8,10 +8,10 @@ release carries no citation counts, so document importance is undefined and the 
 """
 
 import pytest
+import numpy as np
 
 from benchmark.importers.catalogue import run_import
 from benchmark.models import System, Task
-from scoring.metrics import geometric_mean
 from scoring.models import JudgeConfig, LLMCall, ScoreCard, Verdict
 from scoring.pipelines.deepscholar import METRIC_KEYS, NO_NUGGETS
 from scoring.services.runs import job_execute, run_create, run_finalize, run_start
@@ -61,13 +61,17 @@ def test_the_offline_judge_scores_the_released_reports_and_a_rerun_makes_no_call
         assert m["document_importance"] is None and any("citation counts" in n for n in m["notes"])
         assert m["nuggets"] == nuggets and m["nuggets_judged"] == nuggets and 0 <= m["nugget_coverage"] <= 1
         assert NO_NUGGETS not in m["notes"]
-        included = [k for k in METRIC_KEYS if m[k] is not None]
-        assert m["geometric_mean_over"] == included
-        assert m["geometric_mean"] == pytest.approx(geometric_mean([m[k] for k in included]))
+        # document importance is undefined: a report's own geometric mean is not taken over fewer metrics
+        assert m["geometric_mean"] is None and m["geometric_mean_over"] == []
     systems_cards = ScoreCard.objects.filter(run=run, report__isnull=True)
     assert systems_cards.count() == 4
+    common = [k for k in METRIC_KEYS if k != "document_importance"]
     for card in systems_cards:
         assert card.metrics["reports"] == 1 and set(card.metrics["claim_coverage_by_window"]) == set("012345")
+        # Table 2: the geometric mean of the system's means over the metrics every system of the run has
+        assert card.metrics["geometric_mean_over"] == common
+        assert card.metrics["geometric_mean"] == pytest.approx(
+            np.prod([card.metrics[k] for k in common]) ** (1 / len(common)))
 
     verdicts = Verdict.objects.count()
     again = evaluate(config, tasks, systems)

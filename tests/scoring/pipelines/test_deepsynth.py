@@ -234,3 +234,21 @@ def test_system_score_is_the_mean_of_report_scores_with_counts():
     assert system["metrics"]["reports"] == 2
     assert system["metrics"]["reports_with"] == {"overall": 2, "constraint": 1, "correct": 2}
     assert (system["items_judged"], system["items_failed"]) == (10, 1)
+
+
+@pytest.mark.django_db
+def test_the_upstream_group_score_is_chosen_per_run_and_recorded(scripted):
+    checklist, report, labels = scripted
+    g = checklist.general_items
+    labels |= {g[0].id: "incorrect", g[1].id: "incorrect"}  # general: i,i,o,i → S = −3 over θ = 4
+    config = judge_config(options={"variants": {"group_score": "upstream"}})
+    run = make_run(config)
+    pipeline.run_step(run=run, report=report, step=STEP, judge=ScriptedJudge(config, labels=labels))
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["variants"] == {"group_score": "upstream"}
+    assert m["general"] == pytest.approx(100 * -3 / 4)  # no floor at 0, as the released scorer
+    assert m["overall"] == pytest.approx((100 * -3 / 4 + 100.0) / 2)
+    config.options = {}
+    config.save(update_fields=["options"])
+    paper = pipeline.score_report(run=run, report=report)["metrics"]
+    assert paper["variants"] == {"group_score": "paper"} and paper["general"] == 0.0

@@ -15,6 +15,7 @@ Non-cited statements, repeats = 3: u0 c,c,c → correct; u1 c,i,i → incorrect;
 
 from __future__ import annotations
 
+import string
 import threading
 
 import pytest
@@ -26,7 +27,8 @@ from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.models import EvaluationRun, LLMCall, Statement, Verdict
 from scoring.pipelines import PIPELINES
 from scoring.pipelines.reportbench import (
-    CITED, CONSISTENCY, FACTUALITY, REFERENCE_TITLES, REFERENCES, STEPS, UNCITED, SourceResolver, reference_labels,
+    CITED, CONSISTENCY, FACTUALITY, REFERENCE_KIND, REFERENCE_TITLES, REFERENCES, STEPS, UNCITED, SourceResolver,
+    reference_labels,
 )
 from tests.factories import BibEntryFactory, GoldReferenceFactory, ReportFactory, TaskFactory
 from tests.scoring.services.fakes import judge_config
@@ -258,7 +260,7 @@ def test_per_item_errors_are_failed_items_and_retried_in_place(case):
 
 
 @pytest.mark.django_db
-def test_a_tie_between_finished_repeats_is_excluded(case):
+def test_a_tie_between_finished_repeats_is_not_verified_or_excluded_by_option(case):
     task, report = case
     config = judge_config(repeats=2)
     run = make_run(config)
@@ -266,7 +268,12 @@ def test_a_tie_between_finished_repeats_is_excluded(case):
     run_all(run, report, StepJudge(config))
     m = pipeline.score_report(run=run, report=report)["metrics"]
     assert (m["uncited_judged"], m["uncited_ties"]) == (3, 1)
-    assert m["factual_accuracy"] == pytest.approx(1.0)
+    assert m["factual_accuracy"] == pytest.approx(2 / 3)  # the paper and the released code: a tie is not verified
+    assert m["variants"]["factual_accuracy_ties"] == "count_as_wrong"
+    config.options = {**config.options, "variants": {"factual_accuracy_ties": "exclude"}}
+    config.save(update_fields=["options"])
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["factual_accuracy"] == pytest.approx(2 / 2) and m["variants"]["factual_accuracy_ties"] == "exclude"
 
 
 @pytest.mark.django_db
@@ -344,3 +351,24 @@ def test_the_offline_judge_finishes_and_leaves_factuality_undefined(case):
     errors = set(Verdict.objects.filter(target_kind="uncited_statement").values_list("error", flat=True))
     assert len(errors) == 1 and next(iter(errors)).startswith("judge error: not supported by the offline judge")
     assert pipeline.score_system(report_scores=[score])["metrics"]["factual_accuracy"] is None
+
+
+@pytest.mark.django_db
+def test_the_upstream_reference_match_is_chosen_per_run(case):
+    task, report = case
+    config = judge_config(options={"variants": {"references": "reportbench_upstream"}})
+    run = make_run(config)
+    run_all(run, report, StepJudge(config))
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["variants"]["references"] == "reportbench_upstream"
+
+    def key(title):  # upstream: lowercase, ASCII punctuation dropped, spaces collapsed
+        return " ".join("".join(ch for ch in title.lower() if ch not in string.punctuation).split())
+
+    predicted = {key(v.raw_response["reference"].get("title") or "")
+                 for v in Verdict.objects.filter(report=report, target_kind=REFERENCE_KIND, error="")} - {""}
+    gold = {key(t) for t in task.gold_references.exclude(review_status=ReviewStatus.REJECTED)
+            .values_list("bib_entry__title", flat=True)}
+    assert predicted and m["tp"] == len(predicted & gold) > 0
+    assert m["precision"] == pytest.approx(len(predicted & gold) / len(predicted))
+    assert m["recall"] == pytest.approx(len(predicted & gold) / len(gold))

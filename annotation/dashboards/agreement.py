@@ -1,0 +1,439 @@
+"""Agreement figures: inter-annotator agreement per project, judge vs people, imported preferences.
+
+Every figure comes from ``scoring.metrics`` (κ, α, percent agreement) over labels selected here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from itertools import combinations, islice
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db.models import Case, OuterRef, Subquery, Sum, TextField, Value, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
+from annotation.selectors import is_global_curator
+from annotation.services.values import consensus_key, label_numbers
+from scoring import metrics as m
+from scoring.models import Verdict
+
+DISAGREEMENT_LIMIT = 200
+
+# --------------------------------------------------------------------------- agreement statistics
+
+
+def _reading(value: float | None) -> str:
+    return "" if value is None else m.landis_koch(max(-1.0, min(1.0, value)))
+
+
+class Ratings(NamedTuple):
+    """One row per label as parallel arrays: what the agreement statistics need and no more."""
+
+    unit: np.ndarray  # integers: the unit (item) rated
+    coder: np.ndarray  # integers: who rated it
+    code: np.ndarray  # integers: index into ``categories``
+    categories: list  # the distinct label keys, in first-seen order
+
+
+class _IntColumn:
+    """An integer array filled chunk by chunk into room reserved up front (no list of chunks to
+    join at the end): int32 while the values fit, which halves the memory of a million labels
+    in a web process, int64 from the first value that does not."""
+
+    def __init__(self, capacity: int) -> None:
+        self.array, self.size = np.empty(max(capacity, 1), dtype=np.int32), 0
+
+    def extend(self, values) -> None:
+        chunk = np.array(values, dtype=np.int64)
+        if self.array.dtype == np.int32 and chunk.size and not (_INT32.min <= chunk.min() and chunk.max() <= _INT32.max):
+            self.array = self.array.astype(np.int64)
+        end = self.size + chunk.size
+        if end > self.array.size:  # more rows than expected (labels added meanwhile)
+            grown = np.empty(max(end, 2 * self.array.size), dtype=self.array.dtype)
+            grown[: self.size] = self.array[: self.size]
+            self.array = grown
+        self.array[self.size:end] = chunk
+        self.size = end
+
+    def values(self) -> np.ndarray:
+        return self.array[: self.size]
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def _ratings_from_units(units: dict[Any, dict[Any, Any]]) -> tuple[Ratings, list]:
+    """``{unit: {annotator: label}}`` as ``Ratings`` (units and annotators numbered 0..n−1),
+    and the annotators in the order of their numbers."""
+    unit_ids: dict[Any, int] = {}
+    coder_ids: dict[Any, int] = {}
+    categories: dict[tuple, int] = {}
+    rows: list[tuple[int, int, int]] = []
+    for unit, labels in units.items():
+        for annotator, label in labels.items():
+            code = categories.setdefault((type(label), label), len(categories))
+            rows.append((unit_ids.setdefault(unit, len(unit_ids)), coder_ids.setdefault(annotator, len(coder_ids)), code))
+    arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
+    return Ratings(arr[:, 0], arr[:, 1], arr[:, 2], [label for _, label in categories]), list(coder_ids)
+
+
+N_RESAMPLES = 1000
+LARGE_SAMPLE = 100_000  # items: above this a bootstrap uses fewer resamples (a worker computes it)
+
+
+def _resamples(n: int) -> int:
+    return N_RESAMPLES if n <= LARGE_SAMPLE else 200
+
+
+def _observed(unit: np.ndarray, code: np.ndarray) -> float:
+    """Share of agreeing ordered label pairs within items, each item weighted 1/(m_u − 1):
+    the diagonal share of Krippendorff's coincidence matrix."""
+    units, u_index, m_u = np.unique(unit, return_inverse=True, return_counts=True)
+    cell, same = np.unique(u_index.ravel() * (int(code.max()) + 1) + code, return_counts=True)
+    m_cell = m_u[cell // (int(code.max()) + 1)]
+    keep = m_cell >= 2
+    pairable = m_u >= 2
+    return float((same[keep] * (same[keep] - 1) / (m_cell[keep] - 1)).sum() / m_u[pairable].sum())
+
+
+def ratings_stats(ratings: Ratings, *, level: str = "nominal", numbers: Sequence[float] | None = None) -> dict:
+    """Inter-annotator agreement over ``ratings``: Krippendorff's α always, Fleiss' κ when every
+    unit has the same number (≥ 2) of labels, Cohen's κ per annotator pair (``a``/``b`` are coder
+    ids here; ``named_stats`` turns them into names and orders the pairs). Beside each
+    coefficient: observed agreement, n and a percentile bootstrap 95 % interval over items.
+
+    ``level`` is the project's declared measurement level (never guessed from the values);
+    ``numbers`` gives each category's value for an ordinal or interval level (``label_numbers``).
+    Works on integer arrays in memory proportional to the number of labels."""
+    unit, coder, code = ratings.unit, ratings.coder, ratings.code
+    note = ""
+    if level != "nominal" and numbers is None:
+        note = f"declared {level}, but some labels are outside the label set or not numbers: compared as categories"
+        level = "nominal"
+    if level == "nominal":
+        # Keys that print the same (1 and "1") are one category.
+        _, merged = np.unique(np.array([str(v) for v in ratings.categories] or [""], dtype=str), return_inverse=True)
+        code = merged.ravel()[code]
+    else:
+        values = np.asarray(numbers, dtype=float)
+        _, merged = np.unique(values, return_inverse=True)
+        code = merged.ravel()[code]
+        distinct = np.unique(values)
+    unit_ids, per_unit = np.unique(unit, return_counts=True)
+    n_pairable = int((per_unit >= 2).sum())
+    out = {"n_units": int(unit_ids.size), "n_pairable": n_pairable, "n_labels": int(unit.size),
+           "n_annotators": int(np.unique(coder).size), "level": level, "level_note": note, "alpha": None,
+           "alpha_reading": "", "alpha_low": None, "alpha_high": None, "observed_agreement": None,
+           "fleiss": None, "fleiss_reading": "", "fleiss_note": "", "pairs": []}
+    if not n_pairable:
+        out["note"] = "no item was labelled by two annotators, so agreement cannot be measured"
+        return out
+    rated = code if level == "nominal" else distinct[code]
+    out["observed_agreement"] = _observed(unit, code)
+    if int(code.max()) + 1 <= m.MAX_BOOTSTRAP_CATEGORIES:
+        alpha = m.krippendorff_alpha_bootstrap(unit, rated, level=level, n_resamples=_resamples(n_pairable), seed=0)
+        out.update(alpha=alpha["alpha"], alpha_low=alpha["low"], alpha_high=alpha["high"])
+    else:  # every edit its own category: α without an interval
+        out["alpha"] = m.krippendorff_alpha_units(unit, rated, level=level)
+    out["alpha_reading"] = _reading(out["alpha"])
+    if (per_unit == per_unit[0]).all() and per_unit[0] >= 2:
+        out["fleiss"] = m.fleiss_kappa_units(unit, code)
+        out["fleiss_reading"] = _reading(out["fleiss"])
+    else:
+        out["fleiss_note"] = "items have different numbers of labels"
+    order = np.lexsort((unit, coder))
+    coders, starts = np.unique(coder[order], return_index=True)
+    bounds = [*starts[1:], order.size]
+    by_coder = [(unit[order[a:b]], code[order[a:b]]) for a, b in zip(starts, bounds)]
+    for i, j in combinations(range(coders.size), 2):
+        (units_a, codes_a), (units_b, codes_b) = by_coder[i], by_coder[j]
+        at = np.minimum(np.searchsorted(units_a, units_b), units_a.size - 1)
+        shared = units_a[at] == units_b
+        n_shared = int(shared.sum())
+        if not n_shared:
+            continue
+        kappa = m.cohen_kappa_bootstrap(codes_a[at[shared]], codes_b[shared], n_resamples=_resamples(n_shared), seed=0)
+        out["pairs"].append({"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa["kappa"],
+                             "observed_agreement": kappa["observed"], "kappa_low": kappa["low"],
+                             "kappa_high": kappa["high"], "reading": _reading(kappa["kappa"])})
+    return out
+
+
+def named_stats(stats: dict, names: dict[Any, str]) -> dict:
+    """``ratings_stats`` with annotator names in its pairs, ordered as the names sort."""
+    def name(coder):
+        return names.get(coder, coder)
+
+    rank = {c: r for r, c in enumerate(sorted({p[k] for p in stats["pairs"] for k in "ab"},
+                                              key=lambda c: (str(name(c)), c)))}
+    pairs = []
+    for pair in stats["pairs"]:
+        a, b = sorted((pair["a"], pair["b"]), key=rank.__getitem__)
+        pairs.append((rank[a], rank[b], {**pair, "a": name(a), "b": name(b)}))
+    return {**stats, "pairs": [p for *_, p in sorted(pairs, key=lambda p: p[:2])]}
+
+
+def agreement_stats(units: dict[Any, dict[Any, Any]], names: dict[Any, str] | None = None) -> dict:
+    """Nominal inter-annotator agreement over ``{unit: {annotator: label}}`` (``ratings_stats``)."""
+    ratings, annotators = _ratings_from_units(units)
+    names = names or {}
+    return named_stats(ratings_stats(ratings), {i: names.get(a, a) for i, a in enumerate(annotators)})
+
+
+def _label_key(kind: str, value: dict, order: dict[int, Any] | None = None) -> Any:
+    key = consensus_key(kind, value, order=order)
+    return key if isinstance(key, (str, int, float)) else json.dumps(key, sort_keys=True)
+
+
+# The parts of a label's value its consensus key reads (``consensus_key``), per project kind.
+_KEY_FIELDS = {
+    AnnotationProject.Kind.VERIFY: ("decision",),
+    AnnotationProject.Kind.PAIRWISE: ("choice", "left_report_id", "right_report_id"),
+    AnnotationProject.Kind.AGREEMENT: ("label",),
+}
+RATINGS_CHUNK = 20_000
+IAA_CACHE_SECONDS = 7 * 24 * 3600
+IAA_REFRESH_SECONDS = 300  # at most one queued refresh per project in this time
+
+
+def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
+    """The label key (``_label_key``) from the text parts ``_project_ratings`` reads: text is
+    enough for verify decisions and agreement labels; a pairwise label's report ids are read
+    back as numbers and its pair ordered by ``order`` (report → system)."""
+    if kind == AnnotationProject.Kind.VERIFY:
+        decision, edited = parts
+        return _label_key(kind, json.loads(edited) if edited is not None else {"decision": decision})
+    if kind == AnnotationProject.Kind.PAIRWISE:
+        choice, left, right = parts
+        return _label_key(kind, {"choice": choice, "left_report_id": int(left), "right_report_id": int(right)}, order)
+    return _label_key(kind, dict(zip(_KEY_FIELDS[kind], parts)))
+
+
+def _project_ratings(project: dict, *, expected: int = 0) -> Ratings:
+    """A project's labels as ``Ratings``: one streamed query of (item, annotator, the value's key
+    fields as text), so neither model rows nor decoded JSON values are held in memory; the
+    consensus key is computed once per distinct combination of fields. ``expected``: about how
+    many labels there are (the items' counters), the room reserved for them."""
+    kind = project["kind"]
+    parts = {f"k_{f}": Cast(KT(f"value__{f}"), TextField()) for f in _KEY_FIELDS[kind]}
+    if kind == AnnotationProject.Kind.VERIFY:  # the edits count only for an edit (``consensus_key``): read no others
+        parts["k_edited"] = Case(When(value__decision="edit", then=Cast("value", TextField())), default=Value(None),
+                                 output_field=TextField())
+    order: dict[int, Any] = {}  # pairwise: report → system, so "first" is the same system on every item
+    if kind == AnnotationProject.Kind.PAIRWISE:
+        for left, left_system, right, right_system in ReportPair.objects.filter(project_id=project["id"]).values_list(
+                "report_left_id", "report_left__system_id", "report_right_id", "report_right__system_id"):
+            order[left], order[right] = left_system, right_system
+    rows = (Label.objects.filter(project_id=project["id"]).order_by().annotate(**parts)
+            .values_list("item_id", "annotator_id", *parts).iterator(chunk_size=RATINGS_CHUNK))
+    codes: dict[tuple, int] = {}  # text parts → category
+    categories: dict[tuple, int] = {}  # (type, key) → category: parts that make the same key share it
+    keys: list = []
+    units, coders, coded = (_IntColumn(expected) for _ in range(3))
+    while chunk := list(islice(rows, RATINGS_CHUNK)):
+        item_ids, annotator_ids, *columns = zip(*chunk)
+        units.extend(item_ids)
+        coders.extend(annotator_ids)
+        raw = list(zip(*columns))
+        found = list(map(codes.get, raw))
+        for i in [i for i, code in enumerate(found) if code is None]:
+            if raw[i] not in codes:
+                key = _key_of_parts(kind, raw[i], order)
+                codes[raw[i]] = categories.setdefault((type(key), key), len(keys))
+                if len(categories) > len(keys):
+                    keys.append(key)
+            found[i] = codes[raw[i]]
+        coded.extend(found)
+    return Ratings(units.values(), coders.values(), coded.values(), keys)
+
+
+def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None = None) -> list[dict]:
+    """Projects whose agreement ``user`` may see: all for global curators, else those they curate
+    (or just project ``only``, for a worker).
+
+    ``with_fingerprint`` adds ``n_labels`` (the items' label counters, which the label services
+    keep in the same transaction as the labels) and ``last_label`` (the newest label id): labels
+    are only ever added or deleted, never edited, and ids only grow, so any change to a project's
+    labels changes this pair. Both avoid counting the labels themselves (0.7 s at 1M labels):
+    the counters are one per item, and the newest id is one step in the (project, id) index,
+    asked per project: inside one query the planner cannot see how few labels an old project
+    has and walks the primary key back through every label added since."""
+    projects = AnnotationProject.objects.order_by("name")
+    if only is not None:  # one project, whoever asks (a worker's refresh)
+        projects = projects.filter(pk=only)
+    elif not is_global_curator(user):
+        projects = projects.filter(pk__in=ProjectMembership.objects.filter(user=user, role=Role.CURATOR).values("project"))
+    fields = ["id", "name", "kind", "judge_config_id", "label_level", "label_set"]
+    if not with_fingerprint:
+        return list(projects.values(*fields)[:500])
+    counters = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")
+    rows = list(projects.annotate(n_labels=Subquery(counters.annotate(n=Sum("labels_done")).values("n")))
+                .values(*fields, "n_labels")[:500])
+    for row in rows:
+        newest = Label.objects.filter(project_id=row["id"]).order_by("-pk").values_list("pk", flat=True)
+        row["last_label"] = newest.first() if row["n_labels"] else 0
+    return rows
+
+
+def _iaa_key(project_id: int) -> str:
+    return f"dashboards:iaa:3:{project_id}"
+
+
+def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
+    ratings = _project_ratings(project, expected=fingerprint[0])
+    level = project["label_level"]
+    numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
+    stats = ratings_stats(ratings, level=level, numbers=numbers)
+    cache.set(_iaa_key(project["id"]), {"fingerprint": fingerprint, "stats": stats}, timeout=IAA_CACHE_SECONDS)
+    cache.delete(_iaa_key(project["id"]) + ":refreshing")
+    return stats
+
+
+def project_agreement_refresh(*, project_id: int) -> dict | None:
+    """Compute one project's agreement figures and cache them with the fingerprint they are of
+    (a worker's job when the dashboard found them stale)."""
+    project = next(iter(_curated_projects(None, with_fingerprint=True, only=project_id)), None)
+    if project is None:
+        return None
+    return _agreement_compute(project, [project.pop("n_labels") or 0, project.pop("last_label") or 0])
+
+
+def inter_annotator(*, user) -> dict:
+    """Per project: agreement of its annotators' labels (``ratings_stats``).
+
+    A project's figures are cached with the fingerprint of its labels (``_curated_projects``).
+    Unchanged: served from the cache, no query of its labels. Changed since: the cached figures
+    are served at once, marked with how many labels they are of, and one refresh per project
+    is queued for a worker (``annotation.refresh_project_agreement``) — at 1M labels a
+    recomputation takes seconds, too long for a page. Never computed, or no worker alive:
+    computed here."""
+    from scoring.workers import live_workers
+
+    projects = _curated_projects(user, with_fingerprint=True)
+    cached = cache.get_many([_iaa_key(p["id"]) for p in projects])
+    out, workers_alive = [], None
+    for project in projects:
+        fingerprint = [project.pop("n_labels") or 0, project.pop("last_label") or 0]
+        entry = cached.get(_iaa_key(project["id"]))
+        if entry is not None and entry["fingerprint"] != fingerprint:
+            if workers_alive is None:
+                workers_alive = bool(live_workers())
+            if workers_alive:
+                if cache.add(_iaa_key(project["id"]) + ":refreshing", 1, timeout=IAA_REFRESH_SECONDS):
+                    from annotation.tasks import refresh_project_agreement
+
+                    refresh_project_agreement.delay(project["id"])
+                project["stale_of_labels"] = entry["fingerprint"][0]
+                out.append((project, entry["stats"]))
+                continue
+            entry = None
+        stats = entry["stats"] if entry is not None else _agreement_compute(project, fingerprint)
+        out.append((project, stats))
+    coder_ids = {p[k] for _, stats in out for p in stats["pairs"] for k in "ab"}
+    names = dict(get_user_model().objects.filter(pk__in=coder_ids).values_list("pk", "username")) if coder_ids else {}
+    return {"projects": [{**project, "stats": named_stats(stats, names)} for project, stats in out],
+            "visible": bool(projects)}
+
+
+def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
+    """Judge vs people on agreement projects, per judge configuration and step.
+
+    Reference label of an item: the curator's ``GoldLabel`` when adjudicated, else the
+    annotators' label when they all agree; items whose annotators disagree and have no gold
+    yet are counted as unresolved and left out. Accuracy (``percent_agreement``), Cohen's κ,
+    Krippendorff's α (at the projects' declared ``label_level``), a confusion matrix and the disagreements; and the
+    same figures per prompt version of the judged verdicts (``versions``), oldest first, to see
+    whether a prompt change moved the judge towards or away from people."""
+    projects = [p for p in _curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
+    declared = {p["id"]: (p["label_level"], p["label_set"]) for p in projects}
+    project_ids = [p["id"] for p in projects]
+    items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")
+    item_rows = list(items.values_list("id", "project_id", "project__name", "target_id", "gold__value"))
+    labels: dict[int, list] = defaultdict(list)
+    for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
+        labels[item_id].append(value.get("label"))
+    verdicts = {
+        row[0]: row for row in Verdict.objects.filter(pk__in=items.values("target_id")).values_list(
+            "id", "judge_config_id", "judge_config__name", "step", "label", "report__system__name", "report_id",
+            "target_kind", "target_id", "target_key", "prompt_version", "created_at",
+        )
+    }
+    groups: dict[tuple, dict] = {}
+    for item_id, project_id, project_name, verdict_id, gold in item_rows:
+        verdict = verdicts.get(verdict_id)
+        if verdict is None:
+            continue
+        _, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key, version, made = verdict
+        group = groups.setdefault((config_name, step), {"judge": config_name, "judge_id": config_id, "step": step,
+                                                         "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0,
+                                                         "declared": set()})
+        group["declared"].add(json.dumps(declared[project_id], sort_keys=True))
+        given = [label for label in labels.get(item_id, []) if label is not None]
+        group["n_labels"] += len(given)
+        if gold and gold.get("label") is not None:
+            reference, source = gold["label"], "gold"
+        elif given and len(set(given)) == 1:
+            reference, source = given[0], "annotators" if len(given) > 1 else "annotator"
+        elif given:
+            group["unresolved"] += 1
+            continue
+        else:
+            group["unlabelled"] += 1
+            continue
+        group["pairs"].append({"item_id": item_id, "project_id": project_id, "project": project_name,
+                               "judge": judge_label, "reference": reference, "source": source, "system": system,
+                               "report_id": report_id, "target": f"{t_kind} #{t_id}{' ' + t_key if t_key else ''}",
+                               "prompt_version": version, "made": made})
+    out = []
+    for key in sorted(groups):
+        group = groups[key]
+        pairs = group.pop("pairs")
+        group["n"] = len(pairs)
+        group["versions"] = []
+        scale = [json.loads(d) for d in group.pop("declared")]
+        level, label_set = scale[0] if len(scale) == 1 else ("nominal", {})
+        group["level_note"] = "" if len(scale) == 1 else "the projects declare different label levels: compared as categories"
+        if pairs:
+            group.update(_judge_vs_reference(pairs, level=level, label_set=label_set))
+            by_version: dict[str, list[dict]] = defaultdict(list)
+            for pair in pairs:
+                by_version[pair["prompt_version"]].append(pair)
+            # oldest first: the order in which the prompt versions were used
+            for version, version_pairs in sorted(by_version.items(), key=lambda kv: (min(p["made"] for p in kv[1]), kv[0])):
+                group["versions"].append({"prompt_version": version, "n": len(version_pairs),
+                                          **_judge_vs_reference(version_pairs, level=level, label_set=label_set)})
+            categories = sorted({str(p["judge"]) for p in pairs} | {str(p["reference"]) for p in pairs})
+            cells = Counter((str(p["judge"]), str(p["reference"])) for p in pairs)
+            group["confusion"] = {"labels": categories,
+                                  "rows": [{"label": j, "counts": [cells[(j, r)] for r in categories]} for j in categories]}
+            disagreements = [p for p in pairs if str(p["judge"]) != str(p["reference"])]
+            group["n_disagreements"] = len(disagreements)
+            group["disagreements"] = [{k: v for k, v in p.items() if k != "made"} for p in disagreements[:limit]]
+        out.append(group)
+    return {"groups": out, "n_projects": len(projects)}
+
+
+def _judge_vs_reference(pairs: list[dict], *, level: str, label_set: dict) -> dict:
+    """Accuracy, Cohen's κ and Krippendorff's α of judge labels against reference labels, α at
+    the declared ``level`` (nominal when a label has no number at that level)."""
+    labels = [p["judge"] for p in pairs] + [p["reference"] for p in pairs]
+    numbers = label_numbers(level=level, label_set=label_set, labels=labels)
+    note = ""
+    if level != "nominal" and numbers is None:
+        level, note = "nominal", f"declared {level}, but some labels are outside the label set: compared as categories"
+    values = [str(v) for v in labels] if numbers is None else numbers
+    judged, reference = values[: len(pairs)], values[len(pairs):]
+    kappa = m.cohen_kappa_bootstrap([str(v) for v in judged], [str(v) for v in reference],
+                                    n_resamples=_resamples(len(pairs)), seed=0)
+    matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
+    alpha = m.krippendorff_alpha(matrix, level=level)
+    return {"level": level, "level_note": note, "accuracy": m.percent_agreement(judged, reference),
+            "kappa": kappa["kappa"], "kappa_low": kappa["low"], "kappa_high": kappa["high"],
+            "kappa_reading": _reading(kappa["kappa"]), "alpha": alpha, "alpha_reading": _reading(alpha)}

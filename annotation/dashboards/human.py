@@ -1,0 +1,304 @@
+"""Human rankings: Bradley–Terry strengths of systems from pairwise preferences, and their
+correlation with the automated leaderboards."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+from django.core.cache import cache
+from django.db.models import Count
+
+from annotation.models import AnnotationProject, PairwisePreference
+from annotation.services.values import preference_outcome
+from benchmark.models import Protocol, TaskSet
+from scoring import metrics as m
+
+from .agreement import agreement_stats
+from .selectors import N_RESAMPLES, leaderboard, system_label
+
+# --------------------------------------------------------------------------- scope
+
+SCOPE_FIELDS = ("protocol", "task_set", "project", "source", "component", "discipline", "annotator")
+BREAKDOWNS = ("discipline", "annotator")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which preferences a ranking is of. Empty fields do not narrow; every ranking states its scope."""
+
+    protocol: str = ""
+    task_set: int | None = None
+    project: int | None = None
+    source: str = ""
+    component: str = ""
+    discipline: str = ""  # the task's survey discipline name
+    annotator: str = ""  # a username
+
+    def as_dict(self) -> dict:
+        return {f: getattr(self, f) for f in SCOPE_FIELDS}
+
+
+def scope_from_params(params) -> Scope:
+    """A ``Scope`` from query parameters; ``ValueError`` naming the parameter when one is invalid."""
+    values: dict[str, Any] = {}
+    for name in SCOPE_FIELDS:
+        raw = (params.get(name) or "").strip()
+        if name in ("task_set", "project"):
+            if raw and not raw.isdigit():
+                raise ValueError(f"{name}: expected an id, got {raw!r}")
+            values[name] = int(raw) if raw else None
+        else:
+            values[name] = raw
+    if values["protocol"] and values["protocol"] not in Protocol.values:
+        raise ValueError(f"protocol: {values['protocol']!r} is not one of {', '.join(Protocol.values)}")
+    return Scope(**values)
+
+
+class PreferenceRow(NamedTuple):
+    left_system: int
+    left_name: str
+    left_version: str
+    right_system: int
+    right_name: str
+    right_version: str
+    choice: str
+    annotator_id: int
+    username: str
+    task_id: int
+    left: int
+    right: int
+    discipline: str | None
+
+
+def preference_sources() -> list[dict]:
+    return list(PairwisePreference.objects.values("source", "component").annotate(n=Count("pk")).order_by("source", "component"))
+
+
+def scope_options() -> dict:
+    """The values each scope filter offers (bounded queries)."""
+    prefs = PairwisePreference.objects.order_by()
+    return {
+        "protocols": Protocol.choices,
+        "task_sets": list(TaskSet.objects.order_by("name", "-version").values("id", "name", "version")[:100]),
+        "projects": list(AnnotationProject.objects.filter(kind=AnnotationProject.Kind.PAIRWISE).order_by("name")
+                         .values("id", "name")[:100]),
+        "sources": preference_sources(),
+        "disciplines": sorted(d for d in prefs.values_list("task__survey__discipline__name", flat=True).distinct() if d),
+        "annotators": sorted(prefs.values_list("annotator__username", flat=True).distinct()),
+    }
+
+
+def _preference_rows(scope: Scope) -> list[PreferenceRow]:
+    prefs = PairwisePreference.objects.all()
+    lookups = {"protocol": "task__protocol", "task_set": "task__task_sets", "project": "project_id",
+               "source": "source", "component": "component", "discipline": "task__survey__discipline__name",
+               "annotator": "annotator__username"}
+    for name, lookup in lookups.items():
+        value = getattr(scope, name)
+        if value not in ("", None):
+            prefs = prefs.filter(**{lookup: value})
+    return list(map(PreferenceRow._make, prefs.order_by("labeled_at", "pk").values_list(
+        "report_left__system_id", "report_left__system__name", "report_left__system__version",
+        "report_right__system_id", "report_right__system__name", "report_right__system__version",
+        "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
+        "task__survey__discipline__name",
+    )))
+
+
+def _pair_agreement(rows: list[PreferenceRow]) -> dict:
+    """Do several annotators judge the same pair (task, two reports)? ``agreement_stats`` over
+    those that do, each preference coded as its pair's outcome (``preference_outcome``, pair
+    ordered by system): first better, second better or tie."""
+    units: dict[tuple, dict[int, Any]] = defaultdict(dict)
+    names = {}
+    for r in rows:
+        names[r.annotator_id] = r.username
+        order = {r.left: r.left_system, r.right: r.right_system}
+        units[(r.task_id, frozenset((r.left, r.right)))][r.annotator_id] = preference_outcome(
+            r.choice, r.left, r.right, order=order)
+    shared = sum(1 for labels in units.values() if len(labels) >= 2)
+    stats = agreement_stats(units, names)
+    return {"n_pairs": len(units), "n_shared": shared, "n_annotators": len(names), "stats": stats}
+
+
+def imported_agreement() -> list[dict]:
+    """For each (source, component) of imported preferences: do annotators judge the same pairs,
+    and how well do they agree on those they share."""
+    groups: dict[tuple[str, str], list[PreferenceRow]] = defaultdict(list)
+    for row in PairwisePreference.objects.filter(project__isnull=True).order_by("pk").values_list(
+            "source", "component", "report_left__system_id", "report_left__system__name", "report_left__system__version",
+            "report_right__system_id", "report_right__system__name", "report_right__system__version",
+            "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
+            "task__survey__discipline__name"):
+        groups[(row[0], row[1])].append(PreferenceRow._make(row[2:]))
+    return [{"source": src, "component": comp, "n": len(group), **_pair_agreement(group)}
+            for (src, comp), group in sorted(groups.items())]
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def _bt_fit(comparisons: list[tuple], clusters: list, n_items: int, n_resamples: int) -> dict:
+    """``bradley_terry_clustered`` (weak prior, seed 0), memoised in the cache by the exact
+    comparisons and clusters: the result is a pure function of them."""
+    arr = np.asarray(comparisons, dtype=float)
+    digest = hashlib.sha256(arr.tobytes() + repr(clusters).encode() + f"{n_items}:{n_resamples}".encode())
+    key = "dashboards:bt:2:" + digest.hexdigest()
+    cached = cache.get(key)
+    if cached is None:
+        bt = m.bradley_terry_clustered(arr, clusters=clusters, n_items=n_items, n_resamples=n_resamples, seed=0)
+        cached = {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters")}
+        cache.set(key, cached, timeout=24 * 3600)
+    return cached
+
+
+def _warnings(structure: dict, names: list[str]) -> list[str]:
+    """What makes the unpenalised estimate meaningless, naming the systems."""
+    def listed(group):
+        return ", ".join(names[i] for i in group)
+
+    out = []
+    if len(structure["components"]) > 1:
+        groups = "; ".join(f"{{{listed(g)}}}" for g in structure["components"])
+        out.append(f"the comparison graph is disconnected: {groups} are never compared with each other, so "
+                   "their strengths are placed relative to each other only by the prior")
+    out += [f"{listed(g)} never lost a comparison against the other systems they met (separation): the "
+            "estimate is held finite by the prior" for g in structure["never_lose"]]
+    out += [f"{listed(g)} never won a comparison against the other systems they met (separation): the "
+            "estimate is held finite by the prior" for g in structure["never_win"]]
+    return out
+
+
+def _rank(rows: list[PreferenceRow], n_resamples: int) -> dict:
+    """Bradley–Terry strengths of the systems in ``rows`` (see ``human_ranking``)."""
+    names: dict[int, str] = {}
+    for r in rows:
+        names[r.left_system] = system_label(r.left_name, r.left_version)
+        names[r.right_system] = system_label(r.right_name, r.right_version)
+    ids = sorted(names, key=lambda i: names[i])
+    index = {sid: i for i, sid in enumerate(ids)}
+    comparisons, clusters, wins, losses, ties = [], [], Counter(), Counter(), Counter()
+    skipped = 0
+    for r in rows:
+        if r.left_system == r.right_system:
+            skipped += 1
+            continue
+        outcome = {"left": 1.0, "right": 0.0, "tie": 0.5}[r.choice]
+        comparisons.append((index[r.left_system], index[r.right_system], outcome))
+        clusters.append((r.task_id, min(r.left, r.right), max(r.left, r.right)))  # the item: one task, two reports
+        if outcome == 0.5:
+            ties[r.left_system] += 1
+            ties[r.right_system] += 1
+        else:
+            winner, loser = (r.left_system, r.right_system) if outcome == 1.0 else (r.right_system, r.left_system)
+            wins[winner] += 1
+            losses[loser] += 1
+    out = {"n_comparisons": len(comparisons), "skipped_same_system": skipped, "systems": [], "warnings": [],
+           "n_annotators": len({r.annotator_id for r in rows}), "n_items": len(set(clusters)),
+           "prior_precision": m.PRIOR_PRECISION, "n_resamples": 0, "n_separable_resamples": 0}
+    if not comparisons:
+        return out
+    labels = [names[sid] for sid in ids]
+    out["warnings"] = _warnings(m.comparison_structure(comparisons, n_items=len(ids)), labels)
+    bt = _bt_fit(comparisons, clusters, len(ids), n_resamples)
+    out.update(n_resamples=bt["n_resamples"], n_separable_resamples=bt["n_separable"])
+    if bt["n_separable"] and not out["warnings"]:
+        out["warnings"].append(f"{bt['n_separable']} of {bt['n_resamples']} resamples are separable: the interval "
+                               "leans on the prior there")
+    ranks = m.rank_with_ci(bt["low"], bt["high"])
+    scaled = {key: m.to_elo_scale(bt[key]) for key in ("estimate", "low", "high")}
+    online = m.elo(comparisons, k=ONLINE_ELO_K, n_items=len(ids))  # in labelling order
+    systems = [
+        {"system_id": sid, "system": names[sid], "theta": float(bt["estimate"][i]), "low": float(bt["low"][i]),
+         "high": float(bt["high"][i]), "bt_elo_scale": float(scaled["estimate"][i]),
+         "bt_elo_scale_low": float(scaled["low"][i]), "bt_elo_scale_high": float(scaled["high"][i]),
+         "online_elo": float(online[i]), "rank": int(ranks[i]), "wins": wins[sid], "losses": losses[sid],
+         "ties": ties[sid], "n": wins[sid] + losses[sid] + ties[sid]}
+        for i, sid in enumerate(ids)
+    ]
+    systems.sort(key=lambda s: (s["rank"], -s["theta"], s["system"]))
+    out["systems"] = systems
+    return out
+
+
+ONLINE_ELO_K = 4.0  # Chatbot Arena's compute_online_elo; SurveyLens (§4.3) reports Elo without its K
+
+
+def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
+                  by: str = "") -> dict:
+    """Bradley–Terry strengths of systems from the pairwise preferences in ``scope`` (left win 1,
+    right win 0, tie ½) under a weak prior θ ~ N(0, 1/``PRIOR_PRECISION``) with percentile
+    bootstrap intervals over items (task × report pair: every annotator's comparison of the
+    item is drawn together) (``bradley_terry_clustered``), Chatbot Arena ranks
+    (``rank_with_ci``), ``warnings`` when the comparisons are disconnected or separable, the
+    same θ on the Elo-like scale (``bt_elo_scale``) and SurveyLens' online Elo (``online_elo``,
+    in labelling order). With a protocol in the scope, Spearman ρ, Kendall τ-b and pairwise
+    concordance of θ with each of that protocol's leaderboard metrics over the systems in both
+    (SurveyLens Table 7), n shown. ``by`` ("discipline" or "annotator") adds one ranking per
+    value of that field (``breakdown``)."""
+    if by and by not in BREAKDOWNS:
+        raise ValueError(f"by: {by!r} is not one of {', '.join(BREAKDOWNS)}")
+    rows = _preference_rows(scope)
+    out = {"scope": scope.as_dict(), **_rank(rows, n_resamples), "agreement": _pair_agreement(rows),
+           "correlations": [], "correlation_note": "", "by": by, "breakdown": []}
+    if by:
+        groups: dict[str, list[PreferenceRow]] = defaultdict(list)
+        for r in rows:
+            groups[(r.discipline or "(none)") if by == "discipline" else r.username].append(r)
+        out["breakdown"] = [{"group": g, **_rank(group, n_resamples)} for g, group in sorted(groups.items())]
+    if with_correlations and out["systems"]:
+        if scope.protocol:
+            board = leaderboard(protocol=scope.protocol, task_set_id=scope.task_set, n_resamples=n_resamples)
+            out["correlations"] = correlations_with(out["systems"], {scope.protocol: board})
+        else:
+            out["correlation_note"] = ("choose a protocol: correlations compare that protocol's human ranking with "
+                                       "its own leaderboard")
+    return out
+
+
+def correlations_with(human: list[dict], automated: dict[str, dict]) -> list[dict]:
+    """Spearman, Kendall and concordance between human BT strength and each metric's system means."""
+    strength = {s["system_id"]: s["theta"] for s in human}
+    out = []
+    for protocol, board in automated.items():
+        for metric in board["metrics"]:
+            pairs = []
+            for row in board["rows"]:
+                cell = next(c for c in row["cells"] if c["metric"] == metric["key"])
+                if row["system_id"] in strength and not cell["empty"]:
+                    pairs.append((row["system"], strength[row["system_id"]], cell["estimate"]))
+            if len(pairs) < 3:
+                continue
+            x = [p[1] for p in pairs]
+            y = [p[2] for p in pairs]
+            out.append({
+                "protocol": protocol, "metric": metric["key"], "label": metric["label"], "n": len(pairs),
+                "spearman": m.spearman(x, y), "kendall": m.kendall_tau(x, y), "concordance": m.pairwise_concordance(x, y),
+                "points": [{"system": p[0], "human": p[1], "metric": p[2]} for p in pairs],
+                "percent": board["percent"],
+            })
+    return out
+
+
+def human_vs_automated(*, scope: Scope = Scope(), metric: str = "", n_resamples: int = N_RESAMPLES) -> dict:
+    """The human ranking's correlation with one automated metric (``protocol:metric``, the first
+    by default); the ranking is scoped to that metric's protocol."""
+    chosen_protocol = metric.split(":", 1)[0] if metric else ""
+    if chosen_protocol and not scope.protocol:
+        scope = replace(scope, protocol=chosen_protocol)
+    if not scope.protocol:
+        scope = replace(scope, protocol=_first_protocol_with_preferences())
+    ranking = human_ranking(scope=scope, n_resamples=n_resamples)
+    options = [f'{c["protocol"]}:{c["metric"]}' for c in ranking["correlations"]]
+    chosen = metric or (options[0] if options else "")
+    corr = next((c for c in ranking["correlations"] if f'{c["protocol"]}:{c["metric"]}' == chosen), None)
+    return {"metric": chosen, "options": options, "correlation": corr, "correlations": ranking["correlations"],
+            "scope": ranking["scope"]}
+
+
+def _first_protocol_with_preferences() -> str:
+    return PairwisePreference.objects.order_by("task__protocol").values_list("task__protocol", flat=True).first() or ""

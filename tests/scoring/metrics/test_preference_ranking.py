@@ -1,0 +1,153 @@
+"""Separation checks, the weak prior and the cluster bootstrap, against computations written here."""
+
+import re
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from scoring.metrics import PRIOR_PRECISION, bradley_terry_bootstrap, bradley_terry_clustered, comparison_structure
+
+
+def _penalised_nll(theta, comps, ridge):
+    total = 0.0
+    for i, j, s in comps:
+        d = theta[i] - theta[j]
+        total -= s * -np.logaddexp(0, -d) + (1 - s) * -np.logaddexp(0, d)
+    return total + 0.5 * ridge * theta @ theta
+
+
+def _map(comps, n, ridge):
+    res = minimize(_penalised_nll, np.zeros(n), args=(comps, ridge), method="BFGS", options={"gtol": 1e-10})
+    return res.x
+
+
+def _separable_by_subsets(comps, n):
+    """Brute force: some proper subset S of a connected group never scored against the rest of it."""
+    pairs = {(min(i, j), max(i, j)) for i, j, _ in comps}
+    if n > 1:
+        seen, stack = {0}, [0]
+        while stack:
+            u = stack.pop()
+            for a, b in pairs:
+                for x, y in ((a, b), (b, a)):
+                    if x == u and y not in seen:
+                        seen.add(y)
+                        stack.append(y)
+        if len(seen) < n:
+            return True
+    for size in range(1, n):
+        for subset in combinations(range(n), size):
+            inside = set(subset)
+            scored_out = scored_in = False
+            for i, j, s in comps:
+                if (i in inside) == (j in inside):
+                    continue
+                inner_points = s if i in inside else 1 - s
+                scored_in |= inner_points > 0
+                scored_out |= inner_points < 1
+            if not scored_in or not scored_out:
+                return True
+    return False
+
+
+ONE_WINS_ALL = [(0, j, 1.0) for j in (1, 2, 3) for _ in range(5)] + [
+    (1, 2, 1.0), (1, 2, 0.0), (2, 3, 1.0), (3, 2, 1.0), (1, 3, 0.5), (3, 1, 1.0), (1, 3, 1.0)]
+CHAIN = [(0, 1, 1.0)] * 5 + [(1, 2, 1.0)] * 5
+
+
+@pytest.mark.parametrize("comps, n", [
+    (ONE_WINS_ALL, 4), (CHAIN, 3), ([(0, 1, 1.0), (2, 3, 0.5)], 4), ([(0, 1, 0.5), (1, 2, 0.5), (2, 0, 1.0)], 3),
+    ([(0, 1, 1.0), (1, 0, 1.0)], 2), ([(0, 1, 1.0), (1, 2, 1.0), (2, 0, 1.0)], 3), ([(0, 1, 0.5)], 2),
+])
+def test_separable_matches_a_brute_force_search(comps, n):
+    assert comparison_structure(comps, n_items=n)["separable"] == _separable_by_subsets(comps, n)
+
+
+def test_structure_names_the_groups():
+    found = comparison_structure(ONE_WINS_ALL)
+    assert found["never_lose"] == [[0]] and found["never_win"] == [[1, 2, 3]] and found["components"] == [[0, 1, 2, 3]]
+    chain = comparison_structure(CHAIN)
+    assert chain["never_lose"] == [[0]] and chain["never_win"] == [[2]]
+    apart = comparison_structure([(0, 1, 0.5), (1, 0, 1.0), (2, 3, 0.5)], n_items=5)
+    assert apart["components"] == [[0, 1], [2, 3], [4]] and apart["separable"]
+
+
+def test_all_ties_is_not_separable_and_gives_equal_strengths():
+    ties = [(0, 1, 0.5), (1, 2, 0.5), (2, 0, 0.5)] * 3
+    assert not comparison_structure(ties)["separable"]
+    fit = bradley_terry_clustered(ties, n_resamples=50)
+    assert fit["estimate"] == pytest.approx([0, 0, 0], abs=1e-9) and fit["n_separable"] == 0
+
+
+@pytest.mark.parametrize("comps, n", [(ONE_WINS_ALL, 4), (CHAIN, 3)])
+def test_the_prior_keeps_separable_estimates_finite_and_wide(comps, n):
+    fit = bradley_terry_clustered(comps, n_resamples=100)
+    expected = _map(comps, n, PRIOR_PRECISION)
+    assert fit["estimate"] == pytest.approx(expected - expected.mean(), abs=1e-5)
+    assert np.abs(fit["estimate"]).max() < 5
+    # Every resample of a separable set is separable, and the interval is at least the Laplace one.
+    assert fit["n_separable"] == 100
+    best = int(np.argmax(fit["estimate"]))
+    # A tiny ridge gives θ ≈ 11 (an artefact of the ridge); the prior a finite θ with a wide interval.
+    assert bradley_terry_bootstrap(comps, n_resamples=10)["estimate"][best] > 8
+    assert fit["high"][best] - fit["low"][best] > 3
+
+
+def test_posterior_sd_is_that_of_the_centred_theta_under_the_penalised_likelihood():
+    fit = bradley_terry_clustered(ONE_WINS_ALL, n_resamples=1)
+    theta, eps, n = fit["estimate"], 1e-4, 4
+    hess = np.empty((n, n))
+    for a in range(n):
+        for b in range(n):
+            ea, eb = np.eye(n)[a] * eps, np.eye(n)[b] * eps
+            hess[a, b] = (_penalised_nll(theta + ea + eb, ONE_WINS_ALL, PRIOR_PRECISION)
+                          - _penalised_nll(theta + ea - eb, ONE_WINS_ALL, PRIOR_PRECISION)
+                          - _penalised_nll(theta - ea + eb, ONE_WINS_ALL, PRIOR_PRECISION)
+                          + _penalised_nll(theta - ea - eb, ONE_WINS_ALL, PRIOR_PRECISION)) / (4 * eps * eps)
+    centre = np.eye(n) - np.ones((n, n)) / n  # the reported θ are centred: cov(Pθ) = P H⁻¹ P
+    assert fit["posterior_sd"] == pytest.approx(np.sqrt(np.diag(centre @ np.linalg.inv(hess) @ centre)), rel=1e-3)
+
+
+def test_cluster_bootstrap_draws_whole_clusters():
+    rng = np.random.default_rng(7)
+    comps, clusters = [], []
+    for item in range(12):
+        i, j = rng.choice(4, size=2, replace=False)
+        for annotator in range(2):
+            comps.append((int(i), int(j), float(rng.choice([0.0, 0.5, 1.0]))))
+            clusters.append(item)
+    fit = bradley_terry_clustered(comps, clusters=clusters, n_items=4, n_resamples=15, seed=3)
+    # The same stream of cluster draws, refitted here by a general optimiser.
+    draws = np.random.default_rng(3)
+    for r in range(15):
+        chosen = draws.integers(0, 12, 12)
+        resample = [c for k in chosen for c, cl in zip(comps, clusters) if cl == k]
+        expected = _map(resample, 4, PRIOR_PRECISION)
+        assert fit["samples"][r] == pytest.approx(expected - expected.mean(), abs=1e-4)
+    assert fit["n_clusters"] == 12
+    with pytest.raises(ValueError, match="one label per comparison"):
+        bradley_terry_clustered(comps, clusters=clusters[:-1])
+
+
+def test_the_documented_separable_example():
+    """docs/statistics.md quotes the separable and chain examples; recomputed here."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    found = re.search(r"separable example θ₀ = (\S+) \[(\S+), (\S+)\], (\d+) of (\d+) resamples separable; "
+                      r"chain θ = ±(\S+) \[(\S+), (\S+)\]", doc)
+    assert found, "docs/statistics.md lost its separable example"
+    theta, low, high, separable, total, chain, chain_low, chain_high = found.groups()
+    one_wins = [(0, j, 1.0) for j in (1, 2, 3) for _ in range(5)]
+    for i, j, wins in ((1, 2, 6), (1, 3, 5), (2, 3, 4)):
+        one_wins += [(i, j, 1.0)] * wins + [(i, j, 0.0)] * (10 - wins)
+    fit = bradley_terry_clustered(one_wins)
+    expected = _map(one_wins, 4, PRIOR_PRECISION)
+    assert round(float((expected - expected.mean())[0]), 2) == float(theta) == round(float(fit["estimate"][0]), 2)
+    assert (round(fit["low"][0], 2), round(fit["high"][0], 2)) == (float(low), float(high))
+    assert (fit["n_separable"], fit["n_resamples"]) == (int(separable), int(total))
+    chain_fit = bradley_terry_clustered(CHAIN)
+    expected = _map(CHAIN, 3, PRIOR_PRECISION)
+    assert round(float((expected - expected.mean())[0]), 2) == float(chain)
+    assert (round(chain_fit["low"][0], 2), round(chain_fit["high"][0], 2)) == (float(chain_low), float(chain_high))
