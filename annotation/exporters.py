@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from typing import IO, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from .api.visibility import visible_gold_labels, visible_labels
+from .api.visibility import blind_items, visible_gold_labels, visible_labels
 from .models import AnnotationProject, AuditEvent, GoldLabel, Label, Role
 from .selectors import is_global_curator, project_role
 
@@ -61,8 +61,13 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         if not is_global_curator(user):
             raise PermissionError("only curators may export every project's annotations; name one project")
         projects = list(AnnotationProject.objects.order_by("pk"))
-        return AnnotationScope(projects, Label.objects.all(), GoldLabel.objects.all(),
-                               AuditEvent.objects.filter(project__isnull=False))
+        # A curator who also labels blind somewhere gets nothing of what those items still hide.
+        blind = blind_items(user)
+        return AnnotationScope(
+            projects, Label.objects.exclude(Q(item__in=blind) & ~Q(annotator=user)),
+            GoldLabel.objects.exclude(item__in=blind),
+            AuditEvent.objects.filter(project__isnull=False).exclude(project__in=blind.values("project")),
+        )
     project = AnnotationProject.objects.filter(pk=project_id).first()
     role = project_role(project=project, user=user) if project else None
     if role is None:

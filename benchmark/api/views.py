@@ -15,6 +15,8 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.response import Response
 
+from annotation.api.visibility import hidden_reports
+
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, run_import
 from ..models import BibEntry, Protocol, Report, Revision, Survey, System, Task, TaskSet
@@ -359,9 +361,12 @@ class ReportListApi(ListApi):
         unchanged = serializers.IntegerField()
 
     parser_classes = [JSONParser, MultiPartParser, FormParser]
-    queryset = Report.objects.defer("text", "parsed").order_by("task_id", "system_id")
     filter_fields = {"task": "task_id", "system": "system_id", "protocol": "task__protocol", "format": "format"}
     ordering_fields = ("submitted_at", "created_at", "task", "system")
+
+    def get_queryset(self):  # blind mode: no system of a report a blind pair still hides from the user
+        reports = Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
+        return reports.defer("text", "parsed").order_by("task_id", "system_id")
 
     @extend_schema(
         request={"application/json": ReportInputSerializer, "multipart/form-data": FilesInputSerializer},
@@ -409,7 +414,8 @@ class ReportDetailApi(DetailApi):
             model = Report
             exclude = ["parsed"]
 
-    queryset = Report.objects.all()
+    def get_queryset(self):
+        return Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
 
 
 # --- Imports ----------------------------------------------------------------------------------
