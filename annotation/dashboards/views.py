@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -15,6 +13,7 @@ from annotation.selectors import is_global_curator
 from annotation.services.projects import project_from_verdicts
 from annotation.views.access import refuse
 from benchmark.models import Protocol
+from benchmark.spreadsheet import csv_writer
 
 from . import charts, figures, progress, triage
 from . import selectors as s
@@ -37,9 +36,9 @@ def _wants_csv(request) -> bool:
 def _csv(filename: str, header: list[str], rows: list[list]) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow(header)
-    writer.writerows([["" if v is None else v for v in row] for row in rows])
+    writer.writerows(rows)
     return response
 
 
