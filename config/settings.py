@@ -200,6 +200,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    # The client address (throttling) is REMOTE_ADDR unless this many proxies of ours put theirs
+    # in X-Forwarded-For: a client can write anything there, so it is read only when set.
+    "NUM_PROXIES": int(os.environ.get("TRUSTED_PROXY_COUNT", "0")),
 }
 # Failed logins per username+client address before /login/ and the API token refuse (config/throttling.py).
 LOGIN_FAILURE_LIMIT = 10
