@@ -26,7 +26,10 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.throttling import BaseThrottle
+
+from config.parsers import BoundedJSONParser
 
 DEFAULT_LIMIT = 10
 DEFAULT_WINDOW = 15 * 60
@@ -133,6 +136,7 @@ class ThrottledObtainAuthToken(ObtainAuthToken):
     """DRF's token endpoint, counting failed credentials and refusing locked-out clients."""
 
     throttle_classes = (FailedLoginThrottle,)
+    parser_classes = (BoundedJSONParser, FormParser, MultiPartParser)  # DRF's view names the unbounded one
 
     def throttled(self, request, wait):
         raise exceptions.Throttled(wait, detail=lockout_message(wait))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -14,14 +15,22 @@ from annotation.services.projects import project_from_verdicts
 from annotation.views.access import refuse
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
+from config.converters import MAX_ID, id_from_text
 
 from . import charts, figures, progress, triage
 from . import selectors as s
 
 
 def _int(request, name: str) -> int | None:
+    """An optional id from the query string; text that is no number is ignored, a number beyond
+    any id is a 400."""
     raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() else None
+    if not raw.isdigit():
+        return None
+    try:
+        return id_from_text(name, raw)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def _protocol(request) -> str:
@@ -326,7 +335,7 @@ def look_next_project(request):
     if not is_global_curator(request.user):
         return refuse(request, "Only curators create annotation projects.")
     raw_ids = request.POST.getlist("verdict")
-    bad = [raw for raw in raw_ids if not raw.isdigit()]
+    bad = [raw for raw in raw_ids if not raw.isdigit() or int(raw) > MAX_ID]
     try:
         if bad:
             raise ValueError(f"verdict: {bad[0]!r} is not a verdict id")

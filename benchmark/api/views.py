@@ -12,10 +12,11 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotation.api.visibility import hidden_reports
+from config.parsers import BoundedJSONParser
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, run_import
@@ -360,7 +361,7 @@ class ReportListApi(ListApi):
         updated = serializers.IntegerField()
         unchanged = serializers.IntegerField()
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
     filter_fields = {"task": "task_id", "system": "system_id", "protocol": "task__protocol", "format": "format"}
     ordering_fields = ("submitted_at", "created_at", "task", "system")
 
