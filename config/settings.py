@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "annotation.middleware.BlindRankingGate",
+    "config.headers.SecurityHeaders",
 ]
 
 ROOT_URLCONF = "config.urls"
