@@ -114,9 +114,11 @@ def blind_labelling_projects(user) -> list[str]:
 
 
 def visible_preferences(user) -> QuerySet[PairwisePreference]:
-    """Global curators see every preference; others their own (imported ones carry no project)."""
+    """Global curators see every preference, except others' on items they have yet to label as
+    annotators of a blind project (``blind_items``); others see their own (imported ones carry
+    no project)."""
     if not getattr(user, "is_authenticated", False):
         return PairwisePreference.objects.none()
     if is_global_curator(user):
-        return PairwisePreference.objects.all()
+        return PairwisePreference.objects.exclude(Q(label__item__in=blind_items(user)) & ~Q(annotator=user))
     return PairwisePreference.objects.filter(annotator=user)
