@@ -214,6 +214,7 @@ REST_FRAMEWORK = {
 LOGIN_FAILURE_LIMIT = 10
 LOGIN_FAILURE_WINDOW = 15 * 60  # seconds, counted from the first failure
 SPECTACULAR_SETTINGS = {
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}},  # config.converters
     "TITLE": "Survey Eval Studio API",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
