@@ -46,3 +46,11 @@ def test_no_other_module_writes_csv():
         if re.search(r"csv\.(writer|DictWriter)\(", path.read_text(encoding="utf-8")):
             offenders.append(str(relative))
     assert offenders == []
+
+
+def test_the_deepscholar_csvs_defuse_formulas_and_keep_numbers():
+    from benchmark.exporters.deepscholar import _csv
+
+    written = _csv(("title", "row", "score"), [{"title": "=HYPERLINK(\"x\")", "row": 3, "score": -0.5}])
+    assert list(csv.reader(io.StringIO(written.decode()))) == [["title", "row", "score"],
+                                                                ["'=HYPERLINK(\"x\")", "3", "-0.5"]]
