@@ -100,3 +100,9 @@ def test_an_integer_filter_beyond_range_is_a_400_naming_it(world, path, param, v
     response = client_for(world.users["admin"]).get(path, {param: value})
     assert response.status_code == 400, response.content
     assert response.json() == {param: [f"{value!r} is out of range for {param}"]}
+
+
+@pytest.mark.parametrize(("kind", "field"), [("taskset", "task_set"), ("annotations", "project")])
+def test_an_export_of_an_id_beyond_range_is_a_400(world, kind, field):
+    response = client_for(world.users["admin"]).post("/api/exports/", {"kind": kind, field: int(HUGE)}, format="json")
+    assert response.status_code == 400 and field in response.json(), response.content
