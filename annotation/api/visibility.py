@@ -78,7 +78,8 @@ def visible_verdicts(*, user) -> QuerySet[Verdict]:
     if not getattr(user, "is_authenticated", False):
         return Verdict.objects.none()
     if is_global_curator(user):
-        return Verdict.objects.exclude(pk__in=blind_items(user).filter(target_kind=TargetKind.VERDICT).values("target_id"))
+        blind = blind_items(user).filter(target_kind=TargetKind.VERDICT)
+        return Verdict.objects.exclude(pk__in=blind.values("target_id"))
     revealed = revealed_items(user).filter(target_kind=TargetKind.VERDICT).values("target_id")
     return Verdict.objects.filter(pk__in=revealed)
 
@@ -108,9 +109,8 @@ def blind_labelling_projects(user) -> list[str]:
     if not getattr(user, "is_authenticated", False):
         return []
     open_items = blind_items(user).filter(status=AnnotationItem.Status.OPEN)
-    return list(
-        AnnotationProject.objects.filter(pk__in=open_items.values("project")).order_by("name").values_list("name", flat=True)
-    )
+    projects = AnnotationProject.objects.filter(pk__in=open_items.values("project")).order_by("name")
+    return list(projects.values_list("name", flat=True))
 
 
 def visible_preferences(user) -> QuerySet[PairwisePreference]:
