@@ -5,6 +5,7 @@ Python's ``json`` recurses once per nesting level, so a body of a few thousand `
 recursively. No payload of this API nests anywhere near ``MAX_JSON_DEPTH``: deeper is a 400.
 """
 
+from rest_framework import serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
@@ -36,3 +37,18 @@ class BoundedJSONParser(JSONParser):
             if json_depth(data) <= MAX_JSON_DEPTH:
                 return data
         raise ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+class BoundedJSONField(serializers.JSONField):
+    """A JSON input field with the same bound: form posts (multipart, urlencoded) carry its
+    value as JSON text, which this field parses itself, outside ``BoundedJSONParser``."""
+
+    def to_internal_value(self, data):
+        try:
+            value = super().to_internal_value(data)
+        except RecursionError:
+            value = None
+        else:
+            if json_depth(value) <= MAX_JSON_DEPTH:
+                return value
+        raise serializers.ValidationError(f"nested deeper than {MAX_JSON_DEPTH} levels")

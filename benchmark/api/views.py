@@ -16,7 +16,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from annotation.api.visibility import hidden_reports
-from config.parsers import BoundedJSONParser
+from config.parsers import BoundedJSONField, BoundedJSONParser
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, run_import
@@ -304,7 +304,7 @@ class ReportInputSerializer(serializers.Serializer):
     system = serializers.PrimaryKeyRelatedField(queryset=System.objects.all())
     text = serializers.CharField(trim_whitespace=False)
     format = serializers.ChoiceField(choices=Report.Format.choices, default=Report.Format.MARKDOWN)
-    sources = serializers.ListField(child=serializers.JSONField(), required=False, max_length=10000)
+    sources = serializers.ListField(child=BoundedJSONField(), required=False, max_length=10000)
     source_path = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 

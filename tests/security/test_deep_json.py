@@ -50,3 +50,12 @@ def test_json_within_the_limit_is_parsed(world):
     body = {"name": "deep enough", "version": "1", "ignored": nested}  # the object itself is one level
     response = client.post("/api/systems/", body, format="json")
     assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize("body", [VERY_DEEP, "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)])
+def test_json_text_in_a_form_post_is_bounded_too(world, body):
+    """Form posts carry a JSON field's value as text, parsed by the field itself."""
+    client = client_for(world.users["ann_a"])
+    data = {"item": world.item_a.pk, "value": body, "client_token": "0b9d2ee4-3a41-4bd4-9f6a-5c3f7f0d7e11"}
+    response = client.post("/api/labels/", data, format="multipart")
+    assert response.status_code == 400 and response.json() == {"value": [f"nested deeper than {MAX_JSON_DEPTH} levels"]}
