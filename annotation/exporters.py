@@ -9,11 +9,10 @@ not exist, as the project pages do.
 
 CSV: one row per label (per gold label, per audit row in their own files) with the flat
 columns below; values that are JSON (a label's value, before/after) stay JSON text in one
-column. A cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return is prefixed
-with ``'`` so a spreadsheet shows it as text instead of running it as a formula.
+column. Cells are written by ``benchmark.spreadsheet.csv_writer``: formula-like text is
+prefixed with ``'`` so a spreadsheet shows it as text instead of running it as a formula.
 """
 
-import csv
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
@@ -22,9 +21,11 @@ from datetime import datetime, timezone
 from typing import IO, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from .api.visibility import visible_gold_labels, visible_labels
+from benchmark.spreadsheet import csv_writer
+
+from .api.visibility import blind_items, visible_gold_labels, visible_labels
 from .models import AnnotationProject, AuditEvent, GoldLabel, Label, Role
 from .selectors import is_global_curator, project_role
 
@@ -38,7 +39,6 @@ GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", 
 AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
                  "before", "after")
 JSON_COLUMNS = {"value", "before", "after"}
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,13 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         if not is_global_curator(user):
             raise PermissionError("only curators may export every project's annotations; name one project")
         projects = list(AnnotationProject.objects.order_by("pk"))
-        return AnnotationScope(projects, Label.objects.all(), GoldLabel.objects.all(),
-                               AuditEvent.objects.filter(project__isnull=False))
+        # A curator who also labels blind somewhere gets nothing of what those items still hide.
+        blind = blind_items(user)
+        return AnnotationScope(
+            projects, Label.objects.exclude(Q(item__in=blind) & ~Q(annotator=user)),
+            GoldLabel.objects.exclude(item__in=blind),
+            AuditEvent.objects.filter(project__isnull=False).exclude(project__in=blind.values("project")),
+        )
     project = AnnotationProject.objects.filter(pk=project_id).first()
     role = project_role(project=project, user=user) if project else None
     if role is None:
@@ -121,15 +126,9 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, cls=DjangoJSONEncoder)
 
 
-def csv_cell(column: str, value: Any) -> str:
-    """One CSV cell: JSON columns as JSON text, empty for null elsewhere; formula-like text defused."""
-    if column in JSON_COLUMNS:
-        text = _json(value)
-    elif value is None:
-        text = ""
-    else:
-        text = str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
+def csv_value(column: str, value: Any) -> Any:
+    """One CSV cell's value: JSON columns as JSON text (``csv_writer`` defuses formula-like text)."""
+    return _json(value) if column in JSON_COLUMNS else value
 
 
 class _Lines:
@@ -138,13 +137,13 @@ class _Lines:
     def __init__(self, out: IO[bytes], columns: tuple[str, ...], fmt: str) -> None:
         self.out, self.columns, self.fmt = out, columns, fmt
         self.buffer = io.StringIO(newline="")
-        self.writer = csv.writer(self.buffer, lineterminator="\r\n")  # RFC 4180, what spreadsheets expect
+        self.writer = csv_writer(self.buffer, lineterminator="\r\n")  # RFC 4180, what spreadsheets expect
         if fmt == "csv":
             self.writer.writerow(self.columns)
 
     def add(self, row: dict) -> None:
         if self.fmt == "csv":
-            self.writer.writerow([csv_cell(c, row[c]) for c in self.columns])
+            self.writer.writerow([csv_value(c, row[c]) for c in self.columns])
         else:
             self.buffer.write(_json(row) + "\n")
         if self.buffer.tell() > 1 << 20:

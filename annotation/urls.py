@@ -5,13 +5,13 @@ from .views import adjudication, projects, workspace
 app_name = "annotation"
 urlpatterns = [
     path("", projects.project_list, name="project_list"),
-    path("<int:project_id>/", workspace.workspace, name="workspace"),
-    path("<int:project_id>/progress/", projects.progress, name="progress"),
-    path("<int:project_id>/undo/", workspace.undo, name="undo"),
-    path("<int:project_id>/items/<int:item_id>/", workspace.item_detail, name="item"),
-    path("<int:project_id>/items/<int:item_id>/label/", workspace.label_create, name="label"),
-    path("<int:project_id>/items/<int:item_id>/skip/", workspace.item_skip, name="skip"),
-    path("<int:project_id>/items/<int:item_id>/add/", workspace.item_add, name="add_item"),
-    path("<int:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
-    path("<int:project_id>/items/<int:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
+    path("<id:project_id>/", workspace.workspace, name="workspace"),
+    path("<id:project_id>/progress/", projects.progress, name="progress"),
+    path("<id:project_id>/undo/", workspace.undo, name="undo"),
+    path("<id:project_id>/items/<id:item_id>/", workspace.item_detail, name="item"),
+    path("<id:project_id>/items/<id:item_id>/label/", workspace.label_create, name="label"),
+    path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),
+    path("<id:project_id>/items/<id:item_id>/add/", workspace.item_add, name="add_item"),
+    path("<id:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
+    path("<id:project_id>/items/<id:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
 ]

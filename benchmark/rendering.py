@@ -1,9 +1,32 @@
-"""Markdown to safe HTML. Everything users or systems wrote passes through here before display."""
+"""Markdown to safe HTML. Everything users or systems wrote passes through here before display.
+
+An image on another host (``![](http://…)``) becomes a plain link to it: opening a report must
+not make the browser call anyone (the image host would learn who read which report, and when).
+"""
+
+from html import escape
 
 import nh3
 from markdown_it import MarkdownIt
 
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+def _is_remote(src: str) -> bool:
+    lowered = src.strip().lower()
+    return lowered.startswith(("http:", "https:", "//", "\\\\", "/\\", "\\/")) or ":" in lowered.split("/", 1)[0]
+
+
+def _image(renderer, tokens, idx, options, env) -> str:
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    if not _is_remote(src):
+        return renderer.image(tokens, idx, options, env)
+    alt = renderer.renderInlineAsText(token.children or [], options, env)
+    return f'<a href="{escape(src)}">{escape(alt or src)}</a>'
+
+
+_markdown.add_render_rule("image", _image)
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr",

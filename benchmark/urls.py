@@ -5,14 +5,14 @@ from . import views, views_exports, views_proposals
 app_name = "benchmark"
 urlpatterns = [
     path("tasks/", views.task_list, name="task_list"),
-    path("tasks/<int:task_id>/", views.task_detail, name="task_detail"),
-    path("tasks/<int:task_id>/propose/", views_proposals.task_propose, name="task_propose"),
-    path("reports/<int:report_id>/", views.report_detail, name="report_detail"),
+    path("tasks/<id:task_id>/", views.task_detail, name="task_detail"),
+    path("tasks/<id:task_id>/propose/", views_proposals.task_propose, name="task_propose"),
+    path("reports/<id:report_id>/", views.report_detail, name="report_detail"),
     path("task-sets/", views_exports.taskset_list, name="taskset_list"),
-    path("task-sets/<int:task_set_id>/", views_exports.taskset_detail, name="taskset_detail"),
+    path("task-sets/<id:task_set_id>/", views_exports.taskset_detail, name="taskset_detail"),
     path("exports/", views_exports.export_list, name="export_list"),
     path("exports/new/", views_exports.export_create, name="export_create"),
-    path("exports/<int:job_id>/row/", views_exports.export_row, name="export_row"),
-    path("exports/<int:job_id>/download/", views_exports.export_download, name="export_download"),
-    path("exports/<int:job_id>/delete/", views_exports.export_delete, name="export_delete"),
+    path("exports/<id:job_id>/row/", views_exports.export_row, name="export_row"),
+    path("exports/<id:job_id>/download/", views_exports.export_download, name="export_download"),
+    path("exports/<id:job_id>/delete/", views_exports.export_delete, name="export_delete"),
 ]

@@ -4,6 +4,8 @@ from django.http import Http404
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
+from annotation.api.visibility import hidden_reports
+
 from . import selectors
 from .models import Protocol, Report, Task
 from .rendering import markdown_to_safe_html
@@ -41,13 +43,18 @@ def task_detail(request, task_id: int):
         task = selectors.task_detail(task_id=task_id)
     except Task.DoesNotExist:
         raise Http404("No such task")
-    return render(request, "benchmark/task_detail.html", {"task": task, **proposal_panel(request, task)})
+    hidden = set(hidden_reports(request.user).values_list("pk", flat=True))  # blind pairs name no system
+    reports = [report for report in task.reports.all() if report.pk not in hidden]
+    return render(request, "benchmark/task_detail.html", {"task": task, "reports": reports,
+                                                          **proposal_panel(request, task)})
 
 
 @login_required
 def report_detail(request, report_id: int):
     try:
         report = selectors.report_detail(report_id=report_id)
+        if hidden_reports(request.user).filter(pk=report.pk).exists():  # its system is what a blind pair hides
+            raise Report.DoesNotExist
     except Report.DoesNotExist:
         raise Http404("No such report")
     html = mark_safe(markdown_to_safe_html(report.text))  # sanitized by nh3 above

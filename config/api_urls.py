@@ -10,6 +10,7 @@ from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import IsAuthenticated
 
+from config.headers import API_DOCS_POLICY, content_security_policy
 from config.throttling import ThrottledObtainAuthToken
 
 app_name = "api"
@@ -20,5 +21,6 @@ urlpatterns = [
     path("dashboards/", include("annotation.dashboards.api_urls")),
     path("auth/token/", ThrottledObtainAuthToken.as_view(), name="token"),
     path("schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="schema"),
-    path("docs/", login_required(TemplateView.as_view(template_name="api/docs.html")), name="docs"),
+    path("docs/", content_security_policy(API_DOCS_POLICY)(
+        login_required(TemplateView.as_view(template_name="api/docs.html"))), name="docs"),
 ]

@@ -71,6 +71,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "annotation.middleware.BlindRankingGate",
+    "config.headers.SecurityHeaders",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -243,14 +245,23 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
+    # The client address (throttling) is REMOTE_ADDR unless this many proxies of ours put theirs
+    # in X-Forwarded-For: a client can write anything there, so it is read only when set.
+    "NUM_PROXIES": int(os.environ.get("TRUSTED_PROXY_COUNT", "0")),
 }
 # Failed logins per username+client address before /login/ and the API token refuse (config/throttling.py).
 LOGIN_FAILURE_LIMIT = 10
 LOGIN_FAILURE_WINDOW = 15 * 60  # seconds, counted from the first failure
 SPECTACULAR_SETTINGS = {
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}},  # config.converters
     "TITLE": "Survey Eval Studio API",
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,

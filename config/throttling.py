@@ -6,13 +6,17 @@ right password — until the window (counted from the first failure) runs out. A
 login clears the count. Counts live in Django's default cache, so every process sharing the
 cache (Redis in production) shares them; the HTML form and the API count together.
 
-The client address is DRF's ``get_ident`` (``REMOTE_ADDR``, or ``X-Forwarded-For`` as the
-``NUM_PROXIES`` REST_FRAMEWORK setting says), the same address DRF's own throttles use.
+The client address is DRF's ``get_ident``: ``REMOTE_ADDR``, or, behind ``TRUSTED_PROXY_COUNT``
+proxies of ours (DRF's ``NUM_PROXIES``), the address the outermost of them put in
+``X-Forwarded-For`` — never a value the client wrote there. The username is counted as the
+login form reads it (surrounding spaces dropped, NFKC) and case-folded, so ``" Alice"`` and
+``"ALICE"`` count with ``"alice"``.
 """
 
 import hashlib
 import math
 import time
+import unicodedata
 
 from django.conf import settings
 from django.contrib import messages
@@ -22,7 +26,10 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.throttling import BaseThrottle
+
+from config.parsers import BoundedJSONParser
 
 DEFAULT_LIMIT = 10
 DEFAULT_WINDOW = 15 * 60
@@ -40,7 +47,8 @@ def _window() -> int:
 def attempt_key(username, request) -> str:
     """The cache key counting failures of ``username`` from ``request``'s client address."""
     ident = BaseThrottle().get_ident(request) or ""
-    digest = hashlib.sha256(f"{username or ''}\0{ident}".encode()).hexdigest()
+    name = unicodedata.normalize("NFKC", str(username or "")).strip().casefold()
+    digest = hashlib.sha256(f"{name}\0{ident}".encode()).hexdigest()
     return f"login-failures:{digest}"
 
 
@@ -128,6 +136,7 @@ class ThrottledObtainAuthToken(ObtainAuthToken):
     """DRF's token endpoint, counting failed credentials and refusing locked-out clients."""
 
     throttle_classes = (FailedLoginThrottle,)
+    parser_classes = (BoundedJSONParser, FormParser, MultiPartParser)  # DRF's view names the unbounded one
 
     def throttled(self, request, wait):
         raise exceptions.Throttled(wait, detail=lockout_message(wait))

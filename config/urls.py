@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from benchmark import views as benchmark_views
+from config import converters  # noqa: F401 (registers <id:>, used by every app's routes)
 from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
 

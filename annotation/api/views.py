@@ -14,6 +14,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from benchmark.api.common import DetailApi, GenericApi, LabellerWrites, ListApi, input_of
+from config.parsers import BoundedJSONField
 
 from ..assignment import assignment_skip, next_item_for
 from ..models import AnnotationItem, AnnotationProject, Assignment
@@ -134,7 +135,7 @@ class ItemDetailApi(GenericApi):
 
 class ItemAdjudicateApi(GenericApi):
     class InputSerializer(serializers.Serializer):
-        value = serializers.JSONField()
+        value = BoundedJSONField()
         note = serializers.CharField(required=False, allow_blank=True, max_length=10000)
         expected_version = serializers.IntegerField(required=False, allow_null=True, min_value=1)
 
@@ -202,7 +203,7 @@ class AssignmentSkipApi(LabellerApi, GenericApi):
 class LabelListApi(LabellerApi, ListApi):
     class InputSerializer(serializers.Serializer):
         item = serializers.PrimaryKeyRelatedField(queryset=AnnotationItem.objects.all())
-        value = serializers.JSONField()
+        value = BoundedJSONField()
         client_token = serializers.UUIDField(help_text="one per form: resubmitting it returns the first label")
 
     class OutputSerializer(serializers.Serializer):

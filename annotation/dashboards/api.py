@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from annotation.selectors import is_global_curator
 from benchmark.models import Protocol
+from config.converters import id_from_text
 
 from . import figures as figure_selectors
 from . import progress, triage
@@ -20,8 +21,14 @@ from . import selectors as s
 
 
 def _int(request, name: str) -> int | None:
+    """As the pages' ``_int``: text that is no number is ignored, a number beyond any id is a 400."""
     raw = request.query_params.get(name, "")
-    return int(raw) if raw.isdigit() else None
+    if not raw.isdigit():
+        return None
+    try:
+        return id_from_text(name, raw)
+    except ValueError as exc:
+        raise ValidationError({name: [str(exc)]}) from None
 
 
 def _protocol(request) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from django.db.models import Max
 
 from benchmark.models import GoldReference, Protocol, ReviewStatus
+from config.converters import id_from_text
 from scoring import metrics as m
 from scoring.models import JudgeConfig, Verdict
 from scoring.pipelines.reportbench import REFERENCE_KIND
@@ -50,10 +51,8 @@ def protocol_param(raw: str, default: str) -> str:
 
 
 def id_param(name: str, raw: str) -> int | None:
-    """An id query parameter: empty means none; anything but digits is refused."""
-    if raw and not raw.isdigit():
-        raise ValueError(f"{name}: {raw!r} is not an id")
-    return int(raw) if raw else None
+    """An id query parameter: empty means none; anything but an id in range is refused."""
+    return id_from_text(name, raw)
 
 
 def _system_order(cards: list[CardRow]) -> dict[int, str]:

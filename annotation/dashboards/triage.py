@@ -23,6 +23,7 @@ from typing import NamedTuple
 from django.db.models import Count, Exists, Min, OuterRef, Q
 
 from benchmark.models import Protocol, Report
+from config.converters import id_from_text
 from scoring.models import JudgeConfig, Verdict
 
 from .selectors import system_label
@@ -86,15 +87,13 @@ def _target_figures(verdicts: list[_Verdict], confidence_below: float, judge_nam
 
 def look_next_from_params(params) -> dict:
     """``look_next`` for the page's and the API's query strings (``protocol``, ``judge``, ``confidence``)."""
-    judge = params.get("judge", "")
-    if judge and not judge.isdigit():
-        raise ValueError(f"judge: {judge!r} is not an id")
+    judge_id = id_from_text("judge", params.get("judge", ""))
     raw = params.get("confidence", "")
     try:
         confidence = float(raw) if raw else CONFIDENCE_BELOW
     except ValueError:
         raise ValueError(f"confidence: {raw!r} is not a number") from None
-    return look_next(protocol=params.get("protocol", ""), judge_id=int(judge) if judge else None,
+    return look_next(protocol=params.get("protocol", ""), judge_id=judge_id,
                      confidence_below=confidence)
 
 

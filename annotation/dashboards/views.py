@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -15,6 +14,8 @@ from annotation.selectors import is_global_curator
 from annotation.services.projects import project_from_verdicts
 from annotation.views.access import refuse
 from benchmark.models import Protocol
+from benchmark.spreadsheet import csv_writer
+from config.converters import MAX_ID, id_from_text
 
 from . import charts, figures, progress, triage
 from . import agreement as agreement_selectors
@@ -23,8 +24,15 @@ from . import selectors as s
 
 
 def _int(request, name: str) -> int | None:
+    """An optional id from the query string; text that is no number is ignored, a number beyond
+    any id is a 400."""
     raw = request.GET.get(name, "")
-    return int(raw) if raw.isdigit() else None
+    if not raw.isdigit():
+        return None
+    try:
+        return id_from_text(name, raw)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def _protocol(request) -> str:
@@ -39,9 +47,9 @@ def _wants_csv(request) -> bool:
 def _csv(filename: str, header: list[str], rows: list[list]) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
+    writer = csv_writer(response)
     writer.writerow(header)
-    writer.writerows([["" if v is None else v for v in row] for row in rows])
+    writer.writerows(rows)
     return response
 
 
@@ -343,7 +351,7 @@ def look_next_project(request):
     if not is_global_curator(request.user):
         return refuse(request, "Only curators create annotation projects.")
     raw_ids = request.POST.getlist("verdict")
-    bad = [raw for raw in raw_ids if not raw.isdigit()]
+    bad = [raw for raw in raw_ids if not raw.isdigit() or int(raw) > MAX_ID]
     try:
         if bad:
             raise ValueError(f"verdict: {bad[0]!r} is not a verdict id")

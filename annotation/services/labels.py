@@ -3,7 +3,8 @@
 A label is final once submitted: a second, different submission by the same annotator for
 the same item is refused (``AlreadyLabelledError``). To correct a mistake the annotator
 undoes their last action (``label_undo_last``) while nothing depends on it yet, then labels
-again. Resubmitting the same form (same ``client_token``) returns the first label.
+again — except in blind projects, where committing reveals what was hidden and the label stays
+final. Resubmitting the same form (same ``client_token``) returns the first label.
 """
 
 import uuid
@@ -15,7 +16,16 @@ from benchmark.models import Task
 from benchmark.services.history import StaleEditError, proposable_update
 
 from .. import rawsql
-from ..models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label, PairwisePreference, ReportPair
+from ..models import (
+    AnnotationItem,
+    AnnotationProject,
+    Assignment,
+    AuditEvent,
+    Label,
+    PairwisePreference,
+    ReportPair,
+    Role,
+)
 from ..selectors import LABELLING_ROLES, item_target, project_role
 from .audit import audit_record
 from .claims import active_claims, claim_create, claim_release, item_has_free_slot
@@ -62,6 +72,11 @@ def require_labeller(*, project: AnnotationProject, user, role: str | None = Non
     if role not in LABELLING_ROLES:
         raise PermissionError(
             f"{user} may not label items of project {project.name!r} (role: {role or 'not a member'})"
+        )
+    if project.blind and role == Role.CURATOR:  # curators see labels as items complete, so they cannot label blind
+        raise PermissionError(
+            f"project {project.name!r} is blind: only its annotators label; to label, a curator joins it as an"
+            " annotator (and is then blind like any annotator until committing each label)"
         )
     if project.status != AnnotationProject.Status.OPEN:
         raise ProjectNotOpenError(f"project {project.name!r} is {project.status}; it accepts no labels now")
@@ -117,6 +132,9 @@ def label_submit(
         raise ItemNotOpenError(f"item {locked.pk} already has all {locked.labels_needed} labels it needs")
     if target is None or target.pk != locked.target_id:
         target = item_target(locked)
+    if project.blind and isinstance(value, dict) and value.get("judge_correct") is not None:
+        # Checked against the hidden verdict, the claim would answer whether it holds: an oracle.
+        raise ValueError("value.judge_correct: not accepted in a blind project; send your label, the server compares it")
     clean = value_clean(project=project, target=target, value=value)
     now = timezone.now()
     claims = active_claims(locked)
@@ -217,8 +235,16 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     item.target_version = updated.version
 
 
+BLIND_UNDO_REFUSED = (
+    "your label on item {position} is final: this project is blind, and committing it showed you what was"
+    " hidden (the judge's verdict, the other labels, the systems compared); ask a curator to correct it"
+)
+
+
 def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditEvent:
     locked = item_lock(item_id=label.item_id)
+    if project.blind:
+        raise UndoRefusedError(BLIND_UNDO_REFUSED.format(position=locked.position))
     label = Label.objects.filter(pk=label.pk).first()
     if label is None:
         raise UndoRefusedError("that label was already undone")
@@ -251,6 +277,10 @@ def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> Audit
 @transaction.atomic
 def label_undo_last(*, annotator, project: AnnotationProject) -> AuditEvent | None:
     """Undo the annotator's most recent label or skip in the project; None when there is none.
+
+    In a blind project a label is final (``UndoRefusedError``): committing it revealed what the
+    project hides, so undoing would let the annotator copy the revealed answer. Skips reveal
+    nothing and are undone as anywhere.
 
     A label is removed with its counter, its pairwise preference row, and (verify) the review
     decision it caused, which is reverted through ``proposable_update`` (a task curated by it

@@ -196,7 +196,9 @@ def label_create(request, project_id: int, item_id: int):
         if not request.htmx:
             return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
         return _render(request, project, role, item=item, flash=flash)
-    flash = f"Saved your label on item {item.position}. Press u to undo it."
+    flash = f"Saved your label on item {item.position}. " + (
+        "It is final: this project is blind." if project.blind else "Press u to undo it."
+    )
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
     return _next(request, project, role, flash=flash)

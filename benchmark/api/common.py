@@ -8,8 +8,9 @@ Services raise plain exceptions (``ValueError`` naming the field, ``PermissionEr
 
 import re
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import IntegerField
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema_serializer
@@ -24,6 +25,7 @@ from annotation.services.errors import AnnotationError
 from benchmark.importers.base import ImportFailed
 from benchmark.services.history import StaleEditError
 from benchmark.services.tasksets import TaskSetError
+from config.converters import MAX_ID
 from scoring.services.runs import BrokerUnavailable
 
 _FIELD_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*): (.+)$", re.DOTALL)
@@ -101,6 +103,34 @@ class ServiceErrorsMixin:
 # --- List filtering and ordering --------------------------------------------------------------
 
 
+def _is_integer(model, lookup: str) -> bool:
+    """Whether ``lookup`` (``task_id``, ``item__project_id``) ends at an integer column."""
+    field = None
+    for part in lookup.split("__"):
+        if field is not None:
+            model = field.related_model
+        if model is None:
+            return False
+        try:
+            field = model._meta.get_field(part)
+        except FieldDoesNotExist:
+            return False
+    if field is not None and field.many_to_one:
+        field = field.target_field
+    return isinstance(field, IntegerField)
+
+
+def _integer(param: str, value: str) -> int:
+    """An integer filter value the database can compare, or a 400 naming the parameter."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise exceptions.ValidationError({param: [f"{value!r} is not a valid value for {param}"]}) from None
+    if not -MAX_ID - 1 <= number <= MAX_ID:
+        raise exceptions.ValidationError({param: [f"{value!r} is out of range for {param}"]})
+    return number
+
+
 class QueryFilterBackend(BaseFilterBackend):
     """Exact-match filters and ``?ordering=`` from two view attributes, with no extra dependency.
 
@@ -129,6 +159,8 @@ class QueryFilterBackend(BaseFilterBackend):
                 continue
             if lookup.endswith("__isnull"):
                 value = value.lower() in ("1", "true", "yes")
+            elif _is_integer(queryset.model, lookup):
+                value = _integer(param, value)
             try:
                 queryset = queryset.filter(**{lookup: value})
             except (ValueError, TypeError, DjangoValidationError):

@@ -24,22 +24,22 @@ PROPOSABLE_KINDS = (
 
 urlpatterns = [
     path("surveys/", views.SurveyListApi.as_view(), name="survey-list"),
-    path("surveys/<int:pk>/", views.SurveyDetailApi.as_view(), name="survey-detail"),
+    path("surveys/<id:pk>/", views.SurveyDetailApi.as_view(), name="survey-detail"),
     path("bib-entries/", views.BibEntryListApi.as_view(), name="bibentry-list"),
-    path("bib-entries/<int:pk>/", views.BibEntryDetailApi.as_view(), name="bibentry-detail"),
+    path("bib-entries/<id:pk>/", views.BibEntryDetailApi.as_view(), name="bibentry-detail"),
     path("tasks/", views.TaskListApi.as_view(), name="task-list"),
-    path("tasks/<int:pk>/", views.TaskDetailApi.as_view(), name="task-detail"),
+    path("tasks/<id:pk>/", views.TaskDetailApi.as_view(), name="task-detail"),
     path("task-sets/", views.TaskSetListApi.as_view(), name="taskset-list"),
-    path("task-sets/<int:pk>/", views.TaskSetDetailApi.as_view(), name="taskset-detail"),
-    path("task-sets/<int:pk>/export/", views.TaskSetExportApi.as_view(), name="taskset-export"),
+    path("task-sets/<id:pk>/", views.TaskSetDetailApi.as_view(), name="taskset-detail"),
+    path("task-sets/<id:pk>/export/", views.TaskSetExportApi.as_view(), name="taskset-export"),
     path("systems/", views.SystemListApi.as_view(), name="system-list"),
-    path("systems/<int:pk>/", views.SystemDetailApi.as_view(), name="system-detail"),
+    path("systems/<id:pk>/", views.SystemDetailApi.as_view(), name="system-detail"),
     path("reports/", views.ReportListApi.as_view(), name="report-list"),
-    path("reports/<int:pk>/", views.ReportDetailApi.as_view(), name="report-detail"),
+    path("reports/<id:pk>/", views.ReportDetailApi.as_view(), name="report-detail"),
     path("imports/", views.ImportApi.as_view(), name="import"),
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
-    path("exports/<int:pk>/", exports.ExportDetailApi.as_view(), name="export-detail"),
-    path("exports/<int:pk>/download/", exports.ExportDownloadApi.as_view(), name="export-download"),
+    path("exports/<id:pk>/", exports.ExportDetailApi.as_view(), name="export-detail"),
+    path("exports/<id:pk>/download/", exports.ExportDownloadApi.as_view(), name="export-download"),
 ]
 
 for segment, stem, model, filters, ordering in PROPOSABLE_KINDS:
@@ -47,7 +47,7 @@ for segment, stem, model, filters, ordering in PROPOSABLE_KINDS:
     slug = segment.rstrip("s") if not segment.endswith("criteria") else "rubric-criterion"
     urlpatterns += [
         path(f"{segment}/", family["list"].as_view(), name=f"{slug}-list"),
-        path(f"{segment}/<int:pk>/", family["detail"].as_view(), name=f"{slug}-detail"),
-        path(f"{segment}/<int:pk>/review/", family["review"].as_view(), name=f"{slug}-review"),
-        path(f"{segment}/<int:pk>/revisions/", family["revisions"].as_view(), name=f"{slug}-revisions"),
+        path(f"{segment}/<id:pk>/", family["detail"].as_view(), name=f"{slug}-detail"),
+        path(f"{segment}/<id:pk>/review/", family["review"].as_view(), name=f"{slug}-review"),
+        path(f"{segment}/<id:pk>/revisions/", family["revisions"].as_view(), name=f"{slug}-revisions"),
     ]

@@ -12,8 +12,11 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+
+from annotation.api.visibility import hidden_reports
+from config.parsers import BoundedJSONField, BoundedJSONParser
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, run_import
@@ -301,7 +304,7 @@ class ReportInputSerializer(serializers.Serializer):
     system = serializers.PrimaryKeyRelatedField(queryset=System.objects.all())
     text = serializers.CharField(trim_whitespace=False)
     format = serializers.ChoiceField(choices=Report.Format.choices, default=Report.Format.MARKDOWN)
-    sources = serializers.ListField(child=serializers.JSONField(), required=False, max_length=10000)
+    sources = serializers.ListField(child=BoundedJSONField(), required=False, max_length=10000)
     source_path = serializers.CharField(required=False, allow_blank=True, max_length=500)
 
 
@@ -358,10 +361,13 @@ class ReportListApi(ListApi):
         updated = serializers.IntegerField()
         unchanged = serializers.IntegerField()
 
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
-    queryset = Report.objects.defer("text", "parsed").order_by("task_id", "system_id")
+    parser_classes = [BoundedJSONParser, MultiPartParser, FormParser]
     filter_fields = {"task": "task_id", "system": "system_id", "protocol": "task__protocol", "format": "format"}
     ordering_fields = ("submitted_at", "created_at", "task", "system")
+
+    def get_queryset(self):  # blind mode: no system of a report a blind pair still hides from the user
+        reports = Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
+        return reports.defer("text", "parsed").order_by("task_id", "system_id")
 
     @extend_schema(
         request={"application/json": ReportInputSerializer, "multipart/form-data": FilesInputSerializer},
@@ -409,7 +415,8 @@ class ReportDetailApi(DetailApi):
             model = Report
             exclude = ["parsed"]
 
-    queryset = Report.objects.all()
+    def get_queryset(self):
+        return Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
 
 
 # --- Imports ----------------------------------------------------------------------------------

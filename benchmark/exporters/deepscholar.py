@@ -13,13 +13,13 @@ content, and are not written. CSV cells are written as they are: these files are
 the benchmark's tools, not spreadsheets.
 """
 
-import csv
 import io
 import json
 from collections.abc import Callable, Iterable
 
 from ..importers.deepscholar import CITATIONS, NUGGETS, PAPERS, STATS
 from ..models import Protocol, ReviewStatus
+from ..spreadsheet import csv_writer
 
 PAPER_COLUMNS = ("arxiv_id", "title", "authors", "abstract", "categories", "published_date",
                  "clean_latex_related_works")
@@ -34,20 +34,12 @@ def _kept(items: Iterable[dict]) -> list[dict]:
     return [item for item in items if item.get("review_status") != ReviewStatus.REJECTED]
 
 
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    return str(value)
-
-
 def _csv(columns: tuple[str, ...], rows: list[dict]) -> bytes:
     buffer = io.StringIO(newline="")
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv_writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        writer.writerow([row.get(c) for c in columns])
     return buffer.getvalue().encode("utf-8")
 
 

@@ -41,6 +41,7 @@ from django.utils import timezone
 from annotation.exporters import FORMATS as ANNOTATION_FORMATS
 from annotation.exporters import annotation_export_scope, write_annotations
 from annotation.selectors import is_global_curator
+from config.converters import MAX_ID
 
 from ..exporters.deepscholar import write_deepscholar
 from ..exporters.deepsynth import write_deepsynth
@@ -110,7 +111,7 @@ def _id(value: Any, name: str) -> int:
         number = int(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected an id, got {value!r}") from None
-    if isinstance(value, bool) or number < 1:
+    if isinstance(value, bool) or not 1 <= number <= MAX_ID:
         raise ValueError(f"{name}: expected an id, got {value!r}")
     return number
 

@@ -19,6 +19,11 @@ READ = (403, 200, 200, 200, 200, 200)
 CURATE = (403, 403, 403, 403, 400, 400)  # an empty body: curators reach validation, others are refused
 PROJECT_A_READ = (403, 200, 404, 200, 200, 200)
 PAGE = (302, 200, 200, 200, 200, 200)
+# Scores and rankings: closed to ann_a and ann_b, who still have items to label in blind projects
+# (annotation.middleware); the viewer labels nothing.
+RANKING = (403, 403, 403, 200, 200, 200)
+RANKING_PAGE = (302, 403, 403, 200, 200, 200)
+RANKING_POST_ONLY = (405, 403, 403, 405, 405, 405)  # the gate answers before the method check
 
 
 def _pk(name):
@@ -82,22 +87,22 @@ API = {
     "export-download": [("get", _export, None, OWN_EXPORT)],
     "judgeconfig-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
     "judgeconfig-detail": [("get", lambda w: {"pk": w.project_a.judge_config_id}, None, READ)],
-    "run-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
-    "run-detail": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
+    "run-list": [("get", None, None, RANKING), ("post", None, {}, CURATE)],
+    "run-detail": [("get", lambda w: {"pk": w.run_finished.pk}, None, RANKING)],
     # A finished run cannot start or be cancelled, a pending one cannot resume: 400, nothing changes.
     "run-start": [("post", lambda w: {"pk": w.run_finished.pk}, {}, CURATE)],
     "run-cancel": [("post", lambda w: {"pk": w.run_finished.pk}, {}, CURATE)],
     "run-resume": [("post", lambda w: {"pk": w.run_pending.pk}, {}, CURATE)],
-    "run-progress": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
-    "run-score-cards": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
-    "scorecard-list": [("get", None, None, READ)],
+    "run-progress": [("get", lambda w: {"pk": w.run_finished.pk}, None, RANKING)],
+    "run-score-cards": [("get", lambda w: {"pk": w.run_finished.pk}, None, RANKING)],
+    "scorecard-list": [("get", None, None, RANKING)],
     "verdict-list": [("get", None, None, READ)],
     "project-list": [("get", None, None, READ)],
     "project-detail": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     "project-progress": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     "project-items": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
-    "project-next": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 200, 404, 403, 200, 200))],
+    "project-next": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 200, 404, 403, 403, 403))],
     "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, PROJECT_A_READ)],
     # The item is open: the curator's gold label is refused with 409, annotators are not curators.
     "item-adjudicate": [("post", lambda w: {"pk": w.item_a.pk}, {"value": {"label": "correct"}},
@@ -108,12 +113,12 @@ API = {
     "label-list": [("get", None, None, READ),
                    ("post", None, lambda w: {"item": w.item_b.pk, "value": {"decision": "accept"},
                                              "client_token": str(uuid.uuid4())},
-                    # ann_b and the curator give item B its two labels; the admin then finds it complete.
-                    (403, 404, 201, 403, 201, 409))],
+                    # ann_b labels item B; curators do not label in a blind project.
+                    (403, 404, 201, 403, 403, 403))],
     "goldlabel-list": [("get", None, None, READ)],
     "preference-list": [("get", None, None, READ)],
     # The dashboards' figures: any signed-in user (agreement shows only the projects one curates).
-    **{f"dashboard-{name}": [("get", None, None, READ)] for name in (
+    **{f"dashboard-{name}": [("get", None, None, RANKING)] for name in (
         "leaderboard", "human", "agreement", "chart-verdicts", "chart-scores", "chart-human-vs-automated",
         "chart-recall-by-quartile", "chart-coverage-by-window", "chart-discipline-heatmap", "judge-sensitivity",
         "run-progress")},
@@ -165,21 +170,21 @@ PAGES = {
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
     "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
-    **{f"dashboards:{name}": [("get", None, PAGE)] for name in (
+    **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress")},
     "dashboards:look_next": [("get", None, (302, 403, 403, 403, 200, 200))],
     # POST only, curators only; an empty form (no verdict) is refused with 400 and creates nothing.
-    "dashboards:look_next_project": [("get", None, (405,) * 6), ("post", None, (302, 403, 403, 403, 400, 400))],
-    "runs:list": [("get", None, PAGE)],
+    "dashboards:look_next_project": [("get", None, RANKING_POST_ONLY), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "runs:list": [("get", None, RANKING_PAGE)],
     # Curators only; an empty form is refused with 400 and creates nothing.
     "runs:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
-    "runs:detail": [("get", _run, PAGE)],
-    "runs:progress": [("get", _run, PAGE)],
+    "runs:detail": [("get", _run, RANKING_PAGE)],
+    "runs:progress": [("get", _run, RANKING_PAGE)],
     # POST only, curators only; the run is finished, so the service refuses and the page says so.
-    "runs:start": [("get", _run, (405,) * 6), ("post", _run, (302, 403, 403, 403, 302, 302))],
-    "runs:cancel": [("get", _run, (405,) * 6), ("post", _run, (302, 403, 403, 403, 302, 302))],
-    "runs:resume": [("get", _run, (405,) * 6), ("post", lambda w: {"run_id": w.run_pending.pk},
+    "runs:start": [("get", _run, RANKING_POST_ONLY), ("post", _run, (302, 403, 403, 403, 302, 302))],
+    "runs:cancel": [("get", _run, RANKING_POST_ONLY), ("post", _run, (302, 403, 403, 403, 302, 302))],
+    "runs:resume": [("get", _run, RANKING_POST_ONLY), ("post", lambda w: {"run_id": w.run_pending.pk},
                                                 (302, 403, 403, 403, 302, 302))],
     "admin:index": [("get", None, (302, 302, 302, 302, 302, 200))],
 }
@@ -229,7 +234,7 @@ def test_api_matrix(world):
     assert cells >= 6 * len(API)
 
 
-WORKSPACE = (302, 200, 404, 403, 200, 200)  # GET claims an item: labellers of A only
+WORKSPACE = (302, 200, 404, 403, 403, 403)  # GET claims an item: annotators of blind project A only
 
 
 def test_page_matrix(world):

@@ -334,3 +334,28 @@ def test_a_second_message_for_a_running_export_runs_nothing(owner, enqueued, var
     job.refresh_from_db()
     assert job.worker == "other@host" and job.progress_done == 0
     assert not (var_dir / "exports").exists()  # nothing written, not even the folder
+
+
+@pytest.mark.parametrize("gone", ["file", "folder"])
+def test_deleting_an_export_whose_file_is_gone_removes_the_row(owner, enqueued, var_dir, gone,
+                                                               django_capture_on_commit_callbacks):
+    import shutil
+
+    from benchmark.services.exports import exports_dir
+
+    task_set = taskset_create(name=f"gone {gone}", tasks=[rich_task()])
+    with django_capture_on_commit_callbacks(execute=True):
+        job = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
+    run_all(enqueued)
+    job.refresh_from_db()
+    assert job.status == "done" and (exports_dir() / job.file_path).is_file()
+    if gone == "file":
+        (exports_dir() / job.file_path).unlink()
+    else:
+        shutil.rmtree(exports_dir())
+    client = APIClient()
+    client.force_login(owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.delete(f"/api/exports/{job.pk}/").status_code == 204
+    assert not ExportJob.objects.filter(pk=job.pk).exists()  # no orphan row
+    assert client.delete(f"/api/exports/{job.pk}/").status_code == 404  # a second delete finds nothing

@@ -124,10 +124,8 @@ def press(page, *keys):
 def wait_item(page, previous: str | None) -> str:
     """Wait until a new item panel is shown; return its id."""
     if previous is not None:
-        page.wait_for_function(
-            "prev => { const s = document.querySelector('.ws-item'); return !s || s.dataset.item !== prev; }",
-            arg=previous,
-        )
+        # a selector, not a JS string: the CSP (script-src 'self') forbids evaluating strings
+        expect(page.locator(f'.ws-item[data-item="{previous}"]')).to_have_count(0)
     return page.locator(".ws-item").get_attribute("data-item")
 
 
@@ -206,7 +204,7 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     expect(page.locator(".ws-proposal")).to_contain_text("fog and darkness")
     press(page, "n")
     expect(page.locator("#ws-add select[name=add-kind]")).to_be_focused()
-    page.wait_for_function("!document.querySelector('#ws-add[data-focus]')")  # the card has settled
+    expect(page.locator("#ws-add[data-focus]")).to_have_count(0)  # the card has settled
     page.evaluate("htmx.config.defaultSettleDelay = 0")
     expect(page.locator("#ws-add select[name=add-kind]")).to_have_value("nugget")
     press(page, "Tab", "Control+Enter")

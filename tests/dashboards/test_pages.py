@@ -342,7 +342,7 @@ def test_query_count_does_not_grow_with_rows(curator_client, django_assert_max_n
         _populate(2, tag=f"-{n}")
     with django_assert_max_num_queries(len(small.captured_queries)):
         assert curator_client.get(url, params).status_code == 200
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):  # one of them: annotation.middleware's blind check
         curator_client.get(url, {**params, "run": run.pk})
 
 

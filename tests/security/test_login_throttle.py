@@ -125,3 +125,56 @@ def test_api_token_route_is_throttled(user):
         client.post(reverse("api:token"), {"username": "alice", "password": "wrong"}, format="json")
     assert client.post(reverse("api:token"), {"username": "alice", "password": PASSWORD},
                        format="json").status_code == 429
+
+
+def _token_login(client, username, password, **extra):
+    return client.post(reverse("api:token"), {"username": username, "password": password}, format="json", **extra)
+
+
+@pytest.mark.parametrize("channel", ["html", "token"])
+def test_a_forged_forwarded_for_does_not_escape_the_lockout(user, channel):
+    """Without trusted proxies X-Forwarded-For is the client's word: the peer address counts."""
+    client = Client() if channel == "html" else APIClient()
+    for n in range(LIMIT):
+        forged = {"HTTP_X_FORWARDED_FOR": f"203.0.113.{n}"}
+        if channel == "html":
+            client.post(reverse("login"), {"username": "alice", "password": "wrong"}, **forged)
+        else:
+            assert _token_login(client, "alice", "wrong", **forged).status_code == 400
+    fresh = {"HTTP_X_FORWARDED_FOR": "198.51.100.7"}
+    if channel == "html":
+        response = client.post(reverse("login"), {"username": "alice", "password": PASSWORD}, **fresh)
+    else:
+        response = _token_login(client, "alice", PASSWORD, **fresh)
+    assert response.status_code == 429
+
+
+@pytest.mark.parametrize("channel", ["html", "token"])
+def test_username_variants_count_as_one(user, channel):
+    client = Client() if channel == "html" else APIClient()
+    variants = [" alice", "ALICE", "Alice ", "ａｌｉｃｅ"][:LIMIT]  # the last: full-width letters (NFKC)
+    for variant in variants:
+        if channel == "html":
+            html_login(client, "wrong", username=variant)
+        else:
+            _token_login(client, variant, "wrong")
+    if channel == "html":
+        assert html_login(client, PASSWORD).status_code == 429
+    else:
+        assert _token_login(client, "alice", PASSWORD).status_code == 429
+
+
+def test_behind_trusted_proxies_the_address_they_wrote_counts(user, settings):
+    """TRUSTED_PROXY_COUNT=1 (DRF's NUM_PROXIES): the last X-Forwarded-For entry is the client;
+    what the client put before it changes nothing."""
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    client = APIClient()
+    for n in range(LIMIT):
+        _token_login(client, "alice", "wrong", HTTP_X_FORWARDED_FOR=f"10.9.9.{n}, 192.0.2.1")
+    assert _token_login(client, "alice", PASSWORD, HTTP_X_FORWARDED_FOR="10.1.1.1, 192.0.2.1").status_code == 429
+    other = _token_login(client, "alice", PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.2")
+    assert other.status_code == 200 and "token" in other.json()
+
+
+def test_the_default_trusts_no_proxy():
+    assert project_module.REST_FRAMEWORK["NUM_PROXIES"] == 0

@@ -11,6 +11,7 @@ from annotation.services.labels import label_submit, label_undo_last
 from annotation.services.projects import project_set_status
 from annotation.services.review import item_adjudicate
 from benchmark.models import ChecklistItem
+from scoring.models import Verdict
 from tests.annotation_factories import (
     agreement_project,
     checklist_task,
@@ -96,10 +97,70 @@ def test_agreement_values_are_validated_naming_the_field(owner, alice, value, fi
 
 
 def test_judge_correct_alone_takes_the_judges_label(owner, alice):
-    project = agreement_project(owner, [alice], labels=["omitted"])
+    project = agreement_project(owner, [alice], labels=["omitted"], blind=False)
     item = project.items.first()
     label = label_submit(item=item, annotator=alice, value={"judge_correct": True}, client_token=token())
     assert label.value == {"label": "omitted", "judge_correct": True, "correction": "", "note": ""}
+
+
+@pytest.mark.parametrize("claim", [True, False])
+def test_a_blind_project_refuses_judge_correct_whatever_the_verdict(owner, alice, claim):
+    project = agreement_project(owner, [alice], labels=["omitted", "correct"])
+    for item in project.items.all():
+        with pytest.raises(ValueError, match=r"value\.judge_correct: not accepted in a blind project"):
+            label_submit(item=item, annotator=alice, value={"label": "omitted", "judge_correct": claim},
+                         client_token=token())
+    assert not Label.objects.exists()
+
+
+def test_a_blind_project_computes_judge_correct_itself(owner, alice):
+    project = agreement_project(owner, [alice], labels=["omitted", "correct"])
+    first, second = project.items.order_by("position")
+    agreed = label_submit(item=first, annotator=alice, value={"label": "omitted"}, client_token=token())
+    disagreed = label_submit(item=second, annotator=alice, value={"label": "omitted"}, client_token=token())
+    verdicts = {item.pk: item.target_id for item in (first, second)}
+    judge = dict(Verdict.objects.filter(pk__in=verdicts.values()).values_list("pk", "label"))
+    assert agreed.value["judge_correct"] == (judge[verdicts[first.pk]] == "omitted")
+    assert disagreed.value["judge_correct"] == (judge[verdicts[second.pk]] == "omitted")
+    assert {agreed.value["judge_correct"], disagreed.value["judge_correct"]} == {True, False}
+
+
+def test_a_blind_project_needs_a_label(owner, alice):
+    project = agreement_project(owner, [alice])
+    with pytest.raises(ValueError, match=r"value\.label: required"):
+        label_submit(item=project.items.first(), annotator=alice, value={}, client_token=token())
+
+
+@pytest.mark.parametrize("kind", ["verify", "pairwise", "agreement"])
+def test_a_label_in_a_blind_project_is_final(owner, alice, kind):
+    if kind == "verify":
+        task, _ = checklist_task(1)
+        project, value = verify_project(owner, [alice], tasks=[task]), {"decision": "accept"}
+    elif kind == "pairwise":
+        project, value = pairwise_project(owner, [alice]), {"choice": "left"}
+    else:
+        project, value = agreement_project(owner, [alice]), {"label": "correct"}
+    item = next_item_for(project=project, user=alice).item
+    label_submit(item=item, annotator=alice, value=value, client_token=token())
+    with pytest.raises(UndoRefusedError, match=f"your label on item {item.position} is final: this project is blind"):
+        label_undo_last(annotator=alice, project=project)
+    assert Label.objects.filter(item=item, annotator=alice).exists()
+    assert not AuditEvent.objects.filter(action="label.undo").exists()
+
+
+def test_a_skip_in_a_blind_project_can_be_undone(owner, alice):
+    project = agreement_project(owner, [alice])
+    claim = next_item_for(project=project, user=alice)
+    assignment_skip(assignment=claim, user=alice)
+    assert label_undo_last(annotator=alice, project=project).action == "assignment.skip_undo"
+
+
+@pytest.mark.parametrize("kind", ["pairwise", "agreement"])
+def test_curators_do_not_label_in_a_blind_project(owner, alice, kind):
+    project = pairwise_project(owner, [alice]) if kind == "pairwise" else agreement_project(owner, [alice])
+    value = {"choice": "left"} if kind == "pairwise" else {"label": "correct"}
+    with pytest.raises(PermissionError, match="is blind: only its annotators label"):
+        label_submit(item=project.items.first(), annotator=owner, value=value, client_token=token())
 
 
 @pytest.mark.parametrize(
@@ -194,7 +255,7 @@ def test_audit_refuses_to_write_outside_a_transaction():
 
 
 def test_undo_removes_the_label_and_its_counter(owner, alice):
-    project = pairwise_project(owner, [alice], overlap=2)
+    project = pairwise_project(owner, [alice], overlap=2, blind=False)
     claim = next_item_for(project=project, user=alice)
     label_submit(item=claim.item, annotator=alice, value={"choice": "left"}, client_token=token())
     event = label_undo_last(annotator=alice, project=project)
@@ -208,7 +269,7 @@ def test_undo_removes_the_label_and_its_counter(owner, alice):
 
 
 def test_undo_reopens_a_completed_item(owner, alice, bob):
-    project = agreement_project(owner, [alice, bob], overlap=2)
+    project = agreement_project(owner, [alice, bob], overlap=2, blind=False)
     item = label_all(project.items.first(), [alice, bob], {"label": "correct"}, {"label": "omitted"})
     assert item.status == "complete" and item.disagreement
     label_undo_last(annotator=bob, project=project)
@@ -217,7 +278,7 @@ def test_undo_reopens_a_completed_item(owner, alice, bob):
 
 
 def test_undo_of_a_skip_offers_the_item_again(owner, alice):
-    project = agreement_project(owner, [alice], labels=["correct"])
+    project = agreement_project(owner, [alice], labels=["correct"], blind=False)
     claim = next_item_for(project=project, user=alice)
     assignment_skip(assignment=claim, user=alice)
     assert next_item_for(project=project, user=alice) is None
@@ -227,7 +288,7 @@ def test_undo_of_a_skip_offers_the_item_again(owner, alice):
 
 
 def test_undo_is_refused_once_adjudicated(owner, alice, bob):
-    project = agreement_project(owner, [alice, bob], overlap=2)
+    project = agreement_project(owner, [alice, bob], overlap=2, blind=False)
     item = label_all(project.items.first(), [alice, bob], {"label": "correct"}, {"label": "omitted"})
     item_adjudicate(item=item, curator=owner, value={"label": "correct"})
     with pytest.raises(UndoRefusedError, match="adjudicated"):
@@ -237,7 +298,7 @@ def test_undo_is_refused_once_adjudicated(owner, alice, bob):
 
 def accepted_by_both(owner, alice, bob):
     task, (checklist_item,) = checklist_task(1)
-    project = verify_project(owner, [alice, bob], tasks=[task])
+    project = verify_project(owner, [alice, bob], tasks=[task], blind=False)
     item = label_all(project.items.get(), [alice, bob], {"decision": "accept"})
     return task, checklist_item, project, item
 
@@ -280,7 +341,7 @@ def test_paused_projects_accept_no_labels(owner, alice):
 
 
 def test_undoing_a_label_reserves_the_item_again_and_releases_the_claim_held_meanwhile(owner, alice, bob):
-    project = agreement_project(owner, [alice, bob], overlap=2)
+    project = agreement_project(owner, [alice, bob], overlap=2, blind=False)
     first = next_item_for(project=project, user=alice).item
     label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=token())
     held = next_item_for(project=project, user=alice)
@@ -299,7 +360,7 @@ def test_undoing_a_label_reserves_the_item_again_and_releases_the_claim_held_mea
 
 
 def test_undoing_a_skip_reserves_the_item_again_unless_its_slots_are_taken(owner, alice, bob, carol):
-    project = agreement_project(owner, [alice, bob, carol], labels=["correct"] * 2, overlap=1)
+    project = agreement_project(owner, [alice, bob, carol], labels=["correct"] * 2, overlap=1, blind=False)
     skipped = next_item_for(project=project, user=alice)
     assignment_skip(item=skipped.item, user=alice)
     label_undo_last(annotator=alice, project=project)
@@ -317,7 +378,7 @@ def test_undoing_a_skip_reserves_the_item_again_unless_its_slots_are_taken(owner
 
 
 def test_undo_reserves_nothing_in_a_paused_project(owner, alice):
-    project = agreement_project(owner, [alice], overlap=1)
+    project = agreement_project(owner, [alice], overlap=1, blind=False)
     item = next_item_for(project=project, user=alice).item
     label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
     project_set_status(project=project, status="paused", actor=owner)

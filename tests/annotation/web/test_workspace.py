@@ -205,6 +205,8 @@ def test_without_javascript_skip_and_undo_redirect_and_the_next_page_says_what_h
 
 
 def test_undo_removes_the_label_and_shows_the_item_for_labelling_again(as_user, verify, alice):
+    verify.blind = False
+    verify.save(update_fields=["blind"])
     client = as_user(alice)
     html = body(client.get(url("workspace", verify)))
     item = claim_of(alice, verify).item
@@ -217,6 +219,20 @@ def test_undo_removes_the_label_and_shows_the_item_for_labelling_again(as_user, 
     membership_add(project=verify, user=annotator("newbie"), role=Role.ANNOTATOR, actor=verify.created_by)
     empty = nothing.post(url("undo", verify))
     assert "Nothing to undo" in body(empty) and empty["HX-Retarget"] == "#ws-alert"
+
+
+def test_in_a_blind_project_a_committed_label_is_final(as_user, verify, alice):
+    client = as_user(alice)
+    html = body(client.get(url("workspace", verify)))
+    item = claim_of(alice, verify).item
+    saved = client.post(url("label", verify, item), {"client_token": form_token(html), "decision": "accept"})
+    assert "It is final: this project is blind." in body(saved) and "Press u to undo" not in body(saved)
+    shown = body(client.get(url("item", verify, item)))
+    assert "Your label is final: this project is blind." in shown and "Undo my label" not in shown
+    refused = client.post(url("undo", verify))
+    assert refused["HX-Retarget"] == "#ws-alert"
+    assert f"your label on item {item.position} is final: this project is blind" in body(refused)
+    assert Label.objects.filter(item=item, annotator=alice).exists()
 
 
 def test_non_htmx_submit_redirects_to_the_next_item(as_user, verify, alice):
