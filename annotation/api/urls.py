@@ -7,6 +7,9 @@ from . import views
 urlpatterns = [
     path("projects/", views.ProjectListApi.as_view(), name="project-list"),
     path("projects/<int:pk>/", views.ProjectDetailApi.as_view(), name="project-detail"),
+    path("projects/<int:pk>/members/", views.ProjectMemberListApi.as_view(), name="project-members"),
+    path("projects/<int:pk>/members/<str:username>/", views.ProjectMemberDetailApi.as_view(),
+         name="project-member-detail"),
     path("projects/<int:pk>/progress/", views.ProjectProgressApi.as_view(), name="project-progress"),
     path("projects/<int:pk>/items/", views.ProjectItemListApi.as_view(), name="project-items"),
     path("projects/<int:pk>/next/", views.NextItemApi.as_view(), name="project-next"),

@@ -58,9 +58,9 @@ def taskset_create(*, name: str, description: str = "", tasks: Iterable[Task], a
     """Version 1 of a new task set; a name already in use needs ``taskset_new_version`` instead."""
     name = name.strip()
     if not name:
-        raise TaskSetError("a task set needs a name")
+        raise TaskSetError("name: a task set needs a name")
     if TaskSet.objects.filter(name=name).exists():
-        raise TaskSetError(f"a task set named {name!r} already exists; make a new version of it instead")
+        raise TaskSetError(f"name: a task set named {name!r} already exists; make a new version of it instead")
     task_set = TaskSet.objects.create(name=name, version=1, description=description)
     task_set.tasks.set(list(tasks))
     revision_record(obj=task_set, action="taskset:create", actor=actor, after=_state(task_set))

@@ -67,7 +67,7 @@ API = {
     "bibentry-detail": [("get", _pk("bibentry"), None, READ)],
     "task-list": [("get", None, None, READ)],
     "task-detail": [("get", lambda w: {"pk": w.task.pk}, None, READ)],
-    "taskset-list": [("get", None, None, READ)],
+    "taskset-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
     "taskset-detail": [("get", lambda w: {"pk": w.task_set.pk}, None, READ)],
     "taskset-export": [("get", lambda w: {"pk": w.task_set.pk}, None, READ)],
     "system-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
@@ -92,8 +92,16 @@ API = {
     "run-score-cards": [("get", lambda w: {"pk": w.run_finished.pk}, None, READ)],
     "scorecard-list": [("get", None, None, READ)],
     "verdict-list": [("get", None, None, READ)],
-    "project-list": [("get", None, None, READ)],
-    "project-detail": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
+    "project-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    # Project curators edit (an empty body changes nothing: 200); members who are not curators
+    # are refused, outsiders do not see the project.
+    "project-detail": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ),
+                       ("patch", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 200, 200))],
+    "project-members": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
+                        ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
+    # ann_b is no member of A: the curator's removal is a 400 naming the user.
+    "project-member-detail": [("delete", lambda w: {"pk": w.project_a.pk, "username": "ann_b"}, None,
+                               (403, 403, 404, 403, 400, 400))],
     "project-progress": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     "project-items": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
