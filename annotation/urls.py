@@ -1,11 +1,14 @@
 from django.urls import path
 
-from .views import adjudication, projects, workspace
+from .views import adjudication, curation, projects, workspace
 
 app_name = "annotation"
 urlpatterns = [
     path("", projects.project_list, name="project_list"),
+    path("new/", curation.project_new, name="new"),
     path("<int:project_id>/", workspace.workspace, name="workspace"),
+    path("<int:project_id>/edit/", curation.project_edit, name="edit"),
+    path("<int:project_id>/members/", curation.project_members, name="members"),
     path("<int:project_id>/progress/", projects.progress, name="progress"),
     path("<int:project_id>/undo/", workspace.undo, name="undo"),
     path("<int:project_id>/items/<int:item_id>/", workspace.item_detail, name="item"),

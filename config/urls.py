@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, reverse_lazy
 
 from benchmark import views as benchmark_views
 from config.throttling import ThrottledLoginView
@@ -11,6 +11,11 @@ urlpatterns = [
     path("healthz", scoring_views.healthz, name="healthz"),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # A new account's one-time link to set its password (a password-reset token, made by account_invite).
+    path("invite/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+        template_name="registration/invite.html", success_url=reverse_lazy("invite_done")), name="invite"),
+    path("invite/done/", auth_views.PasswordResetCompleteView.as_view(
+        template_name="registration/invite_done.html"), name="invite_done"),
     path("benchmark/", include("benchmark.urls")),
     path("annotate/", include("annotation.urls")),
     path("dashboards/", include("annotation.dashboards.urls")),

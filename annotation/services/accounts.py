@@ -1,9 +1,16 @@
 """People: accounts with a role and, for annotators, disciplines."""
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from ..models import AnnotatorProfile, Role
+from ..selectors import is_global_curator
+from .audit import audit_record
 
 DEMO_ACCOUNTS = (
     ("curator", "curator-demo", Role.CURATOR),
@@ -22,6 +29,32 @@ def account_ensure(*, username: str, password: str, role: str, is_staff: bool = 
         user.save(update_fields=["password"])
     AnnotatorProfile.objects.get_or_create(user=user, defaults={"role": role})
     return user, created
+
+
+@transaction.atomic
+def account_invite(*, username: str, role: str, actor) -> tuple[object, str, str]:
+    """A new account without a password, and the ``(uidb64, token)`` of its one-time link to set
+    one (Django's password-reset token: it stops working once the password is set). The link is
+    handed to the curator and never stored. Only global curators invite."""
+    if not is_global_curator(actor):
+        raise PermissionError("only curators create accounts")
+    if role not in Role.values:
+        raise ValueError(f"role: {role!r} is not one of {', '.join(Role.values)}")
+    username = (username or "").strip()
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError as exc:
+        raise ValueError(f"username: {username!r} is not a valid user name; {exc.messages[0]}") from None
+    User = get_user_model()
+    if User.objects.filter(username=username).exists():
+        raise ValueError(f"username: an account named {username!r} already exists; add it as a member instead")
+    user = User(username=username)
+    user.set_unusable_password()
+    user.save()
+    AnnotatorProfile.objects.create(user=user, role=role)
+    audit_record(actor=actor, action="account.invite", target_kind="user", target_id=user.pk,
+                 after={"username": username, "role": role})
+    return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
 
 
 def demo_accounts_ensure() -> list[tuple[str, str, str, bool]]:

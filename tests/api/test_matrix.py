@@ -164,6 +164,10 @@ PAGES = {
     "benchmark:export_delete": [("get", lambda w: {"job_id": _export(w)["pk"]}, (405,) * 6)],  # POST only: test_exports.py
     "benchmark:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
     "annotation:project_list": [("get", None, PAGE)],
+    # Curators only; an empty form is refused with 400 and creates nothing.
+    "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "annotation:edit": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    "annotation:members": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:workspace": [("get", _project, None)],
     "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],

@@ -1,0 +1,181 @@
+"""Forms of the curator's project pages: they turn POST data into the arguments of
+``project_create``, ``project_update``, ``membership_add`` and ``account_invite``. Type coercion
+only; the rules live in the services, whose ``ValueError("field: why")`` comes back onto the form
+field it names through ``attach_service_error``."""
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from benchmark.models import Discipline, Protocol, System, Task, TaskSet
+from benchmark.selectors import task_list
+from scoring.models import JudgeConfig, Verdict
+
+from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+
+Kind = AnnotationProject.Kind
+TASKS_SHOWN = 500  # the task picker lists at most this many matches; narrow the filters for more
+
+# A service's field name → the form field showing it.
+SERVICE_FIELDS = {
+    "hold_duration": "hold_minutes", "label_set": "labels", "task_set": "task_set", "tasks": "tasks",
+    "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
+    "item_kinds": "item_kinds", "name": "name", "kind": "kind", "status": "status", "username": "username",
+    "role": "role", "user": "username",
+}
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+class ServiceErrorForm(forms.Form):
+    def attach_service_error(self, exc: ValueError) -> None:
+        """Put ``"field: why"`` on the field it names (``label_set.label`` on ``labels``), else on the form."""
+        field, _, why = str(exc).partition(": ")
+        name = SERVICE_FIELDS.get(field.split(".")[0])
+        if why and name in self.fields:
+            self.add_error(name, why)
+        else:
+            self.add_error(None, str(exc))
+
+
+class TaskFilterForm(forms.Form):
+    """The task picker's filters (a GET form above the project form, which keeps them in its URL)."""
+
+    protocol = forms.ChoiceField(choices=[("", "any protocol"), *Protocol.choices], required=False)
+    discipline = forms.ModelChoiceField(queryset=Discipline.objects.order_by("name"), required=False,
+                                        empty_label="any discipline")
+    status = forms.ChoiceField(choices=[("", "any status"), *Task.Status.choices], required=False,
+                               label="Task status")
+    search = forms.CharField(required=False, label="Search", help_text="key or title")
+
+    def matching(self):
+        """Tasks matching the valid filters (an invalid one is ignored and shown as an error)."""
+        data = self.cleaned_data if self.is_valid() else {}
+        discipline = data.get("discipline")
+        return task_list(protocol=data.get("protocol", ""), status=data.get("status", ""),
+                         query=data.get("search", ""), discipline=discipline.pk if discipline else None)
+
+    @property
+    def is_filtering(self) -> bool:
+        return self.is_valid() and any(self.cleaned_data.values())
+
+
+class ProjectCreateForm(ServiceErrorForm):
+    kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.order_by("name", "-version"), required=False,
+        empty_label="— or pick tasks below —",
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="tick tasks, or tick none to take every task the filters match",
+    )
+    item_kinds = forms.MultipleChoiceField(
+        choices=[(kind, TargetKind(kind).label) for kind in VERIFY_TARGETS], required=False,
+        widget=forms.CheckboxSelectMultiple, label="Item kinds (verify)", help_text="none ticked: every kind",
+    )
+    systems = forms.ModelMultipleChoiceField(
+        queryset=System.objects.order_by("name", "version"), required=False, widget=forms.CheckboxSelectMultiple,
+        label="Systems (pairwise, agreement)", help_text="none ticked: every system",
+    )
+    component = forms.CharField(max_length=30, initial="report", label="Component (pairwise)")
+    judge_config = forms.ModelChoiceField(queryset=JudgeConfig.objects.order_by("name"), required=False,
+                                          label="Judge configuration (agreement)")
+    steps = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
+                                      label="Judge steps (agreement)", help_text="none ticked: every step")
+    overlap = forms.IntegerField(min_value=1, required=False, label="Labels per item (k)",
+                                 help_text="empty: 2 for verify (review, then cross-check), 1 otherwise")
+    blind = forms.BooleanField(required=False, initial=True,
+                               help_text="annotators see no judge verdict or other label before giving theirs")
+    hold_minutes = forms.IntegerField(min_value=1, initial=int(DEFAULT_HOLD.total_seconds() // 60),
+                                      label="Hold time (minutes)", help_text="how long a claimed item stays reserved")
+    labels = forms.CharField(required=False, label="Labels",
+                             help_text="comma-separated; empty: the kind's labels (agreement: the judge's)")
+    dimensions = forms.CharField(required=False, label="Dimensions (pairwise)",
+                                 help_text="comma-separated; empty: organization, coverage, synthesis, citations")
+
+    def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.task_filter = task_filter
+        self.matching = task_filter.matching()
+        self.matching_count = self.matching.count()
+        self.fields["tasks"].queryset = Task.objects.filter(
+            pk__in=self.matching.values("pk")[:TASKS_SHOWN]
+        ).select_related("survey").order_by("protocol", "key")
+        self.fields["tasks"].label_from_instance = (
+            lambda task: f"{task.protocol}/{task.key} — {task.title or task.survey.title}"
+        )
+        steps = Verdict.objects.order_by("step").values_list("step", flat=True).distinct()
+        self.fields["steps"].choices = [(step, step.replace("_", " ")) for step in steps]
+
+    def service_arguments(self) -> dict:
+        """Keyword arguments for ``project_create`` (without ``created_by``)."""
+        data = self.cleaned_data
+        kind = data["kind"]
+        chosen = list(data["tasks"])
+        tasks = chosen or (list(self.matching) if self.task_filter.is_filtering and not data["task_set"] else [])
+        labels = _split(data["labels"])
+        field = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}[kind]
+        arguments = {
+            "name": data["name"], "kind": kind, "description": data["description"], "tasks": tasks,
+            "task_set": data["task_set"], "overlap": data["overlap"], "blind": data["blind"],
+            "hold_duration": timedelta(minutes=data["hold_minutes"]), "label_set": {field: labels} if labels else None,
+        }
+        if kind == Kind.VERIFY:
+            arguments["item_kinds"] = data["item_kinds"]
+        if kind in (Kind.PAIRWISE, Kind.AGREEMENT):
+            arguments["systems"] = list(data["systems"])
+        if kind == Kind.PAIRWISE:
+            arguments["component"] = data["component"] or "report"
+            arguments["dimensions"] = _split(data["dimensions"]) or None
+        if kind == Kind.AGREEMENT:
+            arguments["judge_config"] = data["judge_config"]
+            arguments["steps"] = data["steps"]
+        return arguments
+
+
+class ProjectEditForm(ServiceErrorForm):
+    """What ``project_update`` may change once labelling started."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    hold_minutes = forms.IntegerField(min_value=1, label="Hold time (minutes)")
+    status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
+                               help_text="paused and closed projects hand out and accept no labels")
+
+    @classmethod
+    def for_project(cls, project: AnnotationProject, data=None) -> "ProjectEditForm":
+        initial = {"name": project.name, "description": project.description, "status": project.status,
+                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60))}
+        return cls(data, initial=initial)
+
+    def service_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {"name": data["name"], "description": data["description"], "status": data["status"],
+                "hold_duration": timedelta(minutes=data["hold_minutes"])}
+
+
+class MemberAddForm(ServiceErrorForm):
+    username = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username",
+                                      label="Account", empty_label="— choose an account —")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, project: AnnotationProject, **kwargs) -> None:
+        super().__init__(*args, prefix="add", **kwargs)
+        self.fields["username"].queryset = (
+            get_user_model().objects.filter(is_active=True).exclude(project_memberships__project=project)
+            .order_by("username")
+        )
+
+
+class InviteForm(ServiceErrorForm):
+    username = forms.CharField(max_length=150, label="New account's user name")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, prefix="invite", **kwargs)
