@@ -8,14 +8,13 @@ from datetime import timedelta
 from django import forms
 from django.contrib.auth import get_user_model
 
-from benchmark.models import Discipline, Protocol, System, Task, TaskSet
-from benchmark.selectors import task_list
+from benchmark.forms import TaskFilterForm, task_choices
+from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig, Verdict
 
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
 
 Kind = AnnotationProject.Kind
-TASKS_SHOWN = 500  # the task picker lists at most this many matches; narrow the filters for more
 
 # A service's field name → the form field showing it.
 SERVICE_FIELDS = {
@@ -41,28 +40,6 @@ class ServiceErrorForm(forms.Form):
             self.add_error(None, str(exc))
 
 
-class TaskFilterForm(forms.Form):
-    """The task picker's filters (a GET form above the project form, which keeps them in its URL)."""
-
-    protocol = forms.ChoiceField(choices=[("", "any protocol"), *Protocol.choices], required=False)
-    discipline = forms.ModelChoiceField(queryset=Discipline.objects.order_by("name"), required=False,
-                                        empty_label="any discipline")
-    status = forms.ChoiceField(choices=[("", "any status"), *Task.Status.choices], required=False,
-                               label="Task status")
-    search = forms.CharField(required=False, label="Search", help_text="key or title")
-
-    def matching(self):
-        """Tasks matching the valid filters (an invalid one is ignored and shown as an error)."""
-        data = self.cleaned_data if self.is_valid() else {}
-        discipline = data.get("discipline")
-        return task_list(protocol=data.get("protocol", ""), status=data.get("status", ""),
-                         query=data.get("search", ""), discipline=discipline.pk if discipline else None)
-
-    @property
-    def is_filtering(self) -> bool:
-        return self.is_valid() and any(self.cleaned_data.values())
-
-
 class ProjectCreateForm(ServiceErrorForm):
     kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
     name = forms.CharField(max_length=200)
@@ -85,7 +62,7 @@ class ProjectCreateForm(ServiceErrorForm):
     )
     component = forms.CharField(max_length=30, initial="report", label="Component (pairwise)")
     judge_config = forms.ModelChoiceField(queryset=JudgeConfig.objects.order_by("name"), required=False,
-                                          label="Judge configuration (agreement)")
+                                          label="Judge configuration (agreement)", empty_label="— choose a judge —")
     steps = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
                                       label="Judge steps (agreement)", help_text="none ticked: every step")
     overlap = forms.IntegerField(min_value=1, required=False, label="Labels per item (k)",
@@ -104,12 +81,7 @@ class ProjectCreateForm(ServiceErrorForm):
         self.task_filter = task_filter
         self.matching = task_filter.matching()
         self.matching_count = self.matching.count()
-        self.fields["tasks"].queryset = Task.objects.filter(
-            pk__in=self.matching.values("pk")[:TASKS_SHOWN]
-        ).select_related("survey").order_by("protocol", "key")
-        self.fields["tasks"].label_from_instance = (
-            lambda task: f"{task.protocol}/{task.key} — {task.title or task.survey.title}"
-        )
+        task_choices(self.fields["tasks"], self.matching)
         steps = Verdict.objects.order_by("step").values_list("step", flat=True).distinct()
         self.fields["steps"].choices = [(step, step.replace("_", " ")) for step in steps]
 

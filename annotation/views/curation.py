@@ -11,8 +11,10 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
+from benchmark.forms import TASKS_SHOWN, TaskFilterForm
+
 from ..models import Role
-from ..project_forms import TASKS_SHOWN, InviteForm, MemberAddForm, ProjectCreateForm, ProjectEditForm, TaskFilterForm
+from ..project_forms import InviteForm, MemberAddForm, ProjectCreateForm, ProjectEditForm
 from ..selectors import is_global_curator, project_progress
 from ..services.accounts import account_invite
 from ..services.previews import project_preview

@@ -279,9 +279,10 @@ def _lines_by_key(text: str) -> dict[str, dict]:
     return {f"{line['protocol']}/{line['key']}": line for line in lines}
 
 
-def taskset_changes(*, task_set: TaskSet, current_text: str | None = None) -> dict:
-    """``taskset_changelog`` against the previous version, with item-level changes of each changed task."""
-    log = taskset_changelog(task_set=task_set)
+def taskset_changes(*, task_set: TaskSet, current_text: str | None = None, against: TaskSet | None = None) -> dict:
+    """``taskset_changelog`` against ``against`` (default the previous version), with item-level
+    changes of each changed task."""
+    log = taskset_changelog(task_set=task_set, against=against)
     changes = {
         "previous": None if log.previous is None else {
             "name": log.previous.name, "version": log.previous.version, "content_hash": log.previous.content_hash},

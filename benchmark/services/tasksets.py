@@ -182,12 +182,14 @@ def _line_hashes(task_set: TaskSet) -> dict[str, str]:
     return hashes
 
 
-def taskset_changelog(*, task_set: TaskSet) -> TaskSetChangelog:
-    """Added, removed and changed tasks against ``previous``, comparing the hash of each task's line."""
+def taskset_changelog(*, task_set: TaskSet, against: TaskSet | None = None) -> TaskSetChangelog:
+    """Added, removed and changed tasks against ``against`` (default ``previous``: any two versions
+    can be compared), comparing the hash of each task's line."""
+    base = against or task_set.previous
     current = _line_hashes(task_set)
-    previous = _line_hashes(task_set.previous) if task_set.previous else {}
+    previous = _line_hashes(base) if base else {}
     return TaskSetChangelog(
-        previous=task_set.previous,
+        previous=base,
         added=sorted(current.keys() - previous.keys()),
         removed=sorted(previous.keys() - current.keys()),
         changed=sorted(k for k in current.keys() & previous.keys() if current[k] != previous[k]),

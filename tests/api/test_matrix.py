@@ -157,6 +157,16 @@ PAGES = {
     "benchmark:report_detail": [("get", lambda w: {"report_id": w.report.pk}, PAGE)],
     "benchmark:taskset_list": [("get", None, PAGE)],
     "benchmark:taskset_detail": [("get", lambda w: {"task_set_id": w.task_set.pk}, PAGE)],
+    # Curators only; an empty form is refused with 400 and creates nothing.
+    "benchmark:taskset_new": [("get", None, (302, 403, 403, 403, 200, 200)),
+                              ("post", None, (302, 403, 403, 403, 400, 400))],
+    # POST only, curators only; the pilot set's task is a draft, so freezing is refused and the page says so.
+    "benchmark:taskset_freeze": [("get", lambda w: {"task_set_id": w.task_set.pk}, (405,) * 6),
+                                 ("post", lambda w: {"task_set_id": w.task_set.pk}, (302, 403, 403, 403, 302, 302))],
+    # An unfrozen set has no next version: refused with a message.
+    "benchmark:taskset_new_version": [("get", lambda w: {"task_set_id": w.task_set.pk}, (405,) * 6),
+                                      ("post", lambda w: {"task_set_id": w.task_set.pk},
+                                       (302, 403, 403, 403, 302, 302))],
     "benchmark:export_list": [("get", None, PAGE)],
     "benchmark:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
     "benchmark:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],

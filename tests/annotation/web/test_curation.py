@@ -51,7 +51,7 @@ def test_filters_pick_every_matching_task_when_none_is_ticked(client, owner):
     checklist_task(1, key="other")
     url = reverse("annotation:new") + "?search=wanted"
     page = _login(client, owner).get(url).content.decode()
-    assert "1 task match the filters" in page and "wanted-topic" in page and "other —" not in page
+    assert "1 task matches the filters" in page and "wanted-topic" in page and "other —" not in page
     response = client.post(url, {**_create_body([]), "action": "create"})
     assert response.status_code == 302
     assert list(AnnotationProject.objects.get().tasks.all()) == [wanted]
