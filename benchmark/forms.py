@@ -61,3 +61,16 @@ class TaskSetCreateForm(forms.Form):
 
     def chosen_tasks(self) -> list[Task]:
         return list(self.cleaned_data["tasks"]) or list(self.matching)
+
+
+class ImportForm(forms.Form):
+    format = forms.ChoiceField(help_text="how to read the file")
+    file = forms.FileField(help_text="one file, or a .zip of a folder (ReportBench with its _GT folder, "
+                                     "DeepScholar, SurveyLens, markdown reports)")
+
+    def __init__(self, *args, **kwargs) -> None:
+        from .importers.catalogue import IMPORTERS
+
+        super().__init__(*args, **kwargs)
+        self.fields["format"].choices = [(name, f"{name} — {importer.description}")
+                                         for name, importer in IMPORTERS.items()]

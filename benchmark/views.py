@@ -4,6 +4,8 @@ from django.http import Http404
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
+from annotation.selectors import is_global_curator
+
 from . import selectors
 from .models import Protocol, Report, Task
 from .rendering import markdown_to_safe_html
@@ -30,6 +32,7 @@ def task_list(request):
         "query": query,
         "protocols": Protocol.choices,
         "statuses": Task.Status.choices,
+        "can_import": is_global_curator(request.user),
     }
     template = "benchmark/_task_rows.html" if request.htmx else "benchmark/task_list.html"
     return render(request, template, context)

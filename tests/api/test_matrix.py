@@ -52,6 +52,14 @@ def _fresh_export(w):
     return {"pk": job.pk}
 
 
+def _import(w):
+    """An import job the curator asked for (the job's page is its requester's)."""
+    from benchmark.models import ImportJob
+
+    job = ImportJob.objects.create(format="native", original_name="tasks.jsonl", requested_by=w.users["curator"])
+    return {"job_id": job.pk}
+
+
 # The curator deletes it; the admin, asking next, finds it gone.
 DELETE_OWN_EXPORT = (403, 404, 404, 404, 204, 404)
 
@@ -168,6 +176,10 @@ PAGES = {
                                       ("post", lambda w: {"task_set_id": w.task_set.pk},
                                        (302, 403, 403, 403, 302, 302))],
     "benchmark:export_list": [("get", None, PAGE)],
+    # Curators only; an empty form is refused with 400 and queues nothing.
+    "benchmark:import_new": [("get", None, (302, 403, 403, 403, 200, 200)),
+                             ("post", None, (302, 403, 403, 403, 400, 400))],
+    "benchmark:import_detail": [("get", _import, (302, 403, 403, 403, 200, 404))],  # the curator's own job
     "benchmark:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
     "benchmark:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
     "benchmark:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
