@@ -96,3 +96,26 @@ class RunCreateForm(forms.Form):
         if "task" in message:
             return "task_set" if self.cleaned_data.get("task_set") else "tasks"
         return None
+
+
+class JudgeConfigForm(forms.ModelForm):
+    """Type coercion for ``judge_config_create`` / ``judge_config_update`` (never ``save()``: the
+    services hold the rules and write the revision row)."""
+
+    class Meta:
+        model = JudgeConfig
+        fields = ["name", "backend", "model", "base_url", "api_key_env", "temperature", "prompt_version", "repeats",
+                  "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
+                  "price_output_per_million", "embedding_backend"]
+        labels = {"api_key_env": "API key variable", "base_url": "Base URL"}
+        widgets = {"api_key_env": forms.TextInput(attrs={"placeholder": "OPENAI_API_KEY", "autocomplete": "off"})}
+
+    def validate_unique(self) -> None:  # the service names a taken name on the name field
+        pass
+
+    def service_arguments(self) -> dict:
+        return {name: self.cleaned_data[name] for name in self.Meta.fields}
+
+    def attach_service_error(self, exc: ValueError) -> None:
+        field, _, why = str(exc).partition(": ")
+        self.add_error(field if why and field in self.fields else None, why or str(exc))

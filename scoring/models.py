@@ -30,6 +30,11 @@ class JudgeConfig(TimeStamped):
     backend = models.CharField(max_length=20, choices=Backend.choices)
     model = models.CharField(max_length=200, blank=True, help_text="model name at the endpoint")
     base_url = models.CharField(max_length=500, blank=True, help_text="empty: OPENAI_BASE_URL")
+    api_key_env = models.CharField(
+        max_length=100, blank=True,
+        help_text="the NAME of the environment variable holding the endpoint's API key (never the key); empty: "
+                  "OPENAI_API_KEY",
+    )
     temperature = models.FloatField(default=0.0)
     prompt_version = models.CharField(max_length=50, default="v1")
     repeats = models.PositiveSmallIntegerField(default=1)

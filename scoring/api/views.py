@@ -12,6 +12,7 @@ from benchmark.models import Protocol, System, Task, TaskSet
 
 from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
 from ..selectors import run_progress, run_score_cards
+from ..services.judge_configs import judge_config_create
 from ..services.runs import run_cancel, run_create, run_resume, run_start
 
 
@@ -34,9 +35,10 @@ class JudgeConfigListApi(ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return Response(self.OutputSerializer(serializer.save()).data, status=status.HTTP_201_CREATED)
+        """A new judge configuration; ``api_key_env`` names the environment variable holding the key."""
+        data = input_of(self, request)
+        config = judge_config_create(actor=request.user, **data)
+        return Response(self.OutputSerializer(config).data, status=status.HTTP_201_CREATED)
 
 
 class JudgeConfigDetailApi(DetailApi):

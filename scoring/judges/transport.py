@@ -14,6 +14,7 @@ endpoint already has that many calls in flight, so a configuration with
 same endpoint allows eight.
 """
 
+import os
 import random
 import threading
 import time
@@ -208,12 +209,13 @@ def endpoint_url(config) -> str:
 def make_client(config) -> openai.OpenAI:
     """An SDK client for the configuration's endpoint with the SDK's own retries disabled."""
     base_url = endpoint_url(config)
-    api_key = settings.OPENAI_API_KEY
+    key_env = getattr(config, "api_key_env", "")
+    api_key = os.environ.get(key_env, "") if key_env else settings.OPENAI_API_KEY
     if not api_key:
         if base_url.startswith("https://api.openai.com"):
             raise ImproperlyConfigured(
-                "OPENAI_API_KEY is not set: set it, or point the judge configuration's base_url (or "
-                "OPENAI_BASE_URL) at an OpenAI-compatible server that needs no key"
+                f"{key_env or 'OPENAI_API_KEY'} is not set: set it, or point the judge configuration's base_url "
+                "(or OPENAI_BASE_URL) at an OpenAI-compatible server that needs no key"
             )
         api_key = "no-key"  # local OpenAI-compatible servers (vLLM, llama.cpp, Ollama) ignore the key
     return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0,

@@ -209,6 +209,13 @@ PAGES = {
     # Curators only; an empty form is refused with 400 and creates nothing.
     "runs:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
     "runs:detail": [("get", _run, PAGE)],
+    "runs:judges": [("get", None, PAGE)],
+    # Curators only; an empty form is refused with 400 and stores nothing.
+    "runs:judge_new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "runs:judge_edit": [("get", lambda w: {"config_id": w.project_a.judge_config_id}, (302, 403, 403, 403, 200, 200))],
+    # The offline judge calls nothing: the test answers at once.
+    "runs:judge_test": [("get", lambda w: {"config_id": w.project_a.judge_config_id}, (405,) * 6),
+                        ("post", lambda w: {"config_id": w.project_a.judge_config_id}, (302, 403, 403, 403, 200, 200))],
     "runs:progress": [("get", _run, PAGE)],
     # POST only, curators only; the run is finished, so the service refuses and the page says so.
     "runs:start": [("get", _run, (405,) * 6), ("post", _run, (302, 403, 403, 403, 302, 302))],
