@@ -1,6 +1,8 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
+from django.views.generic import RedirectView
 
 from benchmark import views as benchmark_views
 from config.throttling import ThrottledLoginView
@@ -9,6 +11,8 @@ from scoring import views as scoring_views
 urlpatterns = [
     path("", benchmark_views.home, name="home"),
     path("healthz", scoring_views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that name no icon (JSON answers, the admin).
+    path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # A new account's one-time link to set its password (a password-reset token, made by account_invite).

@@ -10,6 +10,7 @@ from benchmark.models import Protocol, Report, System, Task, TaskSet
 
 from .models import JudgeConfig
 from .pipelines import PIPELINES
+from .selectors import reports_missing
 
 
 def runnable_protocols() -> list[tuple[str, str]]:
@@ -53,6 +54,7 @@ class RunCreateForm(forms.Form):
 
     def __init__(self, *args, protocol: str = "", **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.missing: list[tuple[str, list[str]]] = []
         known = dict(runnable_protocols())
         chosen = self.data.get("protocol") if self.is_bound else protocol
         self.chosen_protocol = chosen if chosen in known else next(iter(known), "")
@@ -66,6 +68,11 @@ class RunCreateForm(forms.Form):
             Exists(Report.objects.filter(system=OuterRef("pk"), task__protocol=self.chosen_protocol))
         ).order_by("name", "version")
 
+    accept_missing = forms.BooleanField(
+        required=False, label="Evaluate only the reports there are",
+        help_text="some chosen systems wrote no report on some tasks; tick to run without them",
+    )
+
     def clean(self):
         data = super().clean()
         has_set, has_tasks = bool(data.get("task_set")), bool(data.get("tasks"))
@@ -73,6 +80,16 @@ class RunCreateForm(forms.Form):
             self.add_error("task_set", "choose either a task set or tasks, not both")
         elif not has_set and not has_tasks and "task_set" not in self.errors and "tasks" not in self.errors:
             self.add_error("task_set", "choose a task set or at least one task")
+        elif data.get("systems") and not self.errors:
+            tasks = list(data["task_set"].tasks.filter(protocol=self.chosen_protocol)) if has_set else list(data["tasks"])
+            self.missing = reports_missing(tasks=tasks, systems=data["systems"])
+            absent = sum(len(systems) for _, systems in self.missing)
+            if absent == len(tasks) * len(data["systems"]):
+                self.missing = []  # no report at all: run_create refuses, naming the systems
+            elif self.missing and not data.get("accept_missing"):
+                tasks_lack = "1 task lacks" if len(self.missing) == 1 else f"{len(self.missing)} tasks lack"
+                self.add_error("accept_missing", f"{tasks_lack} reports of some chosen systems (listed below); tick "
+                               "to evaluate only the reports there are, or choose other systems or tasks")
         return data
 
     def service_arguments(self) -> dict:
