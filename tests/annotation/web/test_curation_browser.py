@@ -4,6 +4,7 @@ import pytest
 
 from annotation.models import AnnotationProject, ProjectMembership
 from tests.annotation_factories import annotator, checklist_task, curator
+from tests.support.axe import assert_accessible
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,6 +27,7 @@ def test_curator_previews_creates_and_staffs_a_verify_project(page, live_server,
     assert not AnnotationProject.objects.exists()
     assert page.locator("input[name=name]").input_value() == "Review topic 1"
     screenshot("curation-new-project-preview")
+    assert_accessible(page, "new project with its preview")
     page.click("#create-button")
     page.wait_for_url("**/members/")
     project = AnnotationProject.objects.get(name="Review topic 1")
@@ -39,3 +41,6 @@ def test_curator_previews_creates_and_staffs_a_verify_project(page, live_server,
     link = page.locator("#invite-link code").inner_text()
     assert link.startswith(f"{live_server.url}/invite/")
     screenshot("curation-members")
+    assert_accessible(page, "members with an invitation link")
+    page.click("text=Edit the project")
+    assert_accessible(page, "project edit")
