@@ -137,6 +137,7 @@ API = {
     "dashboard-look-next": [("get", None, None, (403, 403, 403, 403, 200, 200))],
     "token": [("post", None, {}, (400, 400, 400, 400, 400, 400))],
     "schema": [("get", None, None, READ)],
+    "index": [("get", None, None, READ)],
     "docs": [("get", None, None, PAGE)],
 }
 for kind in PROPOSABLE:
