@@ -4,12 +4,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 from django.views.generic import RedirectView
 
-from benchmark import views as benchmark_views
+from config import views as config_views
 from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
 
 urlpatterns = [
-    path("", benchmark_views.home, name="home"),
+    path("", config_views.home, name="home"),
     path("healthz", scoring_views.healthz, name="healthz"),
     # Browsers ask for /favicon.ico on pages that name no icon (JSON answers, the admin).
     path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),

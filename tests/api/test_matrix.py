@@ -160,7 +160,7 @@ def _run(w):
 
 
 PAGES = {
-    "home": [("get", None, PAGE)],
+    "home": [("get", None, (302, 302, 302, 200, 200, 200))],  # annotators land on their projects
     "benchmark:task_list": [("get", None, PAGE)],
     "benchmark:task_detail": [("get", lambda w: {"task_id": w.task.pk}, PAGE)],
     "benchmark:report_detail": [("get", lambda w: {"report_id": w.report.pk}, PAGE)],
