@@ -69,7 +69,8 @@ def export_create(request):
     kind = request.POST.get("kind", "")
     if kind == ExportJob.Kind.TASK_SET:
         parameters = {"task_set": request.POST.get("task_set"), "format": request.POST.get("format"),
-                      "include_history": request.POST.get("include_history", "")}
+                      "include_history": request.POST.get("include_history", ""),
+                      "include_unreviewed": request.POST.get("include_unreviewed", "")}
     else:
         parameters = {"project": request.POST.get("project") or None, "format": request.POST.get("format")}
     try:
