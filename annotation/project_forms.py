@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from benchmark.forms import TaskFilterForm, task_choices
 from benchmark.models import System, Task, TaskSet
+from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
@@ -83,7 +84,7 @@ class ProjectCreateForm(ServiceErrorForm):
         self.matching_count = self.matching.count()
         task_choices(self.fields["tasks"], self.matching)
         steps = Verdict.objects.order_by("step").values_list("step", flat=True).distinct()
-        self.fields["steps"].choices = [(step, step.replace("_", " ")) for step in steps]
+        self.fields["steps"].choices = [(step, step_label(step)) for step in steps]
 
     def service_arguments(self) -> dict:
         """Keyword arguments for ``project_create`` (without ``created_by``)."""
