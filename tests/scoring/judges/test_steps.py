@@ -1,8 +1,8 @@
 import pytest
 
 from scoring.judges.steps import (
-    PROMPTS_DIR, STEPS, StepError, check_item_ids, get_step, render, render_messages, request_hash, validate_answer,
-    validate_variables,
+    PROMPTS_DIR, STEPS, StepError, check_item_ids, get_step, render, render_messages, request_hash, step_label,
+    validate_answer, validate_variables,
 )
 from tests.scoring.judges.samples import SAMPLES
 
@@ -101,8 +101,6 @@ def test_request_hash_is_stable_and_sensitive():
 
 
 def test_step_labels_read_as_words():
-    from scoring.judges.steps import step_label
-
     assert step_label("deepscholar.citation_support") == "DeepScholar-bench: citation support"
     assert step_label("propose.topic_groups") == "Proposal: topic groups"
     assert step_label("checklist") == "checklist"
