@@ -11,6 +11,7 @@ urlpatterns = [
     path("<int:project_id>/members/", curation.project_members, name="members"),
     path("<int:project_id>/progress/", projects.progress, name="progress"),
     path("<int:project_id>/undo/", workspace.undo, name="undo"),
+    path("<int:project_id>/revisit-skipped/", workspace.revisit_skipped, name="revisit_skipped"),
     path("<int:project_id>/items/<int:item_id>/", workspace.item_detail, name="item"),
     path("<int:project_id>/items/<int:item_id>/label/", workspace.label_create, name="label"),
     path("<int:project_id>/items/<int:item_id>/skip/", workspace.item_skip, name="skip"),
