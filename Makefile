@@ -19,6 +19,12 @@ $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 
 install: $(STAMP)
 
+# axe-core for the accessibility checks of the browser tests (npm registry only).
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $(NODE_STAMP)
+
 run: install
 	$(DEV_ENV) $(PY) manage.py migrate --noinput
 	$(DEV_ENV) $(PY) manage.py load_demo
@@ -26,7 +32,7 @@ run: install
 	$(DEV_ENV) $(PY) manage.py demo_judges
 	$(DEV_ENV) $(PY) manage.py studio
 
-test: install
+test: install $(NODE_STAMP)
 	scripts/ensure-chromium.sh
 	scripts/with-postgres.sh $(PY) -m pytest $(PYTEST_ARGS)
 

@@ -138,3 +138,18 @@ def assignment_skip(
 def assignment_release(*, assignment: Assignment, user) -> Assignment:
     """Give the item back without skipping it: it may be offered to the user again later."""
     return _claim_end(assignment=assignment, user=user, status=Assignment.Status.RELEASED, action="assignment.release")
+
+
+@transaction.atomic
+def skips_revisit(*, project: AnnotationProject, user) -> int:
+    """Offer the user the items they skipped in this project again (their skips become releases;
+    items labelled or settled since stay out as usual). Returns how many came back."""
+    skipped = Assignment.objects.select_for_update().filter(project=project, user=user,
+                                                             status=Assignment.Status.SKIPPED)
+    item_ids = sorted(skipped.values_list("item_id", flat=True))
+    if not item_ids:
+        return 0
+    skipped.update(status=Assignment.Status.RELEASED)
+    audit_record(actor=user, action="assignment.revisit_skipped", target_kind="annotation_project",
+                 target_id=project.pk, project=project, before={"skipped_items": item_ids}, after={"skipped_items": []})
+    return len(item_ids)

@@ -243,15 +243,22 @@ class AdjudicationForm(OptionsMixin, forms.Form):
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     expected_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, kind: str, label_set: dict, candidates: list[dict], **kwargs):
+    def __init__(self, *args, kind: str, label_set: dict, candidates: list[dict], target: dict | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.kind = kind
         self.candidates = {candidate["key"]: candidate for candidate in candidates}
         main = self.MAIN_FIELD[kind]
         labels = {Kind.VERIFY: DECISION_LABELS, Kind.PAIRWISE: CHOICE_LABELS}.get(kind)
         self.fields["pick"].choices = [(c["key"], c["summary"]) for c in candidates] + [("custom", "Something else")]
+        # A verify gold label may accept the proposal with the curator's own edit of its fields.
+        self.edit_form = None
+        if kind == Kind.VERIFY and target and target.get("kind") in VERIFY_TARGETS:
+            self.edit_form = VerifyEditForm(*args[:1], prefix=f"{self.prefix}-edit" if self.prefix else "edit",
+                                            target_kind=target["kind"], current=target.get("fields", {}))
         self.fields["custom"].choices = _choices(
-            [v for v in label_set.get(main, ()) if not (kind == Kind.VERIFY and v == "edit")], labels
+            [v for v in label_set.get(main, ()) if not (v == "edit" and kind == Kind.VERIFY and not self.edit_form)],
+            labels,
         )
         self.fields["reason"].choices = _choices(label_set.get("reason", ()), REASON_LABELS)
 
@@ -268,6 +275,11 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         data = super().clean()
         if data.get("pick") == "custom" and not data.get("custom"):
             self.add_error("custom", "Pick the gold value.")
+        if data.get("pick") == "custom" and data.get("custom") == "edit" and self.edit_form is not None:
+            if not self.edit_form.is_valid():
+                self.add_error(None, "Some edited fields are invalid; see below.")
+            elif not self.edit_form.edits():
+                self.add_error("custom", "You chose edit but changed nothing: change a field, or accept.")
         return data
 
     def value(self) -> dict:
@@ -277,7 +289,10 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         if self.kind == Kind.VERIFY:
             rejected = data["custom"] == "reject"
             # The curator's note explains a reject for reason "other" (the service requires one).
-            return {"decision": data["custom"], "reason": data["reason"] if rejected else "", "note": data["note"]}
+            value = {"decision": data["custom"], "reason": data["reason"] if rejected else "", "note": data["note"]}
+            if data["custom"] == "edit":
+                value["edits"] = self.edit_form.edits()
+            return value
         return {self.MAIN_FIELD[self.kind]: data["custom"]}
 
 

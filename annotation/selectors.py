@@ -14,7 +14,15 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
-from benchmark.models import SETTLED_STATUSES, ChecklistGroup, ChecklistItem, GoldReference, ReviewStatus, Task
+from benchmark.models import (
+    SETTLED_STATUSES,
+    ChecklistGroup,
+    ChecklistItem,
+    GoldReference,
+    ReviewStatus,
+    Task,
+    TaskPrompt,
+)
 from benchmark.services.history import snapshot
 from scoring.models import Statement, Verdict
 
@@ -295,6 +303,19 @@ def _claim_dict(claim: Assignment) -> dict | None:
     return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
 
 
+def _pair_task(task_id: int) -> dict:
+    """What both reports of a pair answer: the task's key, title and prompt (its general prompt,
+    else its first prompt not rejected, else its title) — benchmark content, never hidden."""
+    task = Task.objects.select_related("survey").only("key", "title", "survey__title").filter(pk=task_id).first()
+    if task is None:
+        return {}
+    prompts = TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
+    general = prompts.filter(level=TaskPrompt.Level.GENERAL).values_list("text", flat=True).first()
+    prompt = general or prompts.order_by("pk").values_list("text", flat=True).first()
+    title = task.title or task.survey.title
+    return {"key": task.key, "title": title, "prompt": prompt or title}
+
+
 def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
     """The proposal's task with its survey and what the panel shows of the proposal's own
     kind (its checklist group, its gold reference); None for discipline-wide rubric criteria
@@ -392,6 +413,7 @@ def item_context_for(
         "task": _verify_task(item, target) if with_task else None,
     }
     if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
+        context["target"]["task"] = _pair_task(target.task_id)
         for side in ("left", "right"):
             report = getattr(target, f"report_{side}")
             outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]

@@ -1,13 +1,17 @@
 from django.urls import path
 
-from .views import adjudication, projects, workspace
+from .views import adjudication, curation, projects, workspace
 
 app_name = "annotation"
 urlpatterns = [
     path("", projects.project_list, name="project_list"),
+    path("new/", curation.project_new, name="new"),
     path("<id:project_id>/", workspace.workspace, name="workspace"),
+    path("<id:project_id>/edit/", curation.project_edit, name="edit"),
+    path("<id:project_id>/members/", curation.project_members, name="members"),
     path("<id:project_id>/progress/", projects.progress, name="progress"),
     path("<id:project_id>/undo/", workspace.undo, name="undo"),
+    path("<id:project_id>/revisit-skipped/", workspace.revisit_skipped, name="revisit_skipped"),
     path("<id:project_id>/items/<id:item_id>/", workspace.item_detail, name="item"),
     path("<id:project_id>/items/<id:item_id>/label/", workspace.label_create, name="label"),
     path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),

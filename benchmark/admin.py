@@ -204,3 +204,11 @@ class ExportJobAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status")
     search_fields = ("filename", "requested_by__username", "error")
     readonly_fields = [f.name for f in models.ExportJob._meta.fields]  # jobs change only through their worker
+
+
+@admin.register(models.ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "format", "original_name", "status", "requested_by", "finished_at")
+    list_filter = ("format", "status")
+    search_fields = ("original_name", "requested_by__username")
+    readonly_fields = [f.name for f in models.ImportJob._meta.fields]  # jobs change only through their worker

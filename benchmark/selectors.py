@@ -27,7 +27,9 @@ def protocol_overview() -> list[dict]:
     ]
 
 
-def task_list(*, protocol: str = "", status: str = "", query: str = "") -> QuerySet[Task]:
+def task_list(
+    *, protocol: str = "", status: str = "", query: str = "", discipline: int | str | None = None
+) -> QuerySet[Task]:
     tasks = Task.objects.select_related("survey").annotate(
         n_reports=Count("reports", distinct=True),
         n_groups=Count("checklist_groups", distinct=True),
@@ -38,6 +40,8 @@ def task_list(*, protocol: str = "", status: str = "", query: str = "") -> Query
         tasks = tasks.filter(protocol=protocol)
     if status:
         tasks = tasks.filter(status=status)
+    if discipline:
+        tasks = tasks.filter(survey__discipline=discipline)
     if query:
         tasks = tasks.filter(Q(key__icontains=query) | Q(title__icontains=query) | Q(survey__title__icontains=query))
     return tasks.order_by("protocol", "key")

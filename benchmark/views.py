@@ -5,6 +5,7 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
 from annotation.api.visibility import hidden_reports
+from annotation.selectors import is_global_curator
 
 from . import selectors
 from .models import Protocol, Report, Task
@@ -32,6 +33,7 @@ def task_list(request):
         "query": query,
         "protocols": Protocol.choices,
         "statuses": Task.Status.choices,
+        "can_import": is_global_curator(request.user),
     }
     template = "benchmark/_task_rows.html" if request.htmx else "benchmark/task_list.html"
     return render(request, template, context)

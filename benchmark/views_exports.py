@@ -34,20 +34,26 @@ RECENT_JOBS = 100
 @login_required
 def taskset_list(request):
     task_sets = TaskSet.objects.select_related("frozen_by").annotate(n_tasks=Count("tasks")).order_by("name", "-version")
-    return render(request, "benchmark/tasksets/list.html", {"task_sets": task_sets})
+    context = {"task_sets": task_sets, "can_create": is_global_curator(request.user)}
+    return render(request, "benchmark/tasksets/list.html", context)
 
 
 @login_required
 def taskset_detail(request, task_set_id: int):
     task_set = get_object_or_404(TaskSet.objects.select_related("frozen_by", "previous"), pk=task_set_id)
+    versions = TaskSet.objects.filter(name=task_set.name).select_related("frozen_by").order_by("-version")
+    against_id = request.GET.get("against", "")
+    against = versions.exclude(pk=task_set.pk).filter(pk=against_id).first() if against_id.isdigit() else None
     try:
-        changes, changes_error = taskset_changes(task_set=task_set), ""
+        changes, changes_error = taskset_changes(task_set=task_set, against=against), ""
     except TaskSetError as exc:
         changes, changes_error = None, str(exc)
     context = {
         "task_set": task_set,
         "tasks": task_set.tasks.order_by("protocol", "key"),
-        "versions": TaskSet.objects.filter(name=task_set.name).select_related("frozen_by").order_by("-version"),
+        "versions": versions,
+        "against": against,
+        "is_latest": task_set.version == versions[0].version,
         "changes": changes,
         "changes_error": changes_error,
         "formats": taskset_formats_for(task_set),
@@ -63,7 +69,8 @@ def export_create(request):
     kind = request.POST.get("kind", "")
     if kind == ExportJob.Kind.TASK_SET:
         parameters = {"task_set": request.POST.get("task_set"), "format": request.POST.get("format"),
-                      "include_history": request.POST.get("include_history", "")}
+                      "include_history": request.POST.get("include_history", ""),
+                      "include_unreviewed": request.POST.get("include_unreviewed", "")}
     else:
         parameters = {"project": request.POST.get("project") or None, "format": request.POST.get("format")}
     try:

@@ -50,10 +50,13 @@ def _llm_rows(task: Task) -> list[tuple[str, object]]:
 def proposal_panel(request, task: Task) -> dict:
     """The task page's context for ``benchmark/_proposals.html``."""
     curator = is_global_curator(request.user)
+    batches = list(task.proposal_batches.select_related("judge_config")[:RECENT_BATCHES])
     return {
         "propose_form": ProposeForm(task=task) if curator and stages_for(task.protocol) else None,
-        "proposal_batches": list(task.proposal_batches.select_related("judge_config")[:RECENT_BATCHES]),
+        "proposal_batches": batches,
         "llm_proposals": _llm_rows(task),
+        # While a batch waits or runs, the panel re-reads itself from the task page (htmx polling).
+        "proposals_active": any(batch.status in ("pending", "running") for batch in batches),
     }
 
 

@@ -271,6 +271,8 @@ SPECTACULAR_SETTINGS = {
         "SurveyKindEnum": "benchmark.models.Survey.Kind",
         "ChecklistGroupKindEnum": "benchmark.models.ChecklistGroup.Kind",
         "ReportFormatEnum": "benchmark.models.Report.Format",
+        "ProjectKindEnum": "annotation.models.AnnotationProject.Kind",
+        "ProjectStatusEnum": "annotation.models.AnnotationProject.Status",
     },
 }
 

@@ -1,20 +1,29 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, reverse_lazy
+from django.views.generic import RedirectView
 
-from benchmark import views as benchmark_views
 from config import converters  # noqa: F401 (registers <id:>, used by every app's routes)
+from config import views as config_views
 from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
 
 urlpatterns = [
-    path("", benchmark_views.home, name="home"),
+    path("", config_views.home, name="home"),
     path("healthz", scoring_views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that name no icon (JSON answers, the admin).
+    path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Accounts made with a generated password (manage.py create_account) change it here.
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    # A new account's one-time link to set its password (a password-reset token, made by account_invite).
+    path("invite/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+        template_name="registration/invite.html", success_url=reverse_lazy("invite_done")), name="invite"),
+    path("invite/done/", auth_views.PasswordResetCompleteView.as_view(
+        template_name="registration/invite_done.html"), name="invite_done"),
     path("benchmark/", include("benchmark.urls")),
     path("annotate/", include("annotation.urls")),
     path("dashboards/", include("annotation.dashboards.urls")),

@@ -8,8 +8,10 @@ from django.db.models import Exists, OuterRef
 
 from benchmark.models import Protocol, Report, System, Task, TaskSet
 
+from .judges import endpoints
 from .models import JudgeConfig
 from .pipelines import PIPELINES
+from .selectors import reports_missing
 
 
 def runnable_protocols() -> list[tuple[str, str]]:
@@ -53,6 +55,7 @@ class RunCreateForm(forms.Form):
 
     def __init__(self, *args, protocol: str = "", **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.missing: list[tuple[str, list[str]]] = []
         known = dict(runnable_protocols())
         chosen = self.data.get("protocol") if self.is_bound else protocol
         self.chosen_protocol = chosen if chosen in known else next(iter(known), "")
@@ -66,6 +69,11 @@ class RunCreateForm(forms.Form):
             Exists(Report.objects.filter(system=OuterRef("pk"), task__protocol=self.chosen_protocol))
         ).order_by("name", "version")
 
+    accept_missing = forms.BooleanField(
+        required=False, label="Evaluate only the reports there are",
+        help_text="some chosen systems wrote no report on some tasks; tick to run without them",
+    )
+
     def clean(self):
         data = super().clean()
         has_set, has_tasks = bool(data.get("task_set")), bool(data.get("tasks"))
@@ -73,6 +81,16 @@ class RunCreateForm(forms.Form):
             self.add_error("task_set", "choose either a task set or tasks, not both")
         elif not has_set and not has_tasks and "task_set" not in self.errors and "tasks" not in self.errors:
             self.add_error("task_set", "choose a task set or at least one task")
+        elif data.get("systems") and not self.errors:
+            tasks = list(data["task_set"].tasks.filter(protocol=self.chosen_protocol)) if has_set else list(data["tasks"])
+            self.missing = reports_missing(tasks=tasks, systems=data["systems"])
+            absent = sum(len(systems) for _, systems in self.missing)
+            if absent == len(tasks) * len(data["systems"]):
+                self.missing = []  # no report at all: run_create refuses, naming the systems
+            elif self.missing and not data.get("accept_missing"):
+                tasks_lack = "1 task lacks" if len(self.missing) == 1 else f"{len(self.missing)} tasks lack"
+                self.add_error("accept_missing", f"{tasks_lack} reports of some chosen systems (listed below); tick "
+                               "to evaluate only the reports there are, or choose other systems or tasks")
         return data
 
     def service_arguments(self) -> dict:
@@ -96,3 +114,37 @@ class RunCreateForm(forms.Form):
         if "task" in message:
             return "task_set" if self.cleaned_data.get("task_set") else "tasks"
         return None
+
+
+class JudgeConfigForm(forms.ModelForm):
+    """Type coercion for ``judge_config_create`` / ``judge_config_update`` (never ``save()``: the
+    services hold the rules and write the revision row). The endpoint is one the deployment
+    allows; the key it gets is bound to it in the settings, never entered here."""
+
+    base_url = forms.ChoiceField(
+        label="Endpoint", required=False,
+        help_text="The endpoints this deployment allows. Each one's key is set on the server "
+                  "(OPENAI_API_KEY for the default, JUDGE_ENDPOINTS for the others) and goes to that endpoint only.",
+    )
+
+    class Meta:
+        model = JudgeConfig
+        fields = ["name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
+                  "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
+                  "price_output_per_million", "embedding_backend"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        default = endpoints.default_url()
+        others = [url for url in endpoints.allowed_urls() if url != default]
+        self.fields["base_url"].choices = [("", f"default: {default}"), *((url, url) for url in others)]
+
+    def validate_unique(self) -> None:  # the service names a taken name on the name field
+        pass
+
+    def service_arguments(self) -> dict:
+        return {name: self.cleaned_data[name] for name in self.Meta.fields}
+
+    def attach_service_error(self, exc: ValueError) -> None:
+        field, _, why = str(exc).partition(": ")
+        self.add_error(field if why and field in self.fields else None, why or str(exc))

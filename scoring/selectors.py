@@ -12,7 +12,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 
 from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, is_headline_metric, metric_label
-from benchmark.models import System, TaskSet
+from benchmark.models import Report, System, TaskSet
 
 from .models import EvaluationRun, LLMCall, RunJob, ScoreCard, Verdict
 
@@ -246,3 +246,16 @@ def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
         "variants": next(({metric_label(k): v for k, v in c.metrics["variants"].items()} for c in cards
                           if isinstance(c.metrics.get("variants"), dict)), None),
     }
+
+
+def reports_missing(*, tasks, systems) -> list[tuple[str, list[str]]]:
+    """``(task key, [systems without a report on it])`` for each task some of ``systems`` did not
+    write a report on, in task-key order: what a run over them would leave out."""
+    systems = list(systems)
+    have = set(Report.objects.filter(task__in=tasks, system__in=systems).values_list("task_id", "system_id"))
+    missing = []
+    for task in sorted(tasks, key=lambda task: task.key):
+        absent = [str(system) for system in systems if (task.pk, system.pk) not in have]
+        if absent:
+            missing.append((task.key, absent))
+    return missing

@@ -1,11 +1,15 @@
 from django.urls import path
 
-from . import views_runs
+from . import views_judges, views_runs
 
 app_name = "runs"
 urlpatterns = [
     path("", views_runs.run_list, name="list"),
     path("new/", views_runs.run_new, name="new"),
+    path("judges/", views_judges.judge_list, name="judges"),
+    path("judges/new/", views_judges.judge_new, name="judge_new"),
+    path("judges/<id:config_id>/", views_judges.judge_edit, name="judge_edit"),
+    path("judges/<id:config_id>/test/", views_judges.judge_test, name="judge_test"),
     path("<id:run_id>/", views_runs.run_detail, name="detail"),
     path("<id:run_id>/progress/", views_runs.run_progress_fragment, name="progress"),
     path("<id:run_id>/start/", views_runs.run_start_view, name="start"),

@@ -7,6 +7,9 @@ from . import views
 urlpatterns = [
     path("projects/", views.ProjectListApi.as_view(), name="project-list"),
     path("projects/<id:pk>/", views.ProjectDetailApi.as_view(), name="project-detail"),
+    path("projects/<id:pk>/members/", views.ProjectMemberListApi.as_view(), name="project-members"),
+    path("projects/<id:pk>/members/<str:username>/", views.ProjectMemberDetailApi.as_view(),
+         name="project-member-detail"),
     path("projects/<id:pk>/progress/", views.ProjectProgressApi.as_view(), name="project-progress"),
     path("projects/<id:pk>/items/", views.ProjectItemListApi.as_view(), name="project-items"),
     path("projects/<id:pk>/next/", views.NextItemApi.as_view(), name="project-next"),

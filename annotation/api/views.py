@@ -6,6 +6,9 @@ its items, so outsiders cannot tell which projects exist. What an item shows com
 (``visibility``). Labelling services check roles themselves (viewers are refused).
 """
 
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -15,11 +18,14 @@ from rest_framework.response import Response
 
 from benchmark.api.common import DetailApi, GenericApi, LabellerWrites, ListApi, input_of
 from config.parsers import BoundedJSONField
+from benchmark.models import System, Task, TaskSet
+from scoring.models import JudgeConfig
 
 from ..assignment import assignment_skip, next_item_for
-from ..models import AnnotationItem, AnnotationProject, Assignment
+from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
 from ..selectors import item_context_for, project_progress, project_role, projects_for
 from ..services.labels import label_submit
+from ..services.projects import membership_add, membership_remove, project_create, project_update
 from ..services.review import item_adjudicate
 from .visibility import visible_gold_labels, visible_labels, visible_preferences
 
@@ -30,6 +36,15 @@ def member_project(request, pk: int) -> tuple[AnnotationProject, str]:
     if role is None:
         raise Http404("No such project")
     return project, role
+
+
+def curated_project(request, pk: int, *, action: str) -> AnnotationProject:
+    """The project, once the user is known to curate it: refused before their input is read (the
+    service checks again inside its transaction)."""
+    project, role = member_project(request, pk)
+    if role != Role.CURATOR:
+        raise PermissionError(f"only curators {action} in project {project.name!r}")
+    return project
 
 
 class ContextSerializer(serializers.Serializer):
@@ -72,18 +87,127 @@ class ProjectListApi(ListApi):
             fields = ["id", "name", "description", "kind", "status", "blind", "overlap", "task_set", "label_set", "label_level",
                       "dimensions", "item_kinds", "my_role", "n_items", "n_settled", "created_at"]
 
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        kind = serializers.ChoiceField(choices=AnnotationProject.Kind.choices)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
+        task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
+        item_kinds = serializers.ListField(child=serializers.ChoiceField(choices=list(VERIFY_TARGETS)), required=False,
+                                          help_text="verify: which proposed kinds to review (default all)")
+        systems = serializers.PrimaryKeyRelatedField(queryset=System.objects.all(), many=True, required=False,
+                                                     help_text="pairwise/agreement: empty = all")
+        component = serializers.CharField(required=False, default="report", max_length=30)
+        judge_config = serializers.PrimaryKeyRelatedField(queryset=JudgeConfig.objects.all(), required=False,
+                                                          allow_null=True, help_text="agreement: whose verdicts")
+        steps = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                      help_text="agreement: judge steps (default all)")
+        overlap = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+                                           help_text="labels per item (k); default 2 for verify, else 1")
+        blind = serializers.BooleanField(required=False, default=True)
+        hold_seconds = serializers.IntegerField(required=False, min_value=1,
+                                                default=int(DEFAULT_HOLD.total_seconds()))
+        label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")
+        dimensions = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
+                                           allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
+        seed = serializers.IntegerField(required=False, default=0)
+
     filter_fields = {"kind": "kind", "status": "status", "task_set": "task_set_id"}
     ordering_fields = ("name", "created_at", "status")
 
     def get_queryset(self):
         return projects_for(self.request.user).order_by("-created_at", "-id")
 
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request):
+        """Create a project (curators): its items are made at once from the tasks (ids) or the task set."""
+        data = input_of(self, request)
+        hold = timedelta(seconds=data.pop("hold_seconds"))
+        project = project_create(created_by=request.user, hold_duration=hold, **data)
+        return Response(self.OutputSerializer(projects_for(request.user).get(pk=project.pk)).data,
+                        status=status.HTTP_201_CREATED)
+
 
 class ProjectDetailApi(DetailApi):
     OutputSerializer = ProjectListApi.OutputSerializer
 
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(required=False, max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True)
+        hold_seconds = serializers.IntegerField(required=False, min_value=1)
+        status = serializers.ChoiceField(required=False, choices=AnnotationProject.Status.choices)
+
     def get_queryset(self):
         return projects_for(self.request.user)
+
+    def get_permissions(self):  # project curators (not only global ones) edit; the service checks
+        return [IsAuthenticated(), LabellerWrites()]
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer})
+    def patch(self, request, pk: int):
+        """Change what is safe to change once labelling started: name, description, hold time, status.
+        Other fields (kind, tasks, k, labels, blind) are refused with 400."""
+        project = curated_project(request, pk, action="edit projects")
+        unknown = sorted(set(request.data) - set(self.InputSerializer().fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {field: ["cannot be changed after creation; make a new project"] for field in unknown}
+            )
+        data = input_of(self, request)
+        if "hold_seconds" in data:
+            data["hold_duration"] = timedelta(seconds=data.pop("hold_seconds"))
+        project_update(project=project, actor=request.user, **data)
+        return Response(self.OutputSerializer(self.get_queryset().get(pk=pk)).data)
+
+
+class ProjectMemberListApi(GenericApi):
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(max_length=150)
+        role = serializers.ChoiceField(choices=Role.choices)
+
+    class OutputSerializer(serializers.Serializer):
+        user = serializers.IntegerField(source="user_id")
+        username = serializers.CharField(source="user.username")
+        role = serializers.CharField()
+        added_at = serializers.DateTimeField(source="created_at")
+
+    def get_permissions(self):  # project curators (not only global ones) manage members; the service checks
+        return [IsAuthenticated(), LabellerWrites()]
+
+    @extend_schema(responses={200: OutputSerializer(many=True)})
+    def get(self, request, pk: int):
+        """The project's members and their roles (project curators)."""
+        project = curated_project(request, pk, action="manage members")
+        members = ProjectMembership.objects.filter(project=project).select_related("user").order_by("user__username")
+        return Response(self.OutputSerializer(members, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request, pk: int):
+        """Add a member by username with a role, or change the role of one already in."""
+        project = curated_project(request, pk, action="manage members")
+        data = input_of(self, request)
+        user = get_user_model().objects.filter(username=data["username"]).first()
+        if user is None:
+            raise ValueError(f"username: no account named {data['username']!r}")
+        membership = membership_add(project=project, user=user, role=data["role"], actor=request.user)
+        return Response(self.OutputSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectMemberDetailApi(GenericApi):
+    OutputSerializer = ProjectMemberListApi.OutputSerializer
+
+    def get_permissions(self):  # project curators (not only global ones) manage members; the service checks
+        return [IsAuthenticated(), LabellerWrites()]
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, pk: int, username: str):
+        """Remove a member: their claims are released, their labels stay."""
+        project, _ = member_project(request, pk)
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise Http404(f"No account named {username!r}")
+        membership_remove(project=project, user=user, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ProjectProgressApi(GenericApi):

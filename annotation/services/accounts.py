@@ -4,10 +4,15 @@ import secrets
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.tokens import default_token_generator
+from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
 from ..models import AnnotatorProfile, Role
+from ..selectors import is_global_curator
 from .audit import audit_record
 
 # Roles create_account offers; a viewer is an account whose profile role is changed in the admin.
@@ -32,6 +37,23 @@ def account_ensure(*, username: str, password: str, role: str, is_staff: bool = 
     return user, created
 
 
+def _account_new(*, username: str, role: str, roles, email: str = ""):
+    """An unsaved user after the checks every new account passes; ``ValueError`` names the field."""
+    User = get_user_model()
+    username = (username or "").strip()
+    if not username:
+        raise ValueError("username: must not be empty")
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError as exc:
+        raise ValueError("username: " + " ".join(exc.messages)) from None
+    if role not in roles:
+        raise ValueError(f"role: {str(role)!r} is not one of {', '.join(roles)}")
+    if User.objects.filter(username__iexact=username).exists():
+        raise ValueError(f"username: an account named {username!r} already exists (nothing was changed)")
+    return User(username=username, email=email.strip(), is_staff=role == Role.CURATOR)
+
+
 @transaction.atomic
 def account_create(*, username: str, role: str, password: str | None = None, email: str = "",
                    actor=None) -> tuple[object, str | None]:
@@ -41,22 +63,10 @@ def account_create(*, username: str, role: str, password: str | None = None, ema
     is generated and returned (the only place it exists in clear: it is neither stored nor
     logged), else None. ``ValueError`` naming the field when the username is taken or an input
     is invalid; nothing is stored then."""
-    User = get_user_model()
-    username = username.strip()
-    if not username:
-        raise ValueError("username: must not be empty")
-    try:
-        User._meta.get_field("username").run_validators(username)
-    except ValidationError as exc:
-        raise ValueError("username: " + " ".join(exc.messages)) from None
-    if role not in ACCOUNT_ROLES:
-        raise ValueError(f"role: {str(role)!r} is not one of {', '.join(ACCOUNT_ROLES)}")
-    if User.objects.filter(username__iexact=username).exists():
-        raise ValueError(f"username: an account named {username!r} already exists (nothing was changed)")
+    user = _account_new(username=username, role=role, roles=ACCOUNT_ROLES, email=email)
     generated = None
     if password is None:
         password = generated = secrets.token_urlsafe(15)
-    user = User(username=username, email=email.strip(), is_staff=role == Role.CURATOR)
     try:
         validate_password(password, user=user)
     except ValidationError as exc:
@@ -67,6 +77,22 @@ def account_create(*, username: str, role: str, password: str | None = None, ema
     audit_record(actor=actor, action="account.create", target_kind="user", target_id=user.pk,
                  after={"username": user.username, "email": user.email, "role": role, "is_staff": user.is_staff})
     return user, generated
+
+
+@transaction.atomic
+def account_invite(*, username: str, role: str, actor) -> tuple[object, str, str]:
+    """A new account without a password, and the ``(uidb64, token)`` of its one-time link to set
+    one (Django's password-reset token: it stops working once the password is set). The link is
+    handed to the curator and never stored. Only global curators invite."""
+    if not is_global_curator(actor):
+        raise PermissionError("only curators create accounts")
+    user = _account_new(username=username, role=role, roles=Role.values)
+    user.set_unusable_password()
+    user.save()
+    AnnotatorProfile.objects.create(user=user, role=role)
+    audit_record(actor=actor, action="account.invite", target_kind="user", target_id=user.pk,
+                 after={"username": user.username, "role": role})
+    return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
 
 
 def demo_accounts_ensure() -> list[tuple[str, str, str, bool]]:

@@ -302,21 +302,61 @@ def project_populate(*, project: AnnotationProject, actor) -> int:
     return added
 
 
+# What may change once a project has items: nothing that changes what is labelled, how, or by
+# how many (kind, tasks, overlap, label set, blind would make earlier labels incomparable).
+EDITABLE = ("name", "description", "hold_duration", "status")
+
+
 @transaction.atomic
-def project_set_status(*, project: AnnotationProject, status: str, actor) -> AnnotationProject:
-    """Open, pause or close a project; paused and closed projects hand out and accept nothing."""
-    _require_curator(project=project, user=actor, action="change the status")
-    if status not in AnnotationProject.Status.values:
-        raise ValueError(f"status: {status!r} is not one of {', '.join(AnnotationProject.Status.values)}")
+def project_update(
+    *,
+    project: AnnotationProject,
+    actor,
+    name: str | None = None,
+    description: str | None = None,
+    hold_duration: timedelta | None = None,
+    status: str | None = None,
+) -> AnnotationProject:
+    """Rename, describe, change the hold time, or open/pause/close a project (closed projects hand
+    out and accept nothing). One audit row with the changed fields before and after."""
+    _require_curator(project=project, user=actor, action="edit projects")
     project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
-    before = project.status
-    project.status = status
-    project.save(update_fields=["status", "updated_at"])
+    changes: dict = {}
+    if name is not None:
+        name = name.strip()
+        if not name:
+            raise ValueError("name: required")
+        if AnnotationProject.objects.filter(name=name).exclude(pk=project.pk).exists():
+            raise ValueError(f"name: a project called {name!r} already exists")
+        changes["name"] = name
+    if description is not None:
+        changes["description"] = description
+    if hold_duration is not None:
+        if hold_duration <= timedelta(0):
+            raise ValueError("hold_duration: must be positive")
+        changes["hold_duration"] = hold_duration
+    if status is not None:
+        if status not in AnnotationProject.Status.values:
+            raise ValueError(f"status: {status!r} is not one of {', '.join(AnnotationProject.Status.values)}")
+        changes["status"] = status
+    changes = {field: value for field, value in changes.items() if getattr(project, field) != value}
+    if not changes:
+        return project
+    shown = {"hold_duration": lambda value: value.total_seconds()}
+    before = {field: shown.get(field, str)(getattr(project, field)) for field in changes}
+    for field, value in changes.items():
+        setattr(project, field, value)
+    project.save(update_fields=[*changes, "updated_at"])
     audit_record(
-        actor=actor, action="project.status", target_kind="annotation_project", target_id=project.pk, project=project,
-        before={"status": before}, after={"status": status},
+        actor=actor, action="project.update", target_kind="annotation_project", target_id=project.pk, project=project,
+        before=before, after={field: shown.get(field, str)(value) for field, value in changes.items()},
     )
     return project
+
+
+def project_set_status(*, project: AnnotationProject, status: str, actor) -> AnnotationProject:
+    """Open, pause or close a project; paused and closed projects hand out and accept nothing."""
+    return project_update(project=project, actor=actor, status=status)
 
 
 @transaction.atomic

@@ -50,7 +50,7 @@ def _row_view(project: AnnotationProject, row: dict, data=None) -> dict:
     initial = {"expected_version": row["target"].get("version")} if row["conflict"] else {}
     form = AdjudicationForm(
         data, prefix=f"item-{row['item_id']}", initial=initial, kind=kind, label_set=project.label_set,
-        candidates=_candidates(kind, row),
+        candidates=_candidates(kind, row), target=row["target"],
     )
     kind_label = TargetKind(row["target"]["kind"]).label if row["target"].get("kind") in TargetKind.values else ""
     judged = display.judged_text(row["target"]) if kind == Kind.AGREEMENT else ""

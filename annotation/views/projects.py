@@ -3,7 +3,7 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from ..selectors import project_progress, projects_for, projects_progress_for
+from ..selectors import is_global_curator, project_progress, projects_for, projects_progress_for
 from .access import project_for
 
 
@@ -12,7 +12,8 @@ def project_list(request):
     projects = list(projects_for(request.user))
     stats = projects_progress_for(user=request.user, projects=projects)
     rows = [{"project": project, **stats[project.pk]} for project in projects]
-    return render(request, "annotation/project_list.html", {"rows": rows})
+    context = {"rows": rows, "can_create": is_global_curator(request.user)}
+    return render(request, "annotation/project_list.html", context)
 
 
 @login_required

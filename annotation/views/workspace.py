@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from ..assignment import assignment_skip, next_item_for
+from ..assignment import assignment_skip, next_item_for, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from ..selectors import (
@@ -219,6 +219,19 @@ def item_skip(request, project_id: int, item_id: int):
         flash = f"Item {item.position} was not reserved for you, so there was nothing to skip; here is your next item."
     else:
         flash = f"Skipped item {item.position}. Press u to undo."
+    if not request.htmx:
+        return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
+    return _next(request, project, role, flash=flash)
+
+
+@require_POST
+@login_required
+def revisit_skipped(request, project_id: int):
+    """Bring back the items the user skipped, and show the next one."""
+    project, role = project_for(request, project_id)
+    returned = skips_revisit(project=project, user=request.user)
+    flash = f"{returned} skipped item{'s' if returned != 1 else ''} offered again." if returned else \
+        "You had skipped nothing in this project."
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
     return _next(request, project, role, flash=flash)

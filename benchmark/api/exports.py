@@ -66,6 +66,10 @@ class ExportListApi(ListApi):
                                          help_text="taskset: native, deepsynth, reportbench, deepscholar; "
                                                    "annotations: jsonl, csv")
         include_history = serializers.BooleanField(required=False, default=False)
+        include_unreviewed = serializers.BooleanField(
+            required=False, default=False,
+            help_text="taskset, upstream formats: also draft tasks and unreviewed items (default: curated tasks, "
+                      "accepted and edited items only)")
 
     OutputSerializer = ExportJobOutputSerializer
     filter_fields = {"kind": "kind", "status": "status"}

@@ -24,7 +24,7 @@ from ..models import BibEntry, Protocol, Report, Revision, Survey, System, Task,
 from ..services.bibliography import bib_entries_upsert
 from ..services.history import proposable_review, proposable_update
 from ..services.reports import ReportInput, reports_submit
-from ..services.tasksets import taskset_export
+from ..services.tasksets import taskset_create, taskset_export
 from .common import HISTORY_PARAM, Api, DetailApi, GenericApi, ListApi, input_of
 
 # Report text above this many bytes (UTF-8) is refused with 413, naming the report.
@@ -245,6 +245,19 @@ class TaskSetListApi(ListApi):
     queryset = TaskSet.objects.select_related("frozen_by").prefetch_related("tasks").order_by("name", "-version")
     filter_fields = {"name": "name", "version": "version", "unfrozen": "frozen_at__isnull"}
     ordering_fields = ("name", "version", "created_at", "frozen_at")
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=200)
+        description = serializers.CharField(required=False, allow_blank=True, default="")
+        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True)
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
+    def post(self, request):
+        """Version 1 of a new, unfrozen task set with these tasks (a name in use is refused)."""
+        data = input_of(self, request)
+        task_set = taskset_create(name=data["name"], description=data["description"], tasks=data["tasks"],
+                                  actor=request.user)
+        return Response(self.OutputSerializer(task_set).data, status=status.HTTP_201_CREATED)
 
 
 class TaskSetDetailApi(DetailApi):

@@ -1,5 +1,6 @@
 from .base import Origin, Proposable, ReviewStatus, Revision, SETTLED_STATUSES, TimeStamped
 from .exports import ExportJob
+from .imports import ImportJob
 from .reports import Report, System, SystemAlias, system_key
 from .surveys import BibEntry, Discipline, Survey, SurveyCitation
 from .tasks import (
@@ -19,7 +20,7 @@ PROPOSABLE_MODELS = (TaskPrompt, ConstraintQuestion, ChecklistGroup, ChecklistIt
 
 __all__ = [
     "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "ExportJob", "GoldReference",
-    "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus", "Revision",
+    "ImportJob", "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus", "Revision",
     "RubricCriterion", "SETTLED_STATUSES", "Survey", "SurveyCitation", "System", "SystemAlias", "Task", "TaskPrompt",
     "TaskSet", "TimeStamped", "system_key",
 ]

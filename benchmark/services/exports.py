@@ -43,6 +43,7 @@ from annotation.exporters import annotation_export_scope, write_annotations
 from annotation.selectors import is_global_curator
 from config.converters import MAX_ID
 
+from ..exporters.curated import curated_task
 from ..exporters.deepscholar import write_deepscholar
 from ..exporters.deepsynth import write_deepsynth
 from ..exporters.native import canonical_json
@@ -130,8 +131,10 @@ def _taskset_parameters(*, user, parameters: dict) -> tuple[dict, str]:
         raise ValueError(f"format: {task_set} cannot be written as {name!r}; "
                          f"its formats: {', '.join(f.name for f in allowed)}")
     history = _flag(parameters.get("include_history", False), "include_history")
+    unreviewed = _flag(parameters.get("include_unreviewed", False), "include_unreviewed")
     filename = f"taskset-{slugify_key(task_set.name, max_length=80) or task_set.pk}-v{task_set.version}-{name}"
-    return {"task_set": task_set.pk, "format": name, "include_history": history}, filename + ".zip"
+    return ({"task_set": task_set.pk, "format": name, "include_history": history, "include_unreviewed": unreviewed},
+            filename + ".zip")
 
 
 def _annotation_parameters(*, user, parameters: dict) -> tuple[dict, str]:
@@ -281,9 +284,10 @@ def _lines_by_key(text: str) -> dict[str, dict]:
     return {f"{line['protocol']}/{line['key']}": line for line in lines}
 
 
-def taskset_changes(*, task_set: TaskSet, current_text: str | None = None) -> dict:
-    """``taskset_changelog`` against the previous version, with item-level changes of each changed task."""
-    log = taskset_changelog(task_set=task_set)
+def taskset_changes(*, task_set: TaskSet, current_text: str | None = None, against: TaskSet | None = None) -> dict:
+    """``taskset_changelog`` against ``against`` (default the previous version), with item-level
+    changes of each changed task."""
+    log = taskset_changelog(task_set=task_set, against=against)
     changes = {
         "previous": None if log.previous is None else {
             "name": log.previous.name, "version": log.previous.version, "content_hash": log.previous.content_hash},
@@ -302,12 +306,14 @@ def _content_hash(task_set: TaskSet, text: str) -> str:
 
 def taskset_bundle_write(
     *, task_set: TaskSet, format_name: str, include_history: bool, out: IO[bytes],
-    progress: Callable[[int, int], None] = lambda done, total: None,
+    progress: Callable[[int, int], None] = lambda done, total: None, include_unreviewed: bool = False,
 ) -> dict:
     """Write the set as a bundle in ``format_name``; returns the manifest.
 
     The tasks come from ``taskset_export``: a frozen set's snapshot, an unfrozen set's live
-    tasks, so every format of a frozen set states the frozen content.
+    tasks, so every format of a frozen set states the frozen content. An upstream format holds
+    curated content only (``exporters.curated``): accepted or edited items of curated tasks,
+    unless ``include_unreviewed``; the manifest says which. The native format holds everything.
     """
     export_format = TASKSET_FORMATS.get(format_name)
     if export_format is None:
@@ -326,7 +332,9 @@ def taskset_bundle_write(
         else:
             def counted() -> Iterator[dict]:
                 for done, line in enumerate(lines, start=1):
-                    yield line
+                    task = curated_task(line, counts, include_unreviewed=include_unreviewed)
+                    if task is not None:
+                        yield task
                     progress(done, total)
 
             export_format.writer(counted(), bundle.add, counts)
@@ -344,6 +352,11 @@ def taskset_bundle_write(
             "counts": dict(sorted(counts.items())),
             "include_history": include_history,
             "history_file": HISTORY_FILE if include_history else None,
+            "content": "every task and item (native format)" if export_format.writer is None else (
+                "curated, draft and in-review tasks; accepted, edited and unreviewed items (proposed by an LLM, an "
+                "import or an annotator)" if include_unreviewed else
+                "curated tasks only; accepted and edited items only"),
+            "include_unreviewed": include_unreviewed if export_format.writer is not None else None,
             "changelog": taskset_changes(task_set=task_set, current_text=text),
         }
         return bundle.close(manifest)
@@ -392,7 +405,8 @@ def _write(job: ExportJob, out: IO[bytes]) -> None:
         if task_set is None:
             raise ValueError(f"task set {params['task_set']} no longer exists")
         taskset_bundle_write(task_set=task_set, format_name=params["format"],
-                             include_history=params["include_history"], out=out, progress=report)
+                             include_history=params["include_history"], out=out, progress=report,
+                             include_unreviewed=params.get("include_unreviewed", False))
     elif job.kind == ExportJob.Kind.ANNOTATIONS:
         annotations_bundle_write(user=job.requested_by, project_id=params["project"], fmt=params["format"], out=out,
                                  progress=report)

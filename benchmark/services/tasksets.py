@@ -58,9 +58,9 @@ def taskset_create(*, name: str, description: str = "", tasks: Iterable[Task], a
     """Version 1 of a new task set; a name already in use needs ``taskset_new_version`` instead."""
     name = name.strip()
     if not name:
-        raise TaskSetError("a task set needs a name")
+        raise TaskSetError("name: a task set needs a name")
     if TaskSet.objects.filter(name=name).exists():
-        raise TaskSetError(f"a task set named {name!r} already exists; make a new version of it instead")
+        raise TaskSetError(f"name: a task set named {name!r} already exists; make a new version of it instead")
     task_set = TaskSet.objects.create(name=name, version=1, description=description)
     task_set.tasks.set(list(tasks))
     revision_record(obj=task_set, action="taskset:create", actor=actor, after=_state(task_set))
@@ -182,12 +182,14 @@ def _line_hashes(task_set: TaskSet) -> dict[str, str]:
     return hashes
 
 
-def taskset_changelog(*, task_set: TaskSet) -> TaskSetChangelog:
-    """Added, removed and changed tasks against ``previous``, comparing the hash of each task's line."""
+def taskset_changelog(*, task_set: TaskSet, against: TaskSet | None = None) -> TaskSetChangelog:
+    """Added, removed and changed tasks against ``against`` (default ``previous``: any two versions
+    can be compared), comparing the hash of each task's line."""
+    base = against or task_set.previous
     current = _line_hashes(task_set)
-    previous = _line_hashes(task_set.previous) if task_set.previous else {}
+    previous = _line_hashes(base) if base else {}
     return TaskSetChangelog(
-        previous=task_set.previous,
+        previous=base,
         added=sorted(current.keys() - previous.keys()),
         removed=sorted(previous.keys() - current.keys()),
         changed=sorted(k for k in current.keys() & previous.keys() if current[k] != previous[k]),

@@ -1,7 +1,6 @@
 """Judges, evaluation runs and their results. Curators create and steer runs; everyone signed in
 reads them. Verdicts are filtered by the blind rule of agreement projects (``visible_verdicts``)."""
 
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -11,9 +10,10 @@ from annotation.api.visibility import visible_verdicts
 from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
 from benchmark.models import Protocol, System, Task, TaskSet
 
-from ..judges.endpoints import endpoint_check, redact
+from ..judges.endpoints import redact
 from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
 from ..selectors import run_failure_reasons, run_progress, run_score_cards, run_verdicts, runs_usage
+from ..services.judge_configs import judge_config_create
 from ..services.runs import run_cancel, run_create, run_resume, run_start
 
 
@@ -22,14 +22,6 @@ class JudgeConfigListApi(ListApi):
         class Meta:
             model = JudgeConfig
             exclude = ["id", "created_at", "updated_at"]
-
-        def validate_base_url(self, value: str) -> str:
-            """Only an endpoint the deployment allows: its key must not go anywhere else."""
-            try:
-                endpoint_check(value)
-            except DjangoValidationError as exc:
-                raise serializers.ValidationError(exc.messages) from None
-            return value
 
     class OutputSerializer(serializers.ModelSerializer):
         is_heuristic = serializers.BooleanField(read_only=True)
@@ -44,9 +36,11 @@ class JudgeConfigListApi(ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return Response(self.OutputSerializer(serializer.save()).data, status=status.HTTP_201_CREATED)
+        """A new judge configuration, on an endpoint the deployment allows (``base_url`` empty: the
+        default); the key that endpoint gets is bound to it in the settings, never sent here."""
+        data = input_of(self, request)
+        config = judge_config_create(actor=request.user, **data)
+        return Response(self.OutputSerializer(config).data, status=status.HTTP_201_CREATED)
 
 
 class JudgeConfigDetailApi(DetailApi):

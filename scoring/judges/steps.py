@@ -230,6 +230,21 @@ _ALL = [
 STEPS: dict[str, Step] = {step.name: step for step in _ALL}
 
 
+# How a step key's prefix reads to people (the protocol or family of the step).
+STEP_FAMILIES = {
+    "deepsynth": "DeepSynth-Eval", "reportbench": "ReportBench", "deepscholar": "DeepScholar-bench",
+    "surveylens": "SurveyLens", "scisage": "SciSage", "survey": "Survey", "propose": "Proposal",
+}
+
+
+def step_label(name: str) -> str:
+    """A step key in words: ``deepscholar.citation_support`` → "DeepScholar-bench: citation support"."""
+    family, _, rest = (name or "").partition(".")
+    if not rest:
+        return (name or "").replace("_", " ")
+    return f"{STEP_FAMILIES.get(family, family)}: {rest.replace('_', ' ')}"
+
+
 def get_step(name: str) -> Step:
     try:
         return STEPS[name]

@@ -1,4 +1,4 @@
-"""Re-queue proposal batches and export jobs that a dead Celery worker left running (and, when
+"""Re-queue proposal batches, export and import jobs that a dead Celery worker left running (and, when
 a worker was lost, enqueue the waiting ones again).
 
 Evaluation jobs are recovered by ``scoring.services.runs.jobs_recover`` (advisory locks). A
@@ -15,7 +15,7 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from benchmark.models import ExportJob
+from benchmark.models import ExportJob, ImportJob
 
 from ..models import ProposalBatch
 from ..workers import live_workers
@@ -29,7 +29,7 @@ def work_of_dead_workers_requeue(*, lost: list[str] = ()) -> dict[str, int]:
     same name is alive now; the queued batches and exports are then enqueued again as well, as
     a lost worker may have taken their messages (each is claimed only from queued, so a second
     message runs nothing)."""
-    from benchmark.tasks import run_export
+    from benchmark.tasks import run_export, run_import_job
 
     from ..tasks import propose_batch
 
@@ -38,6 +38,7 @@ def work_of_dead_workers_requeue(*, lost: list[str] = ()) -> dict[str, int]:
     for model, running, queued, task in (
         (ProposalBatch, ProposalBatch.Status.RUNNING, ProposalBatch.Status.PENDING, propose_batch),
         (ExportJob, ExportJob.Status.RUNNING, ExportJob.Status.QUEUED, run_export),
+        (ImportJob, ImportJob.Status.RUNNING, ImportJob.Status.QUEUED, run_import_job),
     ):
         with transaction.atomic():
             orphans = list(

@@ -1,5 +1,5 @@
-// The API docs page: Redoc renders the schema named by #redoc's data-schema-url (no inline script: CSP).
-(function () {
-  const root = document.getElementById("redoc");
-  Redoc.init(root.dataset.schemaUrl, { hideDownloadButton: false, expandResponses: "200,201" }, root);
-})();
+// Renders the OpenAPI schema with the vendored Redoc bundle; the schema's URL is on the container.
+document.addEventListener("DOMContentLoaded", function () {
+  var container = document.getElementById("redoc");
+  Redoc.init(container.dataset.schemaUrl, { hideDownloadButton: false, expandResponses: "200,201" }, container);
+});

@@ -3,7 +3,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation.assignment import assignment_release, assignment_skip, next_item_for
+from annotation.assignment import assignment_release, assignment_skip, next_item_for, skips_revisit
 from annotation.models import Assignment, AuditEvent
 from annotation.services.errors import ClaimLostError, ProjectNotOpenError
 from annotation.services.labels import label_submit
@@ -98,6 +98,25 @@ def test_skipped_items_are_never_offered_again(owner, alice, bob):
     # The skipped item is free for others.
     assert next_item_for(project=project, user=bob).item == claim.item
     assert AuditEvent.objects.filter(action="assignment.skip", actor=alice).count() == 1
+
+
+def test_skipped_items_come_back_when_revisited(owner, alice, client):
+    from django.urls import reverse
+
+    project = agreement_project(owner, [alice], labels=["correct", "correct"], overlap=1)
+    first = next_item_for(project=project, user=alice)
+    assignment_skip(assignment=first, user=alice)
+    second = next_item_for(project=project, user=alice)
+    label_submit(item=second.item, annotator=alice, value=CORRECT, client_token=token())
+    assert next_item_for(project=project, user=alice) is None
+    client.force_login(alice)
+    done = client.get(reverse("annotation:workspace", args=[project.pk])).content.decode()
+    assert "Revisit the 1 item you skipped" in done
+    assert client.post(reverse("annotation:revisit_skipped", args=[project.pk])).status_code == 302
+    assert next_item_for(project=project, user=alice).item == first.item
+    event = AuditEvent.objects.get(action="assignment.revisit_skipped")
+    assert (event.actor, event.before) == (alice, {"skipped_items": [first.item_id]})
+    assert skips_revisit(project=project, user=alice) == 0  # nothing skipped any more
 
 
 def test_released_items_may_come_back(owner, alice):

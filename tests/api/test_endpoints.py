@@ -199,3 +199,11 @@ def test_schema_validates_and_docs_page_uses_vendored_redoc(world):
     page = client.get(reverse("api:docs")).content.decode()
     assert "/static/vendor/redoc/redoc.standalone.js" in page
     assert "cdn" not in page.lower() and "https://" not in page
+
+
+def test_the_api_root_lists_every_endpoint_and_the_docs(world):
+    body = client_for(world.users["ann_a"]).get("/api/").json()
+    assert (body["docs"], body["schema"]) == ("/api/docs/", "/api/schema/")
+    paths = {row["name"]: row["path"] for row in body["endpoints"]}
+    assert paths["task-list"] == "/api/tasks/" and paths["project-members"] == "/api/projects/<id:pk>/members/"
+    assert "index" not in paths and len(paths) > 40

@@ -57,6 +57,14 @@ def _fresh_export(w):
     return {"pk": job.pk}
 
 
+def _import(w):
+    """An import job the curator asked for (the job's page is its requester's)."""
+    from benchmark.models import ImportJob
+
+    job = ImportJob.objects.create(format="native", original_name="tasks.jsonl", requested_by=w.users["curator"])
+    return {"job_id": job.pk}
+
+
 # The curator deletes it; the admin, asking next, finds it gone.
 DELETE_OWN_EXPORT = (403, 404, 404, 404, 204, 404)
 
@@ -72,7 +80,7 @@ API = {
     "bibentry-detail": [("get", _pk("bibentry"), None, READ)],
     "task-list": [("get", None, None, READ)],
     "task-detail": [("get", lambda w: {"pk": w.task.pk}, None, READ)],
-    "taskset-list": [("get", None, None, READ)],
+    "taskset-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
     "taskset-detail": [("get", lambda w: {"pk": w.task_set.pk}, None, READ)],
     "taskset-export": [("get", lambda w: {"pk": w.task_set.pk}, None, READ)],
     "system-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
@@ -97,8 +105,16 @@ API = {
     "run-score-cards": [("get", lambda w: {"pk": w.run_finished.pk}, None, RANKING)],
     "scorecard-list": [("get", None, None, RANKING)],
     "verdict-list": [("get", None, None, READ)],
-    "project-list": [("get", None, None, READ)],
-    "project-detail": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
+    "project-list": [("get", None, None, READ), ("post", None, {}, CURATE)],
+    # Project curators edit (an empty body changes nothing: 200); members who are not curators
+    # are refused, outsiders do not see the project.
+    "project-detail": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ),
+                       ("patch", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 200, 200))],
+    "project-members": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
+                        ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
+    # ann_b is no member of A: the curator's removal is a 400 naming the user.
+    "project-member-detail": [("delete", lambda w: {"pk": w.project_a.pk, "username": "ann_b"}, None,
+                               (403, 403, 404, 403, 400, 400))],
     "project-progress": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     "project-items": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
@@ -126,6 +142,7 @@ API = {
     "dashboard-look-next": [("get", None, None, (403, 403, 403, 403, 200, 200))],
     "token": [("post", None, {}, (400, 400, 400, 400, 400, 400))],
     "schema": [("get", None, None, READ)],
+    "index": [("get", None, None, READ)],
     "docs": [("get", None, None, PAGE)],
 }
 for kind in PROPOSABLE:
@@ -148,24 +165,43 @@ def _run(w):
 
 
 PAGES = {
-    "home": [("get", None, PAGE)],
+    "home": [("get", None, (302, 302, 302, 200, 200, 200))],  # annotators land on their projects
     "benchmark:task_list": [("get", None, PAGE)],
     "benchmark:task_detail": [("get", lambda w: {"task_id": w.task.pk}, PAGE)],
     "benchmark:report_detail": [("get", lambda w: {"report_id": w.report.pk}, PAGE)],
     "benchmark:taskset_list": [("get", None, PAGE)],
     "benchmark:taskset_detail": [("get", lambda w: {"task_set_id": w.task_set.pk}, PAGE)],
+    # Curators only; an empty form is refused with 400 and creates nothing.
+    "benchmark:taskset_new": [("get", None, (302, 403, 403, 403, 200, 200)),
+                              ("post", None, (302, 403, 403, 403, 400, 400))],
+    # POST only, curators only; the pilot set's task is a draft, so freezing is refused and the page says so.
+    "benchmark:taskset_freeze": [("get", lambda w: {"task_set_id": w.task_set.pk}, (405,) * 6),
+                                 ("post", lambda w: {"task_set_id": w.task_set.pk}, (302, 403, 403, 403, 302, 302))],
+    # An unfrozen set has no next version: refused with a message.
+    "benchmark:taskset_new_version": [("get", lambda w: {"task_set_id": w.task_set.pk}, (405,) * 6),
+                                      ("post", lambda w: {"task_set_id": w.task_set.pk},
+                                       (302, 403, 403, 403, 302, 302))],
     "benchmark:export_list": [("get", None, PAGE)],
+    # Curators only; an empty form is refused with 400 and queues nothing.
+    "benchmark:import_new": [("get", None, (302, 403, 403, 403, 200, 200)),
+                             ("post", None, (302, 403, 403, 403, 400, 400))],
+    "benchmark:import_detail": [("get", _import, (302, 403, 403, 403, 200, 404))],  # the curator's own job
     "benchmark:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
     "benchmark:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
     "benchmark:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
     "benchmark:export_delete": [("get", lambda w: {"job_id": _export(w)["pk"]}, (405,) * 6)],  # POST only: test_exports.py
     "benchmark:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
     "annotation:project_list": [("get", None, PAGE)],
+    # Curators only; an empty form is refused with 400 and creates nothing.
+    "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "annotation:edit": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    "annotation:members": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:workspace": [("get", _project, None)],
     "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:undo": [("get", _project, (405,) * 6)],
+    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/test_assignment.py
     "annotation:label": [("get", _item, (405,) * 6)],
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
@@ -180,6 +216,13 @@ PAGES = {
     # Curators only; an empty form is refused with 400 and creates nothing.
     "runs:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
     "runs:detail": [("get", _run, RANKING_PAGE)],
+    "runs:judges": [("get", None, RANKING_PAGE)],
+    # Curators only; an empty form is refused with 400 and stores nothing.
+    "runs:judge_new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
+    "runs:judge_edit": [("get", lambda w: {"config_id": w.project_a.judge_config_id}, (302, 403, 403, 403, 200, 200))],
+    # The offline judge calls nothing: the test answers at once.
+    "runs:judge_test": [("get", lambda w: {"config_id": w.project_a.judge_config_id}, RANKING_POST_ONLY),
+                        ("post", lambda w: {"config_id": w.project_a.judge_config_id}, (302, 403, 403, 403, 200, 200))],
     "runs:progress": [("get", _run, RANKING_PAGE)],
     # POST only, curators only; the run is finished, so the service refuses and the page says so.
     "runs:start": [("get", _run, RANKING_POST_ONLY), ("post", _run, (302, 403, 403, 403, 302, 302))],

@@ -41,11 +41,13 @@ def run_all(sent: list[int]) -> None:
 
 
 def reportbench_task(key: str, *, n_gold: int = 3):
+    """A curated task whose prompt and gold references a curator accepted (what a curated export holds)."""
     task = factories.TaskFactory(protocol="reportbench", key=key, status="curated",
                                  extra={"last_version_date": "2024-05-01"})
-    TaskPrompt.objects.create(task=task, level="sentence", text=f"Write a survey on topic {key} before May 2024.")
+    TaskPrompt.objects.create(task=task, level="sentence", text=f"Write a survey on topic {key} before May 2024.",
+                              review_status="accepted")
     for n in range(n_gold):
-        factories.GoldReferenceFactory(task=task, position=n)
+        factories.GoldReferenceFactory(task=task, position=n, review_status="accepted")
     return task
 
 
@@ -359,3 +361,30 @@ def test_deleting_an_export_whose_file_is_gone_removes_the_row(owner, enqueued, 
         assert client.delete(f"/api/exports/{job.pk}/").status_code == 204
     assert not ExportJob.objects.filter(pk=job.pk).exists()  # no orphan row
     assert client.delete(f"/api/exports/{job.pk}/").status_code == 404  # a second delete finds nothing
+
+
+def test_a_curated_export_holds_reviewed_items_of_curated_tasks_unless_asked_for_more(owner):
+    kept = reportbench_task("2401.00001", n_gold=2)
+    factories.GoldReferenceFactory(task=kept, position=5)  # proposed, nobody reviewed it
+    draft = reportbench_task("2401.00009")
+    draft.status = "draft"
+    draft.save()
+    task_set = taskset_create(name="Mixed", tasks=[kept, draft])
+
+    def written(**options) -> tuple[dict, list[str]]:
+        out = io.BytesIO()
+        manifest = taskset_bundle_write(task_set=task_set, format_name="reportbench", include_history=False, out=out,
+                                        **options)
+        with zipfile.ZipFile(io.BytesIO(out.getvalue())) as archive:
+            return manifest, sorted(name for name in archive.namelist() if name.startswith("reportbench_GT/"))
+
+    manifest, files = written()
+    assert files == ["reportbench_GT/2401.00001.jsonl"]
+    assert manifest["counts"]["gold references"] == 2 and manifest["counts"]["tasks"] == 1
+    assert manifest["counts"]["left out: unreviewed gold references"] == 1
+    assert manifest["counts"]["left out: tasks not curated"] == 1
+    assert manifest["include_unreviewed"] is False and manifest["content"].startswith("curated tasks only")
+    manifest, files = written(include_unreviewed=True)
+    assert files == ["reportbench_GT/2401.00001.jsonl", "reportbench_GT/2401.00009.jsonl"]
+    assert manifest["counts"]["gold references"] == 3 + 3 and manifest["include_unreviewed"] is True
+    assert "unreviewed items" in manifest["content"]

@@ -47,10 +47,12 @@ def _diff(old, new, path="") -> list[str]:
     return [] if old == new else [f"{path}: {old!r:.80} != {new!r:.80}"]
 
 
-def bundle(task_set, format_name: str, *, include_history: bool = False) -> tuple[bytes, dict]:
+def bundle(task_set, format_name: str, *, include_history: bool = False, include_unreviewed: bool = True
+           ) -> tuple[bytes, dict]:
+    """The imported content is unreviewed (proposed): round trips include it explicitly."""
     out = io.BytesIO()
     manifest = taskset_bundle_write(task_set=task_set, format_name=format_name, include_history=include_history,
-                                    out=out)
+                                    out=out, include_unreviewed=include_unreviewed)
     return out.getvalue(), manifest
 
 

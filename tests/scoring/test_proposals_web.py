@@ -47,6 +47,7 @@ def test_a_curator_queues_the_stages_on_commit(setup, monkeypatch, django_captur
     page = curator.get(response.url).content.decode()
     assert f"Queued proposals #{batch.pk} (question, topic_groups) with judge offline-heuristic" in page
     assert "Propose with LLM" in page
+    assert 'hx-trigger="every 2s" hx-select="#proposals"' in page  # the panel refreshes itself while it waits
 
     # The worker's run: the proposals show as "proposed (llm)", and the batch with its counts.
     assert proposal_batch_execute(batch_id=batch.pk) == "finished"
@@ -54,6 +55,7 @@ def test_a_curator_queues_the_stages_on_commit(setup, monkeypatch, django_captur
     assert page.count("proposed (llm)") == 1 + 1  # the question and the one checklist item
     assert TaskPrompt.objects.get(task=task).text in page
     assert "2/2 done" in page
+    assert 'hx-trigger="every 2s"' not in page  # and stops once the batch has ended
 
 
 def test_others_are_refused_and_nothing_is_queued(setup, monkeypatch, django_capture_on_commit_callbacks):

@@ -1,11 +1,11 @@
-"""Proposal batches and export jobs that a dead worker left running go back to the queue."""
+"""Proposal batches, export and import jobs that a dead worker left running go back to the queue."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from benchmark.models import ExportJob
+from benchmark.models import ExportJob, ImportJob
 from scoring.models import ProposalBatch, WorkerHeartbeat
 from scoring.services.recovery import work_of_dead_workers_requeue
 from scoring.workers import lost_workers_take, recover_orphaned_work
@@ -30,23 +30,29 @@ def test_work_of_a_dead_worker_is_requeued_and_work_of_a_live_one_or_a_command_i
                for w in ("alive@host", "dead@host", "gone@host", "")}
     exports = {w: ExportJob.objects.create(kind="taskset", requested_by=user, status="running", worker=w)
                for w in ("alive@host", "dead@host", "")}
+    imports = {w: ImportJob.objects.create(format="native", original_name="tasks.jsonl", requested_by=user,
+                                           status="running", worker=w)
+               for w in ("alive@host", "dead@host")}
     finished = ProposalBatch.objects.create(judge_config=config, status="finished", worker="dead@host")
     enqueued = []
     monkeypatch.setattr("scoring.tasks.propose_batch.delay", lambda pk: enqueued.append(("batch", pk)))
     monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
+    monkeypatch.setattr("benchmark.tasks.run_import_job.delay", lambda pk: enqueued.append(("import", pk)))
 
     with django_capture_on_commit_callbacks(execute=True):
         counts = work_of_dead_workers_requeue()
 
-    assert counts == {"proposalbatch_requeued": 2, "exportjob_requeued": 1}
+    assert counts == {"proposalbatch_requeued": 2, "exportjob_requeued": 1, "importjob_requeued": 1}
     assert sorted(enqueued) == sorted([("batch", batches["dead@host"].pk), ("batch", batches["gone@host"].pk),
-                                       ("export", exports["dead@host"].pk)])
+                                       ("export", exports["dead@host"].pk), ("import", imports["dead@host"].pk)])
+    assert [ImportJob.objects.get(pk=job.pk).status for job in imports.values()] == ["running", "queued"]
     statuses = {w: b.status for w, b in ((w, ProposalBatch.objects.get(pk=b.pk)) for w, b in batches.items())}
     assert statuses == {"alive@host": "running", "dead@host": "pending", "gone@host": "pending", "": "running"}
     assert ExportJob.objects.get(pk=exports["dead@host"].pk).status == "queued"
     assert ExportJob.objects.get(pk=exports["alive@host"].pk).status == "running"
     assert ProposalBatch.objects.get(pk=finished.pk).status == "finished"
-    assert work_of_dead_workers_requeue() == {"proposalbatch_requeued": 0, "exportjob_requeued": 0}
+    assert work_of_dead_workers_requeue() == {"proposalbatch_requeued": 0, "exportjob_requeued": 0,
+                                              "importjob_requeued": 0}
 
 
 def test_lost_workers_are_taken_once_stale_rows_and_a_starting_workers_predecessor(settings):

@@ -249,7 +249,7 @@ def test_the_progress_fragment_of_a_running_run(curator_client, setup, django_as
     assert text_of(response, "fig-cost") == "$0.0200"
     assert 'id="failed-jobs"' in body and "JudgeError: the endpoint said 500" in body
     assert 'id="system-cards"' not in body  # no score before the run has finished
-    assert 'id="cancel-run"' in body and 'id="resume-run"' in body
+    assert 'id="cancel-run"' in body and 'id="resume-run"' not in body  # resume only once the run stopped
 
 
 def test_polling_stops_once_the_run_has_finished(curator_client, setup):
@@ -426,3 +426,22 @@ def test_a_pending_run_made_elsewhere_is_started_from_its_page(curator_client, s
     assert run.status == "running" and sorted(sent) == [("execute", pk) for pk in job_ids(run)]
     again = curator_client.post(reverse("runs:start", args=[run.pk]), follow=True)
     assert f"run #{run.pk} is running; only a pending run starts" in again.content.decode()
+
+
+def test_the_form_names_tasks_lacking_reports_before_starting(curator_client, setup, sent,
+                                                             django_capture_on_commit_callbacks):
+    partial = TaskFactory(protocol="deepsynth", key="partial")
+    ReportFactory(task=partial, system=setup["systems"][0])  # the second system wrote nothing on it
+    data = {"protocol": "deepsynth", "judge_config": setup["config"].pk,
+            "systems": [s.pk for s in setup["systems"]],
+            "tasks": [setup["checklists"][0].task.pk, partial.pk]}
+    response = _post(curator_client, data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f"<li><strong>partial</strong>: {setup['systems'][1]}</li>" in html
+    assert "1 task lacks reports of some chosen systems" in response.context["form"].errors["accept_missing"][0]
+    assert not EvaluationRun.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        accepted = _post(curator_client, {**data, "accept_missing": "on"})
+    assert accepted.status_code == 302
+    assert EvaluationRun.objects.count() == 1

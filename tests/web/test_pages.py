@@ -85,3 +85,13 @@ def test_report_page_sanitizes_markdown(client_in):
 
 def test_missing_task_is_404(client_in):
     assert client_in.get(reverse("benchmark:task_detail", args=[999999])).status_code == 404
+
+
+def test_annotators_land_on_their_projects_and_curators_on_the_overview(client, db):
+    from tests.annotation_factories import annotator, curator
+
+    client.force_login(annotator("alice"))
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == "/annotate/"
+    client.force_login(curator("cora"))
+    assert "<h1>Overview</h1>" in client.get("/").content.decode()

@@ -1,4 +1,4 @@
-"""Real accounts: account_create (the first curator, then curators and annotators)."""
+"""Real accounts: account_create (the first curator, then curators and annotators) and account_invite."""
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -6,8 +6,9 @@ from django.test import Client
 
 from annotation.models import AnnotatorProfile, AuditEvent, Role
 from annotation.selectors import is_global_curator
-from annotation.services.accounts import account_create
+from annotation.services.accounts import account_create, account_invite
 from tests.annotation_factories import annotator
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -61,3 +62,28 @@ def test_an_existing_username_in_any_case_is_refused_and_left_unchanged():
     assert User.objects.values().get(pk=existing.pk) == before
     assert AnnotatorProfile.objects.get(user=existing).role == Role.ANNOTATOR
     assert not AuditEvent.objects.filter(action="account.create").exists()
+
+
+def test_invite_makes_a_passwordless_account_with_its_role_and_audit_row(owner):
+    user, uid, token = account_invite(username=" erin ", role="viewer", actor=owner)
+    assert user.username == "erin" and not user.has_usable_password()
+    assert AnnotatorProfile.objects.get(user=user).role == "viewer"
+    assert uid and token and token not in str(AuditEvent.objects.get(action="account.invite").after)
+
+
+@pytest.mark.parametrize(
+    ("username", "role", "message"),
+    [("has space", "annotator", r"^username: Enter a valid username"),
+     ("taken", "annotator", "username: an account named 'taken' already exists"),
+     ("fine", "owner", "role: 'owner' is not one of")],
+)
+def test_invite_refuses_bad_names_taken_names_and_unknown_roles(owner, username, role, message):
+    UserFactory(username="taken")
+    with pytest.raises(ValueError, match=message):
+        account_invite(username=username, role=role, actor=owner)
+    assert not AuditEvent.objects.filter(action="account.invite").exists()
+
+
+def test_only_curators_invite(alice):
+    with pytest.raises(PermissionError, match="only curators create accounts"):
+        account_invite(username="frank", role="annotator", actor=alice)

@@ -1,11 +1,18 @@
 from collections import Counter
+from datetime import timedelta
 from itertools import combinations
 
 import pytest
 
 from annotation.models import AnnotationItem, AuditEvent, Label, ProjectMembership
 from annotation.selectors import adjudication_queue
-from annotation.services.projects import membership_remove, project_create, project_from_preferences, project_populate
+from annotation.services.projects import (
+    membership_remove,
+    project_create,
+    project_from_preferences,
+    project_populate,
+    project_update,
+)
 from annotation.services.schedule import double_round_robin, round_robin_rounds
 from benchmark.models import TaskSet
 from tests.annotation_factories import (
@@ -170,6 +177,40 @@ def test_removing_a_member_releases_their_claims(owner, alice):
     assert claim.status == "released"
     with pytest.raises(PermissionError):
         next_item_for(project=project, user=alice)
+
+
+# --- Editing ---------------------------------------------------------------------------------
+
+
+def test_project_update_changes_the_given_fields_with_one_audit_row(owner, alice):
+    task, _ = checklist_task(2)
+    project = verify_project(owner, [alice], tasks=[task], name="Before")
+    project_update(project=project, actor=owner, name="  After  ", hold_duration=timedelta(minutes=5),
+                   status="closed", description=project.description)
+    project.refresh_from_db()
+    assert (project.name, project.hold_duration, project.status) == ("After", timedelta(minutes=5), "closed")
+    event = AuditEvent.objects.get(action="project.update")
+    assert event.before == {"name": "Before", "hold_duration": 900.0, "status": "open"}
+    assert event.after == {"name": "After", "hold_duration": 300.0, "status": "closed"}
+    project_update(project=project, actor=owner, name="After")  # no change, no audit row
+    assert AuditEvent.objects.filter(action="project.update").count() == 1
+
+
+def test_project_update_refuses_annotators_and_bad_values_and_stores_nothing(owner, alice):
+    task, _ = checklist_task(2)
+    project = verify_project(owner, [alice], tasks=[task], name="Kept")
+    verify_project(owner, [], tasks=[task], name="Taken")
+    with pytest.raises(PermissionError, match="only curators edit projects"):
+        project_update(project=project, actor=alice, name="Mine")
+    with pytest.raises(ValueError, match="name: a project called 'Taken' already exists"):
+        project_update(project=project, actor=owner, name="Taken", status="closed")
+    with pytest.raises(ValueError, match="hold_duration: must be positive"):
+        project_update(project=project, actor=owner, hold_duration=timedelta(0))
+    with pytest.raises(ValueError, match="status: 'archived' is not one of"):
+        project_update(project=project, actor=owner, status="archived")
+    project.refresh_from_db()
+    assert (project.name, project.status) == ("Kept", "open")
+    assert not AuditEvent.objects.filter(action="project.update").exists()
 
 
 # --- SurveyLens human preferences -----------------------------------------------------------

@@ -151,3 +151,26 @@ def test_a_changed_proposal_shows_the_service_message_and_can_be_saved_against_t
     assert saved.status_code == 200 and GoldLabel.objects.get(item=item).value["decision"] == "accept"
     target.refresh_from_db()
     assert (target.review_status, target.text) == ("accepted", "Edited meanwhile.")
+
+
+def test_a_curator_adjudicates_by_accepting_with_an_edit(as_user, owner, alice, bob):
+    task, _ = checklist_task(1)
+    project = verify_project(owner, [alice, bob], tasks=[task])
+    item = project.items.get()
+    label_all(item, [alice, bob], {"decision": "accept"}, {"decision": "reject", "reason": "ambiguous"})
+    prefix = f"item-{item.pk}"
+    client = as_user(owner)
+    url = reverse("annotation:adjudicate", args=[project.pk, item.pk])
+    queue = body(as_user(owner, hx=False).get(reverse("annotation:adjudication", args=[project.pk])))
+    assert f'name="{prefix}-edit-text"' in queue and "Edit the proposal" in queue
+    unchanged = client.post(url, {f"{prefix}-pick": "custom", f"{prefix}-custom": "edit",
+                                  f"{prefix}-edit-text": item_target(item).text})
+    assert unchanged.status_code == 422 and "changed nothing" in body(unchanged)
+    response = client.post(url, {f"{prefix}-pick": "custom", f"{prefix}-custom": "edit",
+                                 f"{prefix}-edit-text": "The survey compares radar and lidar point density."})
+    assert response.status_code == 200 and "Gold label recorded" in body(response)
+    gold = GoldLabel.objects.get(item=item)
+    assert gold.value["decision"] == "edit"
+    assert gold.value["edits"] == {"text": "The survey compares radar and lidar point density."}
+    target = item_target(item)
+    assert (target.text, target.review_status) == ("The survey compares radar and lidar point density.", "edited")

@@ -257,6 +257,19 @@ def test_pairwise_shows_two_anonymous_reports_with_linked_citations(as_user, own
     assert 'data-key="1 ArrowLeft"' in html and "data-timed" in html
 
 
+def test_pairwise_shows_the_task_the_reports_answer_above_them(as_user, owner, alice):
+    from benchmark.models import TaskPrompt
+
+    project = pairwise_project(owner, [alice], n_systems=2, overlap=1)
+    task = project.pairs.first().task
+    TaskPrompt.objects.create(task=task, level="paragraph", text="Survey rejected wording.", review_status="rejected")
+    TaskPrompt.objects.create(task=task, level="general", text="Write a survey of graph transformers.")
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert '<p class="ws-task-prompt">Write a survey of graph transformers.</p>' in html
+    assert html.index("ws-task-prompt") < html.index("Report A") and "Survey rejected wording." not in html
+    assert 'class="card ws-choose ws-choose-sticky"' in html
+
+
 def test_pairwise_records_positions_time_and_dimensions(as_user, owner, alice):
     project = pairwise_project(owner, [alice], n_systems=2, overlap=1, dimensions=["coverage", "citations"])
     client = as_user(alice)

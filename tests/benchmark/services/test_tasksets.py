@@ -174,3 +174,18 @@ def test_commands_freeze_and_export(curated, expert, tmp_path, capsys):
         call_command("export_taskset", "other")
     with pytest.raises(CommandError, match="no user"):
         call_command("freeze_taskset", "core", "--user", "nobody")
+
+
+def test_changelog_compares_any_two_versions(curated, expert):
+    first = taskset_freeze(task_set=taskset_create(name="core", tasks=curated[:1], actor=expert), actor=expert)
+    second = taskset_new_version(task_set=first, actor=expert)
+    taskset_update(task_set=second, tasks=curated[:2], actor=expert)
+    second = taskset_freeze(task_set=second, actor=expert)
+    third = taskset_new_version(task_set=second, actor=expert)
+    taskset_update(task_set=third, tasks=curated[1:], actor=expert)
+    against_previous = taskset_changelog(task_set=third)
+    assert (against_previous.previous, against_previous.added, against_previous.removed) == (
+        second, ["deepsynth/t2"], ["deepsynth/t0"])
+    against_first = taskset_changelog(task_set=third, against=first)
+    assert (against_first.previous, against_first.added, against_first.removed, against_first.unchanged) == (
+        first, ["deepsynth/t1", "deepsynth/t2"], ["deepsynth/t0"], 0)

@@ -1,8 +1,8 @@
 import pytest
 
 from scoring.judges.steps import (
-    PROMPTS_DIR, STEPS, StepError, check_item_ids, get_step, render, render_messages, request_hash, validate_answer,
-    validate_variables,
+    PROMPTS_DIR, STEPS, StepError, check_item_ids, get_step, render, render_messages, request_hash, step_label,
+    validate_answer, validate_variables,
 )
 from tests.scoring.judges.samples import SAMPLES
 
@@ -98,3 +98,10 @@ def test_request_hash_is_stable_and_sensitive():
     assert a == request_hash(model="m", prompt_version="v1", step="s", variables={"y": [1, 2], "x": 1})
     assert a != request_hash(model="m", prompt_version="v1", step="s", variables={"x": 1, "y": [1, 2]}, repeat=1)
     assert len(a) == 64
+
+
+def test_step_labels_read_as_words():
+    assert step_label("deepscholar.citation_support") == "DeepScholar-bench: citation support"
+    assert step_label("propose.topic_groups") == "Proposal: topic groups"
+    assert step_label("checklist") == "checklist"
+    assert step_label("newbench.some_step") == "newbench: some step"

@@ -1,0 +1,154 @@
+"""Forms of the curator's project pages: they turn POST data into the arguments of
+``project_create``, ``project_update``, ``membership_add`` and ``account_invite``. Type coercion
+only; the rules live in the services, whose ``ValueError("field: why")`` comes back onto the form
+field it names through ``attach_service_error``."""
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from benchmark.forms import TaskFilterForm, task_choices
+from benchmark.models import System, Task, TaskSet
+from scoring.judges.steps import step_label
+from scoring.models import JudgeConfig, Verdict
+
+from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+
+Kind = AnnotationProject.Kind
+
+# A service's field name → the form field showing it.
+SERVICE_FIELDS = {
+    "hold_duration": "hold_minutes", "label_set": "labels", "task_set": "task_set", "tasks": "tasks",
+    "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
+    "item_kinds": "item_kinds", "name": "name", "kind": "kind", "status": "status", "username": "username",
+    "role": "role", "user": "username",
+}
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+class ServiceErrorForm(forms.Form):
+    def attach_service_error(self, exc: ValueError) -> None:
+        """Put ``"field: why"`` on the field it names (``label_set.label`` on ``labels``), else on the form."""
+        field, _, why = str(exc).partition(": ")
+        name = SERVICE_FIELDS.get(field.split(".")[0])
+        if why and name in self.fields:
+            self.add_error(name, why)
+        else:
+            self.add_error(None, str(exc))
+
+
+class ProjectCreateForm(ServiceErrorForm):
+    kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    task_set = forms.ModelChoiceField(
+        queryset=TaskSet.objects.order_by("name", "-version"), required=False,
+        empty_label="— or pick tasks below —",
+    )
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="tick tasks, or tick none to take every task the filters match",
+    )
+    item_kinds = forms.MultipleChoiceField(
+        choices=[(kind, TargetKind(kind).label) for kind in VERIFY_TARGETS], required=False,
+        widget=forms.CheckboxSelectMultiple, label="Item kinds (verify)", help_text="none ticked: every kind",
+    )
+    systems = forms.ModelMultipleChoiceField(
+        queryset=System.objects.order_by("name", "version"), required=False, widget=forms.CheckboxSelectMultiple,
+        label="Systems (pairwise, agreement)", help_text="none ticked: every system",
+    )
+    component = forms.CharField(max_length=30, initial="report", label="Component (pairwise)")
+    judge_config = forms.ModelChoiceField(queryset=JudgeConfig.objects.order_by("name"), required=False,
+                                          label="Judge configuration (agreement)", empty_label="— choose a judge —")
+    steps = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
+                                      label="Judge steps (agreement)", help_text="none ticked: every step")
+    overlap = forms.IntegerField(min_value=1, required=False, label="Labels per item (k)",
+                                 help_text="empty: 2 for verify (review, then cross-check), 1 otherwise")
+    blind = forms.BooleanField(required=False, initial=True,
+                               help_text="annotators see no judge verdict or other label before giving theirs")
+    hold_minutes = forms.IntegerField(min_value=1, initial=int(DEFAULT_HOLD.total_seconds() // 60),
+                                      label="Hold time (minutes)", help_text="how long a claimed item stays reserved")
+    labels = forms.CharField(required=False, label="Labels",
+                             help_text="comma-separated; empty: the kind's labels (agreement: the judge's)")
+    dimensions = forms.CharField(required=False, label="Dimensions (pairwise)",
+                                 help_text="comma-separated; empty: organization, coverage, synthesis, citations")
+
+    def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.task_filter = task_filter
+        self.matching = task_filter.matching()
+        self.matching_count = self.matching.count()
+        task_choices(self.fields["tasks"], self.matching)
+        steps = Verdict.objects.order_by("step").values_list("step", flat=True).distinct()
+        self.fields["steps"].choices = [(step, step_label(step)) for step in steps]
+
+    def service_arguments(self) -> dict:
+        """Keyword arguments for ``project_create`` (without ``created_by``)."""
+        data = self.cleaned_data
+        kind = data["kind"]
+        chosen = list(data["tasks"])
+        tasks = chosen or (list(self.matching) if self.task_filter.is_filtering and not data["task_set"] else [])
+        labels = _split(data["labels"])
+        field = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}[kind]
+        arguments = {
+            "name": data["name"], "kind": kind, "description": data["description"], "tasks": tasks,
+            "task_set": data["task_set"], "overlap": data["overlap"], "blind": data["blind"],
+            "hold_duration": timedelta(minutes=data["hold_minutes"]), "label_set": {field: labels} if labels else None,
+        }
+        if kind == Kind.VERIFY:
+            arguments["item_kinds"] = data["item_kinds"]
+        if kind in (Kind.PAIRWISE, Kind.AGREEMENT):
+            arguments["systems"] = list(data["systems"])
+        if kind == Kind.PAIRWISE:
+            arguments["component"] = data["component"] or "report"
+            arguments["dimensions"] = _split(data["dimensions"]) or None
+        if kind == Kind.AGREEMENT:
+            arguments["judge_config"] = data["judge_config"]
+            arguments["steps"] = data["steps"]
+        return arguments
+
+
+class ProjectEditForm(ServiceErrorForm):
+    """What ``project_update`` may change once labelling started."""
+
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    hold_minutes = forms.IntegerField(min_value=1, label="Hold time (minutes)")
+    status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
+                               help_text="paused and closed projects hand out and accept no labels")
+
+    @classmethod
+    def for_project(cls, project: AnnotationProject, data=None) -> "ProjectEditForm":
+        initial = {"name": project.name, "description": project.description, "status": project.status,
+                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60))}
+        return cls(data, initial=initial)
+
+    def service_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {"name": data["name"], "description": data["description"], "status": data["status"],
+                "hold_duration": timedelta(minutes=data["hold_minutes"])}
+
+
+class MemberAddForm(ServiceErrorForm):
+    username = forms.ModelChoiceField(queryset=get_user_model().objects.none(), to_field_name="username",
+                                      label="Account", empty_label="— choose an account —")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, project: AnnotationProject, **kwargs) -> None:
+        super().__init__(*args, prefix="add", **kwargs)
+        self.fields["username"].queryset = (
+            get_user_model().objects.filter(is_active=True).exclude(project_memberships__project=project)
+            .order_by("username")
+        )
+
+
+class InviteForm(ServiceErrorForm):
+    username = forms.CharField(max_length=150, label="New account's user name")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, prefix="invite", **kwargs)

@@ -1,0 +1,26 @@
+"""What a project would be before it is made."""
+
+from django.db import transaction
+
+from .projects import project_create
+
+
+class _Discard(Exception):
+    """Raised to roll the trial project back."""
+
+
+def project_preview(**arguments) -> dict:
+    """What ``project_create(**arguments)`` would make: ``items``, ``tasks`` and the filled-in
+    ``label_set``. The project is really created and then rolled back, so the preview counts with
+    exactly the rules and refusals of the creation (a ``ValueError`` naming the field, or
+    ``PermissionError``) and can never drift from it; nothing, audit rows included, is kept."""
+    preview: dict = {}
+    try:
+        with transaction.atomic():
+            project = project_create(**arguments)
+            preview = {"items": project.items.count(), "tasks": project.tasks.count(),
+                       "label_set": project.label_set, "overlap": project.overlap}
+            raise _Discard
+    except _Discard:
+        pass
+    return preview

@@ -1,0 +1,125 @@
+"""The curator's project pages: create a project (with a preview), edit it, manage its members.
+
+Creating needs a global curator (as ``project_create`` does); editing and members need the
+project's curator. Others get the refusal page (403); outsiders of a project get 404.
+"""
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from benchmark.forms import TASKS_SHOWN, TaskFilterForm
+
+from ..models import Role
+from ..project_forms import InviteForm, MemberAddForm, ProjectCreateForm, ProjectEditForm
+from ..selectors import is_global_curator, project_progress
+from ..services.accounts import account_invite
+from ..services.previews import project_preview
+from ..services.projects import membership_add, membership_remove, project_create, project_update
+from .access import project_for, refuse
+
+CURATORS_CREATE = "Only curators create annotation projects."
+
+
+@login_required
+def project_new(request):
+    """GET: the form, its task picker listing the tasks the filters in the query string match.
+    POST ``action=preview`` counts the items without creating anything; ``create`` creates the
+    project and opens its members page."""
+    if not is_global_curator(request.user):
+        return refuse(request, CURATORS_CREATE)
+    task_filter = TaskFilterForm(request.GET)
+    form = ProjectCreateForm(request.POST or None, task_filter=task_filter)
+    preview, status = None, 200
+    action = "preview" if request.POST.get("action") == "preview" else "create"
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            arguments = {**form.service_arguments(), "created_by": request.user}
+            try:
+                if action == "preview":
+                    preview, status = project_preview(**arguments), 200
+                else:
+                    project = project_create(**arguments)
+            except ValueError as exc:
+                form.attach_service_error(exc)
+            else:
+                if action == "create":
+                    messages.success(request, f"Project “{project.name}” created with {project.items.count()} items.")
+                    return redirect("annotation:members", project_id=project.pk)
+    context = {"form": form, "task_filter": task_filter, "preview": preview, "tasks_shown": TASKS_SHOWN}
+    return render(request, "annotation/project_new.html", context, status=status)
+
+
+def _curated(request, project_id: int):
+    project, role = project_for(request, project_id)
+    return project, role == Role.CURATOR
+
+
+@login_required
+def project_edit(request, project_id: int):
+    project, is_curator = _curated(request, project_id)
+    if not is_curator:
+        return refuse(request, "Only the project's curators edit it.")
+    form = ProjectEditForm.for_project(project, request.POST or None)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                project_update(project=project, actor=request.user, **form.service_arguments())
+            except ValueError as exc:
+                form.attach_service_error(exc)
+            else:
+                messages.success(request, "Project saved.")
+                return redirect("annotation:edit", project_id=project.pk)
+    return render(request, "annotation/project_edit.html", {"project": project, "form": form}, status=status)
+
+
+@login_required
+def project_members(request, project_id: int):
+    """Members with their role and progress. POST ``action``: ``add`` (an existing account),
+    ``remove`` (``username``), ``invite`` (a new account: its one-time link is shown once, here)."""
+    project, is_curator = _curated(request, project_id)
+    if not is_curator:
+        return refuse(request, "Only the project's curators manage its members.")
+    action = request.POST.get("action", "")
+    add_form = MemberAddForm(request.POST if action == "add" else None, project=project)
+    invite_form = InviteForm(request.POST if action == "invite" else None)
+    invite_link, status = None, 200
+    if request.method == "POST":
+        status = 400
+        try:
+            if action == "add" and add_form.is_valid():
+                data = add_form.cleaned_data
+                membership_add(project=project, user=data["username"], role=data["role"], actor=request.user)
+                messages.success(request, f"{data['username'].username} added as {data['role']}.")
+                return redirect("annotation:members", project_id=project.pk)
+            if action == "remove":
+                user = get_user_model().objects.filter(username=request.POST.get("username", "")).first()
+                if user is None:
+                    raise ValueError(f"user: no account named {request.POST.get('username', '')!r}")
+                membership_remove(project=project, user=user, actor=request.user)
+                messages.success(request, f"{user.username} removed; their labels stay.")
+                return redirect("annotation:members", project_id=project.pk)
+            if action == "invite" and invite_form.is_valid():
+                data = invite_form.cleaned_data
+                with transaction.atomic():
+                    user, uid, token = account_invite(username=data["username"], role=data["role"],
+                                                      actor=request.user)
+                    membership_add(project=project, user=user, role=data["role"], actor=request.user)
+                invite_link = request.build_absolute_uri(reverse("invite", kwargs={"uidb64": uid, "token": token}))
+                invite_form, status = InviteForm(), 201
+        except ValueError as exc:
+            (invite_form if action == "invite" else add_form).attach_service_error(exc)
+        except PermissionError as exc:
+            return refuse(request, str(exc))
+    members = project.memberships.select_related("user").order_by("user__username")
+    progress = {row["user_id"]: row for row in project_progress(project=project, user=request.user)["annotators"]}
+    rows = [{"membership": m, "progress": progress.get(m.user_id)} for m in members]
+    context = {"project": project, "rows": rows, "add_form": add_form, "invite_form": invite_form,
+               "invite_link": invite_link}
+    return render(request, "annotation/project_members.html", context, status=status)

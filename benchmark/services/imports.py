@@ -1,0 +1,152 @@
+"""Imports from the browser: an upload becomes a queued ``ImportJob`` that a worker runs through
+``run_import`` (all or nothing, in one transaction) — the same queued → running → done/failed
+life, claim rule and dead-worker recovery as export jobs.
+
+A ``.zip`` upload is unpacked first (into the job's own folder, refusing absolute paths, ``..``
+and more than ``IMPORT_MAX_UNPACKED_BYTES``) and its single top-level folder, or the folder
+itself, is what the importer reads: the folder importers (ReportBench with its _GT folder,
+DeepScholar, SurveyLens, markdown reports) take a zip of their folder.
+"""
+
+import logging
+import shutil
+import uuid
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from annotation.selectors import is_global_curator
+
+from ..importers.base import ImportFailed
+from ..importers.catalogue import IMPORTERS, run_import
+from ..models import ImportJob
+
+logger = logging.getLogger(__name__)
+
+IMPORT_MAX_BYTES = getattr(settings, "API_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
+IMPORT_MAX_UNPACKED_BYTES = 10 * IMPORT_MAX_BYTES
+
+
+def imports_dir() -> Path:
+    folder = Path(settings.VAR_DIR) / "imports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def import_request(*, user, format_name: str, upload) -> ImportJob:
+    """Store the upload and queue its import (enqueued once this transaction commits). A bad
+    format or file raises ``ValueError`` naming the field; non-curators ``PermissionError``."""
+    if not is_global_curator(user):
+        raise PermissionError("only curators import data")
+    if format_name not in IMPORTERS:
+        raise ValueError(f"format: {format_name!r} is not one of {', '.join(IMPORTERS)}")
+    name = PurePosixPath((upload.name or "upload").replace("\\", "/")).name or "upload"
+    if upload.size > IMPORT_MAX_BYTES:
+        raise ValueError(f"file: {name} is {upload.size} bytes; the limit is {IMPORT_MAX_BYTES} bytes")
+    folder = uuid.uuid4().hex
+    target = imports_dir() / folder / name
+    target.parent.mkdir()
+    with target.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    job = ImportJob.objects.create(format=format_name, original_name=name, upload_dir=folder, requested_by=user)
+    job_id = job.pk
+
+    def enqueue() -> None:
+        from benchmark.tasks import run_import_job
+
+        try:
+            run_import_job.delay(job_id)
+        except Exception as exc:  # the job is committed: record why it will never run instead of failing silently
+            logger.exception("could not enqueue import job %s", job_id)
+            _end(job_id, status=ImportJob.Status.FAILED,
+                 errors=[{"file": "", "line": None, "field": "", "message": f"could not reach the task queue: {exc}"}])
+
+    transaction.on_commit(enqueue)
+    return job
+
+
+def _unpack(archive: Path, *, shown_as: str) -> Path:
+    """What the importer reads: the zip's only file, its only top-level folder, or the unpacked folder."""
+    destination = archive.parent / "unpacked"
+    with zipfile.ZipFile(archive) as bundle:
+        members = [info for info in bundle.infolist() if not info.is_dir()]
+        total = sum(info.file_size for info in members)
+        if total > IMPORT_MAX_UNPACKED_BYTES:
+            raise ImportFailed(f"unpacks to {total} bytes; the limit is {IMPORT_MAX_UNPACKED_BYTES}", file=shown_as)
+        for info in members:
+            path = PurePosixPath(info.filename)
+            if path.is_absolute() or ".." in path.parts:
+                raise ImportFailed(f"holds an unsafe path {info.filename!r}", file=shown_as)
+            out = destination.joinpath(*path.parts)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with bundle.open(info) as source, out.open("wb") as sink:
+                shutil.copyfileobj(source, sink)
+    source = destination
+    while True:  # descend through folders that hold only one entry: a zipped file or a zipped folder
+        entries = [entry for entry in source.iterdir() if entry.name != "__MACOSX"] if source.is_dir() else []
+        if len(entries) != 1:
+            break
+        source = entries[0]
+    if source.is_dir() and not any(path.is_file() for path in source.rglob("*")):
+        raise ImportFailed("the zip holds no file", file=shown_as)
+    return source
+
+
+def _error_rows(exc: ImportFailed, *, upload: Path, shown_as: str, zipped: bool) -> list[dict]:
+    """Every error of the failure (``errors`` when the importer collected several), located in the
+    user's upload: our temporary folder is cut off, and a file inside a zip is named after it."""
+    failures = getattr(exc, "errors", None) or [exc]
+    rows = []
+    for failure in failures:
+        file = str(getattr(failure, "file", "") or "")
+        inner = file.removeprefix(str(upload.parent)).lstrip("/").removeprefix("unpacked/")
+        if not inner or inner in (upload.name, str(upload)):
+            file = shown_as
+        else:
+            file = f"{shown_as}: {inner}" if zipped else inner
+        rows.append({"file": file, "line": getattr(failure, "line", None),
+                     "field": getattr(failure, "field", ""), "message": getattr(failure, "message", str(failure))})
+    return rows
+
+
+def _end(job_id: int, *, status: str, **fields) -> None:
+    job = ImportJob.objects.filter(pk=job_id).values("upload_dir").first()
+    if job and job["upload_dir"]:
+        shutil.rmtree(imports_dir() / job["upload_dir"], ignore_errors=True)
+    now = timezone.now()
+    ImportJob.objects.filter(pk=job_id).update(status=status, upload_dir="", finished_at=now, updated_at=now, **fields)
+
+
+def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
+    """Run one queued import to done (its counts) or failed (every error; nothing stored). Only a
+    queued job is claimed, so a second message runs nothing; ``worker`` lets recovery re-queue it."""
+    if not ImportJob.objects.filter(pk=job_id).exists():
+        raise ImportJob.DoesNotExist(f"no import job {job_id}")
+    now = timezone.now()
+    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
+        status=ImportJob.Status.RUNNING, started_at=now, updated_at=now, worker=worker)
+    job = ImportJob.objects.get(pk=job_id)
+    if not claimed:
+        return job
+    upload = imports_dir() / job.upload_dir / job.original_name
+    zipped = zipfile.is_zipfile(upload)
+    try:
+        result = run_import(job.format, _unpack(upload, shown_as=job.original_name) if zipped else upload)
+    except ImportFailed as exc:
+        errors = _error_rows(exc, upload=upload, shown_as=job.original_name, zipped=zipped)
+        _end(job.pk, status=ImportJob.Status.FAILED, errors=errors)
+    except (OperationalError, InterfaceError):
+        ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED, updated_at=timezone.now())
+        raise  # transient database trouble: the task retries (the import rolled back)
+    except Exception as exc:
+        logger.exception("import job %s failed", job.pk)
+        _end(job.pk, status=ImportJob.Status.FAILED, errors=[
+            {"file": job.original_name, "line": None, "field": "", "message": f"{type(exc).__name__}: {exc}"}])
+    else:
+        _end(job.pk, status=ImportJob.Status.DONE, counts=result.counts, messages=result.messages)
+    job.refresh_from_db()
+    return job

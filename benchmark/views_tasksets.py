@@ -1,0 +1,70 @@
+"""Making task sets in the browser: a new set from picked or filtered tasks, freezing a version,
+and starting the next one. Curators only (the API's ``CuratorWrites`` rule); the rules live in
+``benchmark.services.tasksets``, whose refusals come back as a message or a field error."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from annotation.selectors import is_global_curator
+from annotation.views.access import refuse
+
+from .forms import TASKS_SHOWN, TaskFilterForm, TaskSetCreateForm
+from .models import TaskSet
+from .services.tasksets import TaskSetError, taskset_create, taskset_freeze, taskset_new_version
+
+CURATORS_ONLY = "Only curators make, freeze or version task sets."
+
+
+@login_required
+def taskset_new(request):
+    if not is_global_curator(request.user):
+        return refuse(request, CURATORS_ONLY)
+    task_filter = TaskFilterForm(request.GET)
+    form = TaskSetCreateForm(request.POST or None, task_filter=task_filter)
+    status = 200
+    if request.method == "POST":
+        status = 400
+        if form.is_valid():
+            try:
+                task_set = taskset_create(name=form.cleaned_data["name"], description=form.cleaned_data["description"],
+                                          tasks=form.chosen_tasks(), actor=request.user)
+            except TaskSetError as exc:
+                field, _, why = str(exc).partition(": ")
+                form.add_error(field if why and field in form.fields else None, why or str(exc))
+            else:
+                messages.success(request, f"Task set {task_set} created with {task_set.tasks.count()} tasks.")
+                return redirect("benchmark:taskset_detail", task_set_id=task_set.pk)
+    context = {"form": form, "task_filter": task_filter, "tasks_shown": TASKS_SHOWN}
+    return render(request, "benchmark/tasksets/new.html", context, status=status)
+
+
+@require_POST
+@login_required
+def taskset_freeze_view(request, task_set_id: int):
+    if not is_global_curator(request.user):
+        return refuse(request, CURATORS_ONLY)
+    task_set = get_object_or_404(TaskSet, pk=task_set_id)
+    try:
+        taskset_freeze(task_set=task_set, actor=request.user, allow_uncurated=bool(request.POST.get("allow_uncurated")))
+    except TaskSetError as exc:
+        messages.error(request, f"Not frozen: {exc}")
+    else:
+        messages.success(request, f"Task set {task_set} frozen.")
+    return redirect("benchmark:taskset_detail", task_set_id=task_set.pk)
+
+
+@require_POST
+@login_required
+def taskset_version_view(request, task_set_id: int):
+    if not is_global_curator(request.user):
+        return refuse(request, CURATORS_ONLY)
+    task_set = get_object_or_404(TaskSet, pk=task_set_id)
+    try:
+        successor = taskset_new_version(task_set=task_set, actor=request.user)
+    except TaskSetError as exc:
+        messages.error(request, f"No new version: {exc}")
+        return redirect("benchmark:taskset_detail", task_set_id=task_set.pk)
+    messages.success(request, f"Version {successor.version} started from v{task_set.version}.")
+    return redirect("benchmark:taskset_detail", task_set_id=successor.pk)
