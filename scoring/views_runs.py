@@ -85,7 +85,9 @@ def _live_context(request, run: EvaluationRun) -> dict:
         "eta": _eta_label(progress["eta_seconds"]),
         "usage": selectors.runs_usage(run_ids=[run.pk])[run.pk],
         "failed_jobs": list(selectors.run_job_errors(run=run, limit=FAILED_JOBS_SHOWN)) if progress["failed"] else [],
-        "failure_reasons": selectors.run_failure_reasons(run=run) if finished or progress["failed"] else [],
+        # a run that ended "finished" had no failure to explain (else it ends "finished with failures")
+        "failure_reasons": (selectors.run_failure_reasons(run=run)
+                            if progress["failed"] or (finished and run.status != EvaluationRun.Status.FINISHED) else []),
         "polling": not finished,
         "is_curator": is_global_curator(request.user),
         "finished": finished,
