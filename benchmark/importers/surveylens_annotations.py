@@ -4,7 +4,8 @@
 messages). Two shapes:
 
 * ``*_outline_labels.json`` — an object: ``annotator_id``, ``discipline``, ``part_b`` (the
-  qualification answers) and ``part_c`` (the preference records);
+  qualification answers) and ``part_c`` (the preference records), streamed member by member
+  (``iter_json_object``) so the limit applies per record here too;
 * ``*_content_labels.json`` / ``*_reference_labels.json`` — a JSON list of preference
   records. They run to ~17 MB, so they are streamed record by record (``iter_json_array``;
   the ``IMPORT_MAX_LINE_BYTES`` limit applies per record). The annotator is each record's
@@ -40,7 +41,7 @@ from annotation.models import AnnotatorProfile, PairwisePreference, Role
 
 from ..models import Protocol, Report, Survey, TaskPrompt
 from ..services.reports import ReportInput
-from .base import ImportFailed, ImportResult, Record, iter_json_array, json_top_level, read_json
+from .base import ImportFailed, ImportResult, Record, iter_json_array, iter_json_object, json_top_level, read_json
 from .common import (
     disciplines_ensure,
     reports_store,
@@ -144,21 +145,32 @@ def _record(item: Record, where: str, *, annotator: str | None) -> dict:
 
 
 def _object_file(path: Path, name: str) -> dict:
-    data = read_json(path, name=name)
-    rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
+    """The outline-label object, streamed member by member (``iter_json_object``): the byte
+    limit applies to each ``part_b``/``part_c`` record, not to the file."""
+    members: dict[str, object] = {}
+    qualification, records = [], []
+    for key, index, value in iter_json_object(path, name=name):
+        if index is None:
+            members[key] = value
+            continue
+        members.setdefault(key, [])  # an array, whose items are not kept here
+        if key == "part_b":
+            qualification.append(value)
+        elif key == "part_c":
+            records.append((index, value))
+    rec = Record(members, file=name, line=None)
+    rec.get("part_c", list, required=True)  # missing, or not a list: named as such
+    rec.get("part_b", list)
     annotator = rec.text("annotator_id", required=True).strip()
     discipline = rec.text("discipline", required=True).strip()
     code = discipline_code(discipline)
     if code is None:
         known = ", ".join(n for n, _ in DISCIPLINES.values())
         raise rec.fail(f"unknown SurveyLens discipline {discipline!r} (known: {known})", "discipline")
-    qualification = rec.get("part_b", list, default=[])
     for i, answer in enumerate(qualification):
         rec.child(answer, f"part_b[{i}]")
-    records = [
-        _record(rec.child(value, f"part_c[{i}]"), f"{name}, part_c[{i}]", annotator=annotator)
-        for i, value in enumerate(rec.get("part_c", list, required=True))
-    ]
+    records = [_record(rec.child(value, f"part_c[{i}]"), f"{name}, part_c[{i}]", annotator=annotator)
+               for i, value in records]
     return {"file": name, "discipline": code, "qualification": {annotator: qualification}, "records": records}
 
 
