@@ -23,7 +23,9 @@ topic one SurveyLens ``Task`` — the existing one when a system-output import o
 label file introduced the topic (``topic_tasks``), else a new one on a topic-only survey;
 each (topic, system) one ``Report`` (created from the components shown when the system has
 no report on the topic yet; an existing report keeps its text); each record a
-``PairwisePreference`` (left = ``response_a``) with ``external_id`` = record id. System
+``PairwisePreference`` (left = ``response_a``) with ``external_id`` = record id and the texts
+the annotator saw in ``shown_left``/``shown_right`` — the labels judge those, which need not
+be the whole report (a full survey imported from the system outputs, say). System
 names are read through the alias table. Outlines whose title shares no content word with
 their topic are reported as possibly off-topic.
 """
@@ -136,6 +138,7 @@ def _record(item: Record, where: str, *, annotator: str | None) -> dict:
         "annotator": by,
         "topic": topic,
         "outlines": {left: item.text("response_a", required=True), right: item.text("response_b", required=True)},
+        "shown": (item.text("response_a"), item.text("response_b")),
         "left": left,
         "right": right,
         "choice": _CHOICES[choice],
@@ -329,11 +332,12 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
                                      source_path=shown_parts[0][2][:500]))
         elif stored.text != text and not all(part.strip() in stored.text for _, part, _ in shown_parts):
             # The system's report (its full survey, or what an earlier label file showed) stays the
-            # report; say that what these labels showed is not stored beside it.
+            # report; each preference keeps what its annotator saw (shown_left/shown_right).
             result.messages.append(
                 f"{shown_parts[0][2]}: {system}'s {', '.join(c for c, _, _ in shown_parts)} on "
-                f"{topics[slug][0]!r} as shown to annotators is not stored; the labels point at its report "
-                f"from {stored.source_path or 'an earlier import'}"
+                f"{topics[slug][0]!r} as shown to annotators is not part of its report from "
+                f"{stored.source_path or 'an earlier import'}; the labels point at that report and keep the "
+                "shown text with each preference"
             )
     reports_store(items, result=result)
     reports = {
@@ -355,6 +359,8 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
                 "component": r["component"],
                 "choice": r["choice"],
                 "labeled_at": r["labeled_at"],
+                "shown_left": r["shown"][0],
+                "shown_right": r["shown"][1],
             })
     rows_upsert(PairwisePreference, rows, key=("source", "annotator_id", "external_id"), result=result,
                 kind="preference")

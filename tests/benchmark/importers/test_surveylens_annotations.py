@@ -87,6 +87,9 @@ def test_list_form_label_files(labels):
     assert "system 'LLMxMapReduce_V2' imported as 'LLMxMapReduce-V2' (system alias table, or the same name up to " \
            "case and separators)" in result.messages
 
+    assert (first.shown_left, first.shown_right) == (_text("SciSage", XAI, "reference"),
+                                                     _text("LLMxMapReduce-V2", XAI, "reference"))
+
     again = run_import("surveylens-annotations", labels)
     assert again.counts["preference"] == {"unchanged": 12}
     assert Report.objects.count() == 8
@@ -106,10 +109,16 @@ def test_system_outputs_and_label_files_share_the_topic_task(datasets, labels):
     assert luciferase_prefs.count() == len(PAIRS)
     scisage.refresh_from_db()
     assert scisage.text == text  # the system's survey stays the report; the labels point at it
-    assert luciferase_prefs.get(external_id="2000").report_left == scisage
+    first = luciferase_prefs.get(external_id="2000")
+    assert first.report_left == scisage
+    # What the annotator judged — SciSage's reference list, not its whole survey — is kept with the label.
+    released = json.loads((labels / "Annotator_CS_03_reference_labels.json").read_text(encoding="utf-8"))[4]
+    assert released["id"] == "2000"
+    assert (first.shown_left, first.shown_right) == (released["response_a"], released["response_b"])
+    assert first.shown_left not in scisage.text
     assert (f"human_annotation/Annotator_CS_03_reference_labels.json, [4]: SciSage's reference on {LUCIFERASE!r} as "
-            "shown to annotators is not stored; the labels point at its report from luciferase/SciSage.json"
-            in result.messages)
+            "shown to annotators is not part of its report from luciferase/SciSage.json; the labels point at that "
+            "report and keep the shown text with each preference" in result.messages)
 
 
 def test_labels_first_then_system_outputs_link_to_the_same_task(datasets, labels, tmp_path):
