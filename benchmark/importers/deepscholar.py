@@ -19,8 +19,10 @@ messages. The data:
   ``SurveyCitation`` list), in file order per paper.
 * ``important_citations.csv`` (the ``citations.csv`` rows the release's LOTUS judge kept as
   important references) → ``GoldReference.important``: True for the listed rows (matched by
-  ``citation_shorthand``, else normalized title), False for the paper's other references.
-  Without the file ``important`` stays False for curators or a judge to set.
+  ``citation_shorthand``, else normalized title), False for the paper's other references;
+  the task's ``extra`` names the file (``Task.RELEASED_IMPORTANCE``), so scoring uses these
+  labels — the benchmark's own — instead of asking a judge. Without the file ``important``
+  stays False for curators or a judge to set.
 * ``gt_nuggets_outputs/**/res.json`` (else ``res.csv``, the same answer as a pandas CSV) →
   ``Nugget`` rows (vital/okay). Folders nest (``20/26/29/32/res.json``) and their names are
   not reliable row numbers, so each file is matched to its paper by ``qid``.
@@ -39,7 +41,7 @@ from pathlib import Path
 
 from scoring.metrics import normalize_title
 
-from ..models import Nugget, Origin, Protocol, Survey, TaskPrompt
+from ..models import Nugget, Origin, Protocol, Survey, Task, TaskPrompt
 from ..services.bibliography import clean_arxiv_id, clean_doi
 from .base import ImportFailed, ImportResult, Record, read_json
 from .common import (
@@ -184,14 +186,14 @@ def _citations(
     return works
 
 
-def _mark_important(folder: Path, base: Path, works: dict[str, list[CitedWork]], *, result: ImportResult) -> None:
+def _mark_important(folder: Path, base: Path, works: dict[str, list[CitedWork]], *, result: ImportResult) -> bool:
     """``important_citations.csv``: the rows of ``citations.csv`` the release's judge kept as
     important references (paper §8.4, get_important_citations.py). Every reference of the
     papers is then labelled — listed ones important, the others not — and a listed row that
     matches no citation is named, not dropped in silence."""
     path = folder / IMPORTANT
     if not path.is_file():
-        return
+        return False
     name = _shown(path, base)
     by_key = {
         paper: ({w.key: i for i, w in enumerate(cited) if w.key},
@@ -216,6 +218,7 @@ def _mark_important(folder: Path, base: Path, works: dict[str, list[CitedWork]],
     for paper, cited in works.items():
         works[paper] = [replace(w, important=i in important[paper]) for i, w in enumerate(cited)]
     result.add("citation", "labelled important", sum(len(found) for found in important.values()))
+    return True
 
 
 def _nugget_items(rec: Record, items: object, field: str) -> list[tuple[str, str]]:
@@ -318,7 +321,7 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
     paper_ids = {clean_arxiv_id(rec.data["arxiv_id"]) for rec in papers}
     stats = _stats(folder, base, paper_ids)
     citations = _citations(folder, base, paper_ids, result=result)
-    _mark_important(folder, base, citations, result=result)
+    labelled = _mark_important(folder, base, citations, result=result)
     nuggets = _nuggets(folder, base, paper_ids)
 
     survey_rows, task_rows, prompts = [], [], {}
@@ -353,7 +356,7 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
             "cutoff_date": published.date() - timedelta(days=1) if published else None,
             "excluded_titles": [title],
             "source": SOURCE,
-            "extra": {"row": row},
+            "extra": {"row": row} | ({Task.RELEASED_IMPORTANCE: IMPORTANT} if labelled else {}),
         })
         prompts[paper_id] = QUERY + abstract
         if paper_id not in nuggets and nuggets:

@@ -295,6 +295,8 @@ def test_important_citations_label_the_gold_references(mini):
             "its importance was not recorded") in result.messages
     assert not any(m.startswith("important_citations.csv: not imported") for m in result.messages)
     assert result.counts["citation"]["labelled important"] == 4
+    # Scoring takes these labels as known (see scoring.pipelines.deepscholar.importance_known).
+    assert {t.extra.get(Task.RELEASED_IMPORTANCE) for t in Task.objects.all()} == {"important_citations.csv"}
 
     # A changed file relabels the references nobody reviewed; a release without it leaves them.
     _important_citations(mini, [tax[0]])
@@ -304,6 +306,7 @@ def test_important_citations_label_the_gold_references(mini):
     (mini / "important_citations.csv").unlink()
     assert run_import("deepscholar", mini).counts["gold reference"] == {"unchanged": golds}
     assert GoldReference.objects.filter(important=True).count() == 1
+    assert not any(Task.RELEASED_IMPORTANCE in t.extra for t in Task.objects.all())  # proposals again
 
 
 def test_an_important_citation_of_an_unknown_paper_is_refused(mini):
