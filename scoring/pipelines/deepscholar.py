@@ -42,7 +42,8 @@ never a call.
     advisory lock) so reports judged in parallel do not ask twice. A reference an expert has
     settled (review status accepted or edited) keeps its curated ``important`` flag and is
     not asked; so does an imported reference of a task whose release labelled importance
-    (DeepScholar-bench's ``important_citations.csv``, :func:`importance_known`). The reference is shown by its metadata and abstract, when stored.
+    (DeepScholar-bench's ``important_citations.csv``, :func:`importance_known`). The reference
+    is shown by its metadata and abstract, when stored.
     ``reference_coverage`` = |cited ∩ E| / |E| over the references whose importance is known
     (:func:`reference_coverage`), a cited work matching an exemplar reference by identifier or
     title (:func:`match_references`).
