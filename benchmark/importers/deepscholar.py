@@ -68,10 +68,12 @@ OUTPUTS = "system_outputs"
 READ_FILES = {PAPERS, CITATIONS, STATS, IMPORTANT}
 # Release files with nothing our model keeps, and why (named in the messages when present).
 UNREAD_FILES = {
-    "recovered_citations.csv": f"the pipeline's intermediate citation table; {CITATIONS} holds its result",
-    "papers.csv": f"the scraped candidate papers; the benchmark's papers are {PAPERS}",
-    "paper_content.csv": "the query papers' full text; a task keeps only the paper's related-work section",
-    "related_works_combined.csv": f"the extracted related-work sections before filtering; {PAPERS} holds the kept ones",
+    "recovered_citations.csv": "web-search hits for the citations (search_res_*); a hit may be another page than the "
+                               f"cited work, so it is not stored as its metadata; {CITATIONS} holds the references",
+    "papers.csv": f"arXiv metadata of the papers, which {PAPERS} carries too",
+    "paper_content.csv": f"the papers' related-work sections as extracted from the PDF; {PAPERS} holds them, and "
+                         "its clean LaTeX section is the exemplar",
+    "related_works_combined.csv": f"the raw, clean-LaTeX and PDF related-work sections, which {PAPERS} carries too",
 }
 
 QUERY = "Write a Related Works section for an academic paper given the paper's abstract. Here is the paper abstract:\n"
@@ -167,7 +169,7 @@ def _citations(
             raise rec.fail(f"no paper {rec.data['parent_paper_arxiv_id'][:40]!r} in {PAPERS}", "parent_paper_arxiv_id")
         title = rec.text("cited_paper_title")
         if not has_usable_title(title):
-            result.messages.append(f"{CITATIONS}, line {rec.line}: skipped a citation without a usable title")
+            result.messages.append(f"{rec.file}, line {rec.line}: skipped a citation without a usable title")
             result.add("citation line", "skipped")
             continue
         link = rec.text("cited_paper_arxiv_link")
@@ -182,7 +184,7 @@ def _citations(
             "url": url if url.startswith(("http://", "https://")) else link.strip(),
             "abstract": rec.text("cited_paper_abstract").strip(),
         }
-        works[parent].append(CitedWork(record=record, key=rec.text("citation_shorthand"), where=f"{CITATIONS} line {rec.line}"))
+        works[parent].append(CitedWork(record=record, key=rec.text("citation_shorthand"), where=f"{rec.file} line {rec.line}"))
     return works
 
 
