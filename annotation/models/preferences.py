@@ -31,6 +31,10 @@ class PairwisePreference(TimeStamped):
     labeled_at = models.DateTimeField()
     source = models.CharField(max_length=100, blank=True)
     external_id = models.CharField(max_length=200, blank=True)
+    # What the annotator saw on each side when it was not the whole report: a released study
+    # (SurveyLens) shows one component, and the system's report on the task may be its full survey.
+    shown_left = models.TextField(blank=True, help_text="text shown on the left, when not the whole report")
+    shown_right = models.TextField(blank=True, help_text="text shown on the right, when not the whole report")
     # Set only on rows the annotation workspace wrote (``label_submit``); importers leave them empty.
     project = models.ForeignKey(
         "AnnotationProject", null=True, blank=True, on_delete=models.SET_NULL, related_name="preferences"

@@ -340,6 +340,75 @@ def iter_json_array(
             raise ImportFailed(f"not UTF-8 text (byte {exc.start})", file=name) from None
 
 
+def _build_value(event: str, value: Any, events: Iterator) -> Any:
+    """The value whose first parse event is ``(event, value)``, built from ``events``."""
+    builder = ijson.ObjectBuilder()
+    builder.event(event, value)
+    depth = 1 if event in ("start_map", "start_array") else 0
+    while depth:
+        _, event, value = next(events)
+        builder.event(event, value)
+        depth += 1 if event in ("start_map", "start_array") else -1 if event in ("end_map", "end_array") else 0
+    return builder.value
+
+
+def iter_json_object(
+    path: str | Path, *, name: str | None = None, max_record_bytes: int | None = None
+) -> Iterator[tuple[str, int | None, Any]]:
+    """Yield the members of a file holding one JSON object, streamed: ``(key, None, value)`` for
+    a member that is not an array, ``(key, index, item)`` for each item of an array member. One
+    value or item is in memory at a time, each within ``IMPORT_MAX_LINE_BYTES`` (like
+    ``iter_json_array``), whatever the file's size. An empty array comes as ``(key, None, [])``."""
+    path = Path(path)
+    name = name or path.name
+    limit = max_record_bytes or settings.IMPORT_MAX_LINE_BYTES
+    position = [""]  # the member (or array item) being read
+
+    def too_long() -> ImportFailed:
+        return ImportFailed(f"longer than the {limit:,}-byte limit", file=name, field=position[0])
+
+    with path.open("rb") as handle:
+        reader = _CountingReader(handle, limit, too_long)
+        events = ijson.parse(reader, use_float=True, buf_size=_STREAM_BUFFER)
+        try:
+            _, event, _ = next(events)
+            if event != "start_map":
+                raise ImportFailed("expected a JSON object", file=name)
+            for _, event, key in events:
+                if event == "end_map":
+                    return
+                position[0] = key
+                _, event, value = next(events)
+                if event != "start_array":
+                    item = _build_value(event, value, events)
+                    if _depth(item, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+                        raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=name, field=key)
+                    yield key, None, item
+                    reader.mark()
+                    continue
+                index = 0
+                position[0] = f"{key}[0]"
+                _, event, value = next(events)
+                if event == "end_array":
+                    yield key, None, []
+                    reader.mark()
+                    continue
+                while event != "end_array":
+                    item = _build_value(event, value, events)
+                    if _depth(item, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+                        raise ImportFailed(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", file=name,
+                                           field=position[0])
+                    yield key, index, item
+                    reader.mark()
+                    index += 1
+                    position[0] = f"{key}[{index}]"
+                    _, event, value = next(events)
+        except ijson.JSONError:
+            raise _stream_syntax_error(path, name) from None
+        except UnicodeDecodeError as exc:
+            raise ImportFailed(f"not UTF-8 text (byte {exc.start})", file=name) from None
+
+
 def json_top_level(path: str | Path) -> str:
     """The first non-blank character of a JSON file: ``[`` for an array, ``{`` for an object."""
     with Path(path).open("rb") as handle:

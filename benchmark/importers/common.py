@@ -414,11 +414,13 @@ def proposables_remove(stale: Sequence[models.Model], *, label: str, result: Imp
 @dataclass(frozen=True)
 class CitedWork:
     """One reference of a gold bibliography: a ``bib_entries_upsert`` record, the survey's key
-    for it and where it was read (for messages)."""
+    for it, where it was read (for messages) and, when the release says, whether it is an
+    important reference (``None``: the release does not say)."""
 
     record: dict
     key: str
     where: str
+    important: bool | None = None
 
 
 def bib_entries_store(records: Sequence[dict], *, result: ImportResult) -> list[BibEntry]:
@@ -440,24 +442,30 @@ def bibliographies_store(
 
     References are deduplicated through ``bib_entries_upsert`` (DOI, arXiv id, normalized
     title); a reference that resolves to an entry the same bibliography already lists is
-    kept once, and the repeats are reported.
+    kept once, and the repeats are reported. Importance is written only when the release
+    labels it, so a re-import of an unlabelled release leaves the flags others set alone.
     """
     records = [work.record for _, works in bibliographies for work in works]
+    labelled = any(work.important is not None for _, works in bibliographies for work in works)
     entries = iter(bib_entries_store(records, result=result))
     golds: list[GoldReference] = []
     citations: list[SurveyCitation] = []
     for task, works in bibliographies:
         seen: dict[int, str] = {}
+        gold_of: dict[int, GoldReference] = {}
         repeats = []
         for work in works:
             entry: BibEntry = next(entries)
             if entry.pk in seen:
                 repeats.append(f"{work.where} (same as {seen[entry.pk]})")
+                gold_of[entry.pk].important |= bool(work.important)  # important if any of its rows is
                 continue
             seen[entry.pk] = work.where
             position = len(seen) - 1
             # Plain ids: thousands of instances, and setting a relation is several times slower.
-            golds.append(GoldReference(task_id=task.pk, bib_entry_id=entry.pk, position=position))
+            gold_of[entry.pk] = GoldReference(task_id=task.pk, bib_entry_id=entry.pk, position=position,
+                                              important=bool(work.important))
+            golds.append(gold_of[entry.pk])
             citations.append(SurveyCitation(survey_id=task.survey_id, bib_entry_id=entry.pk, position=position,
                                             key=work.key[:200]))
         if repeats:
@@ -471,7 +479,7 @@ def bibliographies_store(
         existing=GoldReference.objects.filter(task__in=tasks),
         incoming=golds,
         key=lambda g: (g.task_id, g.bib_entry_id),
-        fields=("position",),
+        fields=("position", "important") if labelled else ("position",),
         label=label,
         result=result,
         kind="gold reference",

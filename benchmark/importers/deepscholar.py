@@ -16,22 +16,32 @@ messages. The data:
 * ``citation_stats.csv`` → the paper's ``Survey.stats`` (per-paper counts of citations,
   resolved citations and arXiv citations; nothing per cited work).
 * ``citations.csv`` → ``BibEntry`` + ``GoldReference`` (and the exemplar's
-  ``SurveyCitation`` list), in file order per paper. The release does not carry the
-  paper's "important reference" labels (an LLM judge assigns them at evaluation time),
-  so ``important`` stays False for curators or a judge to set.
-* ``gt_nuggets_outputs/**/res.json`` → ``Nugget`` rows (vital/okay). Folders nest
-  (``20/26/29/32/res.json``) and their names are not reliable row numbers, so each file
-  is matched to its paper by ``qid``.
+  ``SurveyCitation`` list), in file order per paper.
+* ``important_citations.csv`` (the ``citations.csv`` rows the release's LOTUS judge kept as
+  important references) → ``GoldReference.important``: True for the listed rows (matched by
+  ``citation_shorthand``, else normalized title), False for the paper's other references;
+  the task's ``extra`` names the file (``Task.RELEASED_IMPORTANCE``), so scoring uses these
+  labels — the benchmark's own — instead of asking a judge. Without the file ``important``
+  stays False for curators or a judge to set.
+* ``gt_nuggets_outputs/**/res.json`` (else ``res.csv``, the same answer as a pandas CSV) →
+  ``Nugget`` rows (vital/okay). Folders nest (``20/26/29/32/res.json``) and their names are
+  not reliable row numbers, so each file is matched to its paper by ``qid``.
+* Other release files (``recovered_citations.csv``, ``papers.csv``, ``paper_content.csv``,
+  ``related_works_combined.csv``) are named in the messages with why they are not read.
 * ``<outputs>/<system>/<row>/`` → a ``System`` per folder and its ``Report`` on the paper
   of that row, each baseline's layout read as ``deepscholar_outputs`` describes; the
   retrieved documents go to ``Report.sources`` as ``{title, url, snippet, ...}``.
 """
 
+import ast
 import re
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ..models import Nugget, Origin, Protocol, Survey, TaskPrompt
+from scoring.metrics import normalize_title
+
+from ..models import Nugget, Origin, Protocol, Survey, Task, TaskPrompt
 from ..services.bibliography import clean_arxiv_id, clean_doi
 from .base import ImportFailed, ImportResult, Record, read_json
 from .common import (
@@ -52,9 +62,19 @@ SOURCE = "deepscholar"
 PAPERS = "papers_with_related_works.csv"
 CITATIONS = "citations.csv"
 STATS = "citation_stats.csv"
+IMPORTANT = "important_citations.csv"
 NUGGETS = "gt_nuggets_outputs"
 OUTPUTS = "system_outputs"
-READ_FILES = {PAPERS, CITATIONS, STATS}
+READ_FILES = {PAPERS, CITATIONS, STATS, IMPORTANT}
+# Release files with nothing our model keeps, and why (named in the messages when present).
+UNREAD_FILES = {
+    "recovered_citations.csv": "web-search hits for the citations (search_res_*); a hit may be another page than the "
+                               f"cited work, so it is not stored as its metadata; {CITATIONS} holds the references",
+    "papers.csv": f"arXiv metadata of the papers, which {PAPERS} carries too",
+    "paper_content.csv": f"the papers' related-work sections as extracted from the PDF; {PAPERS} holds them, and "
+                         "its clean LaTeX section is the exemplar",
+    "related_works_combined.csv": f"the raw, clean-LaTeX and PDF related-work sections, which {PAPERS} carries too",
+}
 
 QUERY = "Write a Related Works section for an academic paper given the paper's abstract. Here is the paper abstract:\n"
 
@@ -149,7 +169,7 @@ def _citations(
             raise rec.fail(f"no paper {rec.data['parent_paper_arxiv_id'][:40]!r} in {PAPERS}", "parent_paper_arxiv_id")
         title = rec.text("cited_paper_title")
         if not has_usable_title(title):
-            result.messages.append(f"{CITATIONS}, line {rec.line}: skipped a citation without a usable title")
+            result.messages.append(f"{rec.file}, line {rec.line}: skipped a citation without a usable title")
             result.add("citation line", "skipped")
             continue
         link = rec.text("cited_paper_arxiv_link")
@@ -164,36 +184,104 @@ def _citations(
             "url": url if url.startswith(("http://", "https://")) else link.strip(),
             "abstract": rec.text("cited_paper_abstract").strip(),
         }
-        works[parent].append(CitedWork(record=record, key=rec.text("citation_shorthand"), where=f"{CITATIONS} line {rec.line}"))
+        works[parent].append(CitedWork(record=record, key=rec.text("citation_shorthand"), where=f"{rec.file} line {rec.line}"))
     return works
 
 
+def _mark_important(folder: Path, base: Path, works: dict[str, list[CitedWork]], *, result: ImportResult) -> bool:
+    """``important_citations.csv``: the rows of ``citations.csv`` the release's judge kept as
+    important references (paper §8.4, get_important_citations.py). Every reference of the
+    papers is then labelled — listed ones important, the others not — and a listed row that
+    matches no citation is named, not dropped in silence."""
+    path = folder / IMPORTANT
+    if not path.is_file():
+        return False
+    name = _shown(path, base)
+    by_key = {
+        paper: ({w.key: i for i, w in enumerate(cited) if w.key},
+                {normalize_title(w.record["title"]): i for i, w in enumerate(cited)})
+        for paper, cited in works.items()
+    }
+    important: dict[str, set[int]] = {paper: set() for paper in works}
+    for rec in read_csv(path, required=("parent_paper_arxiv_id", "cited_paper_title"), name=name):
+        parent = clean_arxiv_id(rec.text("parent_paper_arxiv_id", required=True))
+        if parent not in works:
+            raise rec.fail(f"no paper {rec.data['parent_paper_arxiv_id'][:40]!r} in {PAPERS}", "parent_paper_arxiv_id")
+        keys, titles = by_key[parent]
+        index = keys.get(rec.text("citation_shorthand"))
+        if index is None:
+            index = titles.get(normalize_title(rec.text("cited_paper_title")))
+        if index is None:
+            result.messages.append(f"{name}, line {rec.line}: no citation of {parent} in {CITATIONS} has this key "
+                                   "or title; its importance was not recorded")
+            result.add("important citation line", "skipped")
+            continue
+        important[parent].add(index)
+    for paper, cited in works.items():
+        works[paper] = [replace(w, important=i in important[paper]) for i, w in enumerate(cited)]
+    result.add("citation", "labelled important", sum(len(found) for found in important.values()))
+    return True
+
+
+def _nugget_items(rec: Record, items: object, field: str) -> list[tuple[str, str]]:
+    if not isinstance(items, list):
+        raise rec.fail(f"expected a list of nuggets, got {type(items).__name__}", field)
+    found = []
+    for i, item in enumerate(items):
+        nugget = rec.child(item, f"{field}[{i}]")
+        importance = nugget.text("importance", required=True).strip().lower()
+        if importance not in Nugget.Importance.values:
+            raise nugget.fail(f"expected vital or okay, got {importance[:20]!r}", "importance")
+        found.append((nugget.text("text", required=True).strip(), importance))
+    return found
+
+
+def _nuggets_json(path: Path, name: str) -> list[tuple[Record, list[tuple[str, str]]]]:
+    data = read_json(path, name=name)
+    rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
+    if not isinstance(data, dict):
+        raise rec.fail(f"expected a JSON object, got {type(data).__name__}")
+    return [(rec, _nugget_items(rec, rec.get("nuggets", list, required=True), "nuggets"))]
+
+
+def _nuggets_csv(path: Path, name: str) -> list[tuple[Record, list[tuple[str, str]]]]:
+    """Upstream's pandas dump of the nuggetizer's answer: ``nuggets`` is a Python literal
+    (``[{'text': ..., 'importance': 'vital', 'assignment': ...}]``), read without evaluating code."""
+    found = []
+    for rec in read_csv(path, required=("qid", "nuggets"), name=name):
+        try:
+            items = ast.literal_eval(rec.text("nuggets", required=True).strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise rec.fail("expected a list of {'text': ..., 'importance': ...} entries", "nuggets") from None
+        found.append((rec, _nugget_items(rec, items, "nuggets")))
+    return found
+
+
 def _nuggets(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each nugget folder's ``res.json``, else its ``res.csv`` (upstream ships both for most
+    rows, with the same nuggets, and only the CSV for some)."""
     root = folder / NUGGETS
     if not root.is_dir():
         return {}
     found: dict[str, list[tuple[str, str]]] = {}
     origin: dict[str, str] = {}
-    for path in sorted(root.rglob("res.json")):
-        name = _shown(path, base)
-        data = read_json(path, name=name)
-        rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
-        if not isinstance(data, dict):
-            raise rec.fail(f"expected a JSON object, got {type(data).__name__}")
-        qid = clean_arxiv_id(rec.text("qid", required=True))
-        if qid not in paper_ids:
-            raise rec.fail(f"no paper {rec.data['qid'][:40]!r} in {PAPERS}", "qid")
-        if qid in origin:
-            raise rec.fail(f"nuggets for {qid} were already read from {origin[qid]}", "qid")
-        origin[qid] = name
-        items = []
-        for i, item in enumerate(rec.get("nuggets", list, required=True)):
-            nugget = rec.child(item, f"nuggets[{i}]")
-            importance = nugget.text("importance", required=True).strip().lower()
-            if importance not in Nugget.Importance.values:
-                raise nugget.fail(f"expected vital or okay, got {importance[:20]!r}", "importance")
-            items.append((nugget.text("text", required=True).strip(), importance))
-        found[qid] = items
+    for nugget_dir in sorted({p.parent for p in root.rglob("res.*")}):
+        path = nugget_dir / "res.json"
+        if path.is_file():
+            read = _nuggets_json(path, _shown(path, base))
+        elif (nugget_dir / "res.csv").is_file():
+            path = nugget_dir / "res.csv"
+            read = _nuggets_csv(path, _shown(path, base))
+        else:
+            continue
+        for rec, items in read:
+            qid = clean_arxiv_id(rec.text("qid", required=True))
+            if qid not in paper_ids:
+                raise rec.fail(f"no paper {rec.data['qid'][:40]!r} in {PAPERS}", "qid")
+            if qid in origin:
+                raise rec.fail(f"nuggets for {qid} were already read from {origin[qid]}", "qid")
+            origin[qid] = rec.file
+            found[qid] = items
     return found
 
 
@@ -211,16 +299,18 @@ def _locate(path: Path) -> tuple[Path, list[Path]]:
 
 
 def _unread_files(data: Path, base: Path, *, result: ImportResult) -> None:
-    """Release files this importer does not read are named, never passed over in silence."""
+    """Release files this importer does not read are named with the reason, never passed over in silence."""
     for path in sorted(p for p in data.iterdir() if p.is_file() and not p.name.startswith(".")):
-        if path.name not in READ_FILES and not path.name.upper().startswith(("LICENSE", "README")):
-            result.messages.append(f"{path.relative_to(base).as_posix()}: not imported (this importer reads "
-                                   f"{PAPERS}, {CITATIONS}, {STATS} and {NUGGETS}/)")
+        if path.name in READ_FILES or path.name.upper().startswith(("LICENSE", "README")):
+            continue
+        reason = UNREAD_FILES.get(path.name, f"not a release file; this importer reads {PAPERS}, {CITATIONS}, "
+                                             f"{STATS}, {IMPORTANT} and {NUGGETS}/")
+        result.messages.append(f"{path.relative_to(base).as_posix()}: not imported ({reason})")
     nuggets = data / NUGGETS
     if nuggets.is_dir():
         for folder in sorted({p.parent for p in nuggets.rglob("*") if p.is_file()}):
-            if not (folder / "res.json").is_file():
-                result.messages.append(f"{folder.relative_to(base).as_posix()}: no res.json (only "
+            if not (folder / "res.json").is_file() and not (folder / "res.csv").is_file():
+                result.messages.append(f"{folder.relative_to(base).as_posix()}: neither res.json nor res.csv (only "
                                        f"{', '.join(sorted(p.name for p in folder.iterdir() if p.is_file()))}); "
                                        "no nuggets imported from it")
 
@@ -233,6 +323,7 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
     paper_ids = {clean_arxiv_id(rec.data["arxiv_id"]) for rec in papers}
     stats = _stats(folder, base, paper_ids)
     citations = _citations(folder, base, paper_ids, result=result)
+    labelled = _mark_important(folder, base, citations, result=result)
     nuggets = _nuggets(folder, base, paper_ids)
 
     survey_rows, task_rows, prompts = [], [], {}
@@ -267,7 +358,7 @@ def import_deepscholar(path: Path, *, result: ImportResult) -> None:
             "cutoff_date": published.date() - timedelta(days=1) if published else None,
             "excluded_titles": [title],
             "source": SOURCE,
-            "extra": {"row": row},
+            "extra": {"row": row} | ({Task.RELEASED_IMPORTANCE: IMPORTANT} if labelled else {}),
         })
         prompts[paper_id] = QUERY + abstract
         if paper_id not in nuggets and nuggets:

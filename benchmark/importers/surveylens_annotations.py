@@ -4,7 +4,8 @@
 messages). Two shapes:
 
 * ``*_outline_labels.json`` — an object: ``annotator_id``, ``discipline``, ``part_b`` (the
-  qualification answers) and ``part_c`` (the preference records);
+  qualification answers) and ``part_c`` (the preference records), streamed member by member
+  (``iter_json_object``) so the limit applies per record here too;
 * ``*_content_labels.json`` / ``*_reference_labels.json`` — a JSON list of preference
   records. They run to ~17 MB, so they are streamed record by record (``iter_json_array``;
   the ``IMPORT_MAX_LINE_BYTES`` limit applies per record). The annotator is each record's
@@ -22,7 +23,9 @@ topic one SurveyLens ``Task`` — the existing one when a system-output import o
 label file introduced the topic (``topic_tasks``), else a new one on a topic-only survey;
 each (topic, system) one ``Report`` (created from the components shown when the system has
 no report on the topic yet; an existing report keeps its text); each record a
-``PairwisePreference`` (left = ``response_a``) with ``external_id`` = record id. System
+``PairwisePreference`` (left = ``response_a``) with ``external_id`` = record id and the texts
+the annotator saw in ``shown_left``/``shown_right`` — the labels judge those, which need not
+be the whole report (a full survey imported from the system outputs, say). System
 names are read through the alias table. Outlines whose title shares no content word with
 their topic are reported as possibly off-topic.
 """
@@ -40,7 +43,7 @@ from annotation.models import AnnotatorProfile, PairwisePreference, Role
 
 from ..models import Protocol, Report, Survey, TaskPrompt
 from ..services.reports import ReportInput
-from .base import ImportFailed, ImportResult, Record, iter_json_array, json_top_level, read_json
+from .base import ImportFailed, ImportResult, Record, iter_json_array, iter_json_object, json_top_level, read_json
 from .common import (
     disciplines_ensure,
     reports_store,
@@ -135,6 +138,7 @@ def _record(item: Record, where: str, *, annotator: str | None) -> dict:
         "annotator": by,
         "topic": topic,
         "outlines": {left: item.text("response_a", required=True), right: item.text("response_b", required=True)},
+        "shown": (item.text("response_a"), item.text("response_b")),
         "left": left,
         "right": right,
         "choice": _CHOICES[choice],
@@ -144,21 +148,32 @@ def _record(item: Record, where: str, *, annotator: str | None) -> dict:
 
 
 def _object_file(path: Path, name: str) -> dict:
-    data = read_json(path, name=name)
-    rec = Record(data if isinstance(data, dict) else {}, file=name, line=None)
+    """The outline-label object, streamed member by member (``iter_json_object``): the byte
+    limit applies to each ``part_b``/``part_c`` record, not to the file."""
+    members: dict[str, object] = {}
+    qualification, records = [], []
+    for key, index, value in iter_json_object(path, name=name):
+        if index is None:
+            members[key] = value
+            continue
+        members.setdefault(key, [])  # an array, whose items are not kept here
+        if key == "part_b":
+            qualification.append(value)
+        elif key == "part_c":
+            records.append((index, value))
+    rec = Record(members, file=name, line=None)
+    rec.get("part_c", list, required=True)  # missing, or not a list: named as such
+    rec.get("part_b", list)
     annotator = rec.text("annotator_id", required=True).strip()
     discipline = rec.text("discipline", required=True).strip()
     code = discipline_code(discipline)
     if code is None:
         known = ", ".join(n for n, _ in DISCIPLINES.values())
         raise rec.fail(f"unknown SurveyLens discipline {discipline!r} (known: {known})", "discipline")
-    qualification = rec.get("part_b", list, default=[])
     for i, answer in enumerate(qualification):
         rec.child(answer, f"part_b[{i}]")
-    records = [
-        _record(rec.child(value, f"part_c[{i}]"), f"{name}, part_c[{i}]", annotator=annotator)
-        for i, value in enumerate(rec.get("part_c", list, required=True))
-    ]
+    records = [_record(rec.child(value, f"part_c[{i}]"), f"{name}, part_c[{i}]", annotator=annotator)
+               for i, value in records]
     return {"file": name, "discipline": code, "qualification": {annotator: qualification}, "records": records}
 
 
@@ -317,11 +332,12 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
                                      source_path=shown_parts[0][2][:500]))
         elif stored.text != text and not all(part.strip() in stored.text for _, part, _ in shown_parts):
             # The system's report (its full survey, or what an earlier label file showed) stays the
-            # report; say that what these labels showed is not stored beside it.
+            # report; each preference keeps what its annotator saw (shown_left/shown_right).
             result.messages.append(
                 f"{shown_parts[0][2]}: {system}'s {', '.join(c for c, _, _ in shown_parts)} on "
-                f"{topics[slug][0]!r} as shown to annotators is not stored; the labels point at its report "
-                f"from {stored.source_path or 'an earlier import'}"
+                f"{topics[slug][0]!r} as shown to annotators is not part of its report from "
+                f"{stored.source_path or 'an earlier import'}; the labels point at that report and keep the "
+                "shown text with each preference"
             )
     reports_store(items, result=result)
     reports = {
@@ -343,6 +359,8 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
                 "component": r["component"],
                 "choice": r["choice"],
                 "labeled_at": r["labeled_at"],
+                "shown_left": r["shown"][0],
+                "shown_right": r["shown"][1],
             })
     rows_upsert(PairwisePreference, rows, key=("source", "annotator_id", "external_id"), result=result,
                 kind="preference")

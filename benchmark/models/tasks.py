@@ -32,6 +32,10 @@ class Task(TimeStamped):
     source = models.CharField(max_length=100, blank=True, help_text="dataset it was imported from")
     extra = models.JSONField(default=dict, blank=True)
 
+    # ``extra`` key naming the release file that labelled the importance of the task's gold
+    # references (DeepScholar-bench's important_citations.csv): imported flags count as known.
+    RELEASED_IMPORTANCE = "released_importance"
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["protocol", "key"], name="task_unique_key")]
         ordering = ["protocol", "key"]

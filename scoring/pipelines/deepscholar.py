@@ -41,7 +41,9 @@ never a call.
     ``raw_response["copied_from"]``), and the asking is serialised per task (a PostgreSQL
     advisory lock) so reports judged in parallel do not ask twice. A reference an expert has
     settled (review status accepted or edited) keeps its curated ``important`` flag and is
-    not asked. The reference is shown by its metadata and abstract, when stored.
+    not asked; so does an imported reference of a task whose release labelled importance
+    (DeepScholar-bench's ``important_citations.csv``, :func:`importance_known`). The reference
+    is shown by its metadata and abstract, when stored.
     ``reference_coverage`` = |cited ∩ E| / |E| over the references whose importance is known
     (:func:`reference_coverage`), a cited work matching an exemplar reference by identifier or
     title (:func:`match_references`).
@@ -97,7 +99,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
 
-from benchmark.models import BibEntry, GoldReference, Nugget, ReviewStatus
+from benchmark.models import BibEntry, GoldReference, Nugget, Origin, ReviewStatus, Task
 from benchmark.services.bibliography import clean_arxiv_id, clean_doi
 from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.metrics import (
@@ -207,6 +209,16 @@ def exemplar_text(task) -> str:
 def counted_nuggets(task) -> list[Nugget]:
     nuggets = Nugget.objects.filter(task=task).exclude(review_status=ReviewStatus.REJECTED)
     return list(nuggets.order_by("position", "id"))
+
+
+def importance_known(ref: GoldReference, task: Task) -> bool:
+    """Whether a reference's ``important`` flag is used as it is, not asked of the judge: an
+    expert settled it, or the task's release labelled its references (``Task.RELEASED_IMPORTANCE``,
+    the benchmark's own judge labels) and nobody has changed the imported flag since."""
+    if ref.review_status in SETTLED_IMPORTANCE:
+        return True
+    released = bool((task.extra or {}).get(Task.RELEASED_IMPORTANCE))
+    return released and ref.origin == Origin.IMPORT and ref.review_status == ReviewStatus.PROPOSED
 
 
 def counted_references(task) -> list[GoldReference]:
@@ -683,7 +695,7 @@ class DeepScholarPipeline(BasePipeline):
         query = query_text(report.task)
         asked = {
             ref.id: (ref, fingerprint(query, reference_document(ref.bib_entry)))
-            for ref in counted_references(report.task) if ref.review_status not in SETTLED_IMPORTANCE
+            for ref in counted_references(report.task) if not importance_known(ref, report.task)
         }
         existing = stored_verdicts(run, report, [IMPORTANCE_KIND])
         todo = {i: v for i, v in asked.items()
@@ -805,7 +817,7 @@ class DeepScholarPipeline(BasePipeline):
         references = counted_references(task)
         important: dict[int, bool] = {}
         for ref in references:
-            if ref.review_status in SETTLED_IMPORTANCE:
+            if importance_known(ref, task):
                 important[ref.id] = ref.important
                 continue
             label = label_of((IMPORTANCE_KIND, ref.id, "", 0), fingerprint(query, reference_document(ref.bib_entry)),

@@ -223,3 +223,96 @@ def test_system_output_without_report_file_is_skipped_and_named(mini):
 def test_oversized_file(mini, stored, settings):
     settings.IMPORT_MAX_LINE_BYTES = 50_000
     assert_rejected("deepscholar", mini, match=r"citations\.csv: file of [\d,]+ bytes exceeds the 50,000-byte limit")
+
+
+# --- res.csv nuggets and important_citations.csv, in upstream's shapes -----------------------
+
+
+def _nuggets_as_res_csv(res_json, path):
+    """Upstream's res.csv: the nuggetizer's answer dumped by pandas, list cells as Python literals."""
+    data = json.loads(res_json.read_text(encoding="utf-8"))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["qid", "query", "nuggets", "supported_nuggets", "partially_supported_nuggets",
+                         "nuggets_metrics"])
+        writer.writerow([data["qid"], data["query"], repr(data["nuggets"]), repr(data["supported_nuggets"]),
+                         repr(data["partially_supported_nuggets"]), repr(data["nuggets_metrics"])])
+    return data
+
+
+def test_nuggets_are_read_from_res_csv_when_the_folder_has_no_res_json(mini):
+    folder = mini / "gt_nuggets_outputs/1"
+    data = _nuggets_as_res_csv(folder / "res.json", folder / "res.csv")
+    (folder / "res.json").unlink()
+    result = run_import("deepscholar", mini)
+    stored = Nugget.objects.filter(task__key="2506.02634").order_by("position")
+    assert [(n.text, n.importance) for n in stored] == [(n["text"], n["importance"]) for n in data["nuggets"]]
+    assert len(data["nuggets"]) == 12
+    assert not any("no nuggets imported" in m for m in result.messages)
+
+
+def test_res_csv_beside_res_json_is_not_read_twice(mini):
+    folder = mini / "gt_nuggets_outputs/0"
+    _nuggets_as_res_csv(folder / "res.json", folder / "res.csv")
+    result = run_import("deepscholar", mini)
+    assert result.counts["nugget"] == {"created": 17 + 12}
+
+
+def test_a_res_csv_nugget_cell_that_is_no_list_names_file_line_and_field(mini):
+    folder = mini / "gt_nuggets_outputs/1"
+    _nuggets_as_res_csv(folder / "res.json", folder / "res.csv")
+    (folder / "res.json").unlink()
+    text = (folder / "res.csv").read_text(encoding="utf-8")
+    (folder / "res.csv").write_text(text.replace("'importance': 'vital'", "'importance': vital", 1), encoding="utf-8")
+    assert_rejected("deepscholar", mini, match=r"^gt_nuggets_outputs/1/res\.csv, line 2, field 'nuggets': expected "
+                                                r"a list of \{'text': \.\.\., 'importance': \.\.\.\} entries$")
+
+
+def _important_citations(mini, rows):
+    """Upstream's important_citations.csv: citations.csv rows joined with their paper's row."""
+    papers = {p["arxiv_id"]: p for p in _csv_rows(mini / "papers_with_related_works.csv")}
+    out = [dict(c, title=papers.get(c["parent_paper_arxiv_id"], {}).get("title", ""), related_work_section="...",
+                cited_paper_content=c["cited_paper_abstract"]) for c in rows]
+    _write_csv(mini / "important_citations.csv", out, list(out[0]))
+
+
+def test_important_citations_label_the_gold_references(mini):
+    citations = _csv_rows(mini / "citations.csv")
+    tax = [c for c in citations if c["parent_paper_arxiv_id"] == "2506.02838v1"]
+    kv = [c for c in citations if c["parent_paper_arxiv_id"] == "2506.02634v1"]
+    by_title_only = dict(kv[2], citation_shorthand="")  # matched by its normalized title
+    unknown = dict(tax[0], citation_shorthand="nokey", cited_paper_title="A Paper Nobody Cited")
+    _important_citations(mini, [unknown, tax[0], tax[3], tax[5], by_title_only])
+
+    result = run_import("deepscholar", mini)
+    important = set(GoldReference.objects.filter(important=True).values_list("task__key", "bib_entry__title"))
+    assert important == {("2506.02838", " ".join(tax[i]["cited_paper_title"].split())) for i in (0, 3, 5)} | {
+        ("2506.02634", " ".join(kv[2]["cited_paper_title"].split()))}
+    golds = GoldReference.objects.count()
+    assert golds == len(citations) - 2  # row 1 cites vLLM and CachedAttention twice (see test_full_release)
+    assert GoldReference.objects.filter(important=False).count() == golds - 4
+    assert ("important_citations.csv, line 2: no citation of 2506.02838 in citations.csv has this key or title; "
+            "its importance was not recorded") in result.messages
+    assert not any(m.startswith("important_citations.csv: not imported") for m in result.messages)
+    assert result.counts["citation"]["labelled important"] == 4
+    # Scoring takes these labels as known (see scoring.pipelines.deepscholar.importance_known).
+    assert {t.extra.get(Task.RELEASED_IMPORTANCE) for t in Task.objects.all()} == {"important_citations.csv"}
+
+    # A changed file relabels the references nobody reviewed; a release without it leaves them.
+    _important_citations(mini, [tax[0]])
+    again = run_import("deepscholar", mini)
+    assert again.counts["gold reference"] == {"updated": 3, "unchanged": golds - 3}
+    assert GoldReference.objects.filter(important=True).count() == 1
+    (mini / "important_citations.csv").unlink()
+    assert run_import("deepscholar", mini).counts["gold reference"] == {"unchanged": golds}
+    assert GoldReference.objects.filter(important=True).count() == 1
+    assert not any(Task.RELEASED_IMPORTANCE in t.extra for t in Task.objects.all())  # proposals again
+
+
+def test_an_important_citation_of_an_unknown_paper_is_refused(mini):
+    row = dict(_csv_rows(mini / "citations.csv")[0], parent_paper_arxiv_id="2501.00001v1")
+    _important_citations(mini, [row])
+    row_line = 2
+    assert_rejected("deepscholar", mini, match=rf"^important_citations\.csv, line {row_line}, field "
+                                               r"'parent_paper_arxiv_id': no paper '2501\.00001v1' in "
+                                               r"papers_with_related_works\.csv$")

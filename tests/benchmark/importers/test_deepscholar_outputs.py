@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from benchmark.importers.catalogue import run_import
-from benchmark.models import Report, System
+from benchmark.models import GoldReference, Nugget, Report, System
 
 from . import assert_rejected
 
@@ -36,6 +36,10 @@ OPENAI_DR = (
 )
 
 
+def row1_nuggets(release):
+    return json.loads((release / "gt_nuggets_outputs/1/res.json").read_text(encoding="utf-8"))["nuggets"]
+
+
 def _rows(path):
     with path.open(newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
@@ -59,13 +63,21 @@ def repository(datasets, tmp_path):
     _write(data / "papers_with_related_works.csv", papers)
     _write(data / "citations.csv", [c for c in _rows(release / "citations.csv") if c["parent_paper_arxiv_id"] in ids])
     _write(data / "citation_stats.csv", _rows(release / "citation_stats.csv")[:2])
-    for extra in ("important_citations.csv", "recovered_citations.csv", "related_works_combined.csv", "papers.csv",
-                  "paper_content.csv"):
+    # important_citations.csv: citations.csv rows joined with their paper (upstream's get_important_citations.py)
+    cited = _rows(data / "citations.csv")
+    _write(data / "important_citations.csv",
+           [dict(c, title=c["parent_paper_title"], related_work_section="...", cited_paper_content="")
+            for c in (cited[0], cited[4], cited[-1])])
+    for extra in ("recovered_citations.csv", "related_works_combined.csv", "papers.csv", "paper_content.csv"):
         _write(data / extra, [{"arxiv_id": papers[0]["arxiv_id"]}])
     (data / "gt_nuggets_outputs/0").mkdir(parents=True)
     shutil.copy(release / "gt_nuggets_outputs/0/res.json", data / "gt_nuggets_outputs/0/res.json")
-    (data / "gt_nuggets_outputs/1").mkdir(parents=True)
-    (data / "gt_nuggets_outputs/1/res.csv").write_text("nugget,importance\nx,vital\n", encoding="utf-8")
+    # row 1 ships only res.csv: the nuggetizer's answer as pandas writes it (list cells as Python literals)
+    row1 = json.loads((release / "gt_nuggets_outputs/1/res.json").read_text(encoding="utf-8"))
+    _write(data / "gt_nuggets_outputs/1/res.csv",
+           [{k: v if isinstance(v, str) else repr(v) for k, v in row1.items()}])
+    (data / "gt_nuggets_outputs/2").mkdir(parents=True)
+    (data / "gt_nuggets_outputs/2/notes.txt").write_text("scratch", encoding="utf-8")
 
     outputs = root / "tests/baselines_results"
     shutil.copytree(release / "system_outputs/deepscholar-base/0", outputs / "deepscholar-base/0")
@@ -153,11 +165,17 @@ def test_repository_layout_imports_every_baseline(repository, datasets):
     assert re.search(r"^deepresearcher +1 +4 \(4\) +0$", table, re.MULTILINE)
     assert re.search(r"^openscholar +1 +2 \(2\) +1$", table, re.MULTILINE)
 
-    # Dataset files that are not read, and a nugget folder without res.json, are named.
-    for name in ("important_citations.csv", "recovered_citations.csv", "related_works_combined.csv", "papers.csv",
-                 "paper_content.csv"):
-        assert any(m.startswith(f"dataset/{name}: not imported") for m in result.messages), name
-    assert "dataset/gt_nuggets_outputs/1: no res.json (only res.csv); no nuggets imported from it" in result.messages
+    # res.csv nuggets and important citations are read; the files that are not, and a nugget
+    # folder with neither res.json nor res.csv, are named with the reason.
+    assert Nugget.objects.filter(task__key="2506.02634").count() == len(row1_nuggets(release)) == 12
+    assert GoldReference.objects.filter(important=True).count() == 3
+    assert not any(m.startswith("dataset/important_citations.csv") for m in result.messages)
+    for name in ("recovered_citations.csv", "related_works_combined.csv", "papers.csv", "paper_content.csv"):
+        assert any(re.match(rf"dataset/{name}: not imported \(\S.+\)$", m)
+                   for m in result.messages), name
+    assert ("dataset/gt_nuggets_outputs/2: neither res.json nor res.csv (only notes.txt); no nuggets imported from it"
+            in result.messages)
+    print(table)  # the import table the issue asks to show
 
 
 def test_query_named_files_appear_escaped_in_errors(repository):

@@ -212,6 +212,10 @@ def test_broken_ssr_is_rejected(topic, tmp_path):
     assert_rejected("surveylens", folder, match=r"luciferase: the human-written survey Human\.json is missing")
 
 
-def test_oversized_annotation_file(one_file, stored, settings):
+def test_oversized_annotation_record(one_file, stored, settings):
+    # The outline-label object is streamed: the limit applies to each record (with the parser's
+    # 64 KiB read-ahead), not to the file; test_surveylens_annotations checks a file over 16 MiB.
     settings.IMPORT_MAX_LINE_BYTES = 1_000
-    assert_rejected("surveylens-annotations", one_file(), match=r"labels\.json: file of [\d,]+ bytes exceeds the 1,000-byte limit")
+    path = one_file(_set(1, response_a="x" * 200_000))
+    assert_rejected("surveylens-annotations", path,
+                    match=r"^labels\.json, field 'part_c\[1\]': longer than the 1,000-byte limit$")

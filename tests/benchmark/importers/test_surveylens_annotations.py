@@ -87,6 +87,9 @@ def test_list_form_label_files(labels):
     assert "system 'LLMxMapReduce_V2' imported as 'LLMxMapReduce-V2' (system alias table, or the same name up to " \
            "case and separators)" in result.messages
 
+    assert (first.shown_left, first.shown_right) == (_text("SciSage", XAI, "reference"),
+                                                     _text("LLMxMapReduce-V2", XAI, "reference"))
+
     again = run_import("surveylens-annotations", labels)
     assert again.counts["preference"] == {"unchanged": 12}
     assert Report.objects.count() == 8
@@ -106,10 +109,16 @@ def test_system_outputs_and_label_files_share_the_topic_task(datasets, labels):
     assert luciferase_prefs.count() == len(PAIRS)
     scisage.refresh_from_db()
     assert scisage.text == text  # the system's survey stays the report; the labels point at it
-    assert luciferase_prefs.get(external_id="2000").report_left == scisage
+    first = luciferase_prefs.get(external_id="2000")
+    assert first.report_left == scisage
+    # What the annotator judged — SciSage's reference list, not its whole survey — is kept with the label.
+    released = json.loads((labels / "Annotator_CS_03_reference_labels.json").read_text(encoding="utf-8"))[4]
+    assert released["id"] == "2000"
+    assert (first.shown_left, first.shown_right) == (released["response_a"], released["response_b"])
+    assert first.shown_left not in scisage.text
     assert (f"human_annotation/Annotator_CS_03_reference_labels.json, [4]: SciSage's reference on {LUCIFERASE!r} as "
-            "shown to annotators is not stored; the labels point at its report from luciferase/SciSage.json"
-            in result.messages)
+            "shown to annotators is not part of its report from luciferase/SciSage.json; the labels point at that "
+            "report and keep the shown text with each preference" in result.messages)
 
 
 def test_labels_first_then_system_outputs_link_to_the_same_task(datasets, labels, tmp_path):
@@ -178,3 +187,71 @@ def test_a_list_file_must_name_its_discipline(tmp_path):
     path.write_text(json.dumps(_records(XAI, "content")), encoding="utf-8")
     assert_rejected("surveylens-annotations", path,
                     match=r"^labels\.json: a list of label records names its discipline in the file name")
+
+
+# --- the outline-label object (part_b, part_c), streamed like the list-form files -----------------
+
+
+def _outline_object(records, *, annotator="Annotator_CS_07"):
+    """Upstream's key order: part_c first, the annotator and discipline last."""
+    return {"part_c": records,
+            "part_b": [{"question_id": 1, "component": "outline", "aspect_name": "Formal Precision",
+                        "selected_label": "B", "correct_label": "B"}],
+            "annotator_id": annotator, "discipline": "Computer Science"}
+
+
+def _outline_records(count, *, size=0, annotator="Annotator_CS_07"):
+    records = []
+    for i in range(count):
+        record = _records(XAI, "outline", annotator=annotator, start=20_000 + i * 10, size=size)[i % len(PAIRS)]
+        record["prompt"] = f"Topic: {XAI} — outline"
+        records.append(record)
+    return records
+
+
+def test_an_outline_label_object_over_the_limit_is_streamed(tmp_path):
+    path = tmp_path / "Annotator_CS_07_outline_labels.json"
+    path.write_text(json.dumps(_outline_object(_outline_records(36, size=240_000)), ensure_ascii=False),
+                    encoding="utf-8")
+    assert path.stat().st_size > settings.IMPORT_MAX_LINE_BYTES == 16 * 1024 * 1024
+
+    result = run_import("surveylens-annotations", path)
+    assert result.counts["preference"] == {"created": 36}
+    profile = AnnotatorProfile.objects.get(external_id="Annotator_CS_07")
+    assert profile.qualification == _outline_object([])["part_b"]
+    assert PairwisePreference.objects.filter(component="outline").count() == 36
+
+
+def test_the_limit_applies_per_outline_record(tmp_path, settings):
+    settings.IMPORT_MAX_LINE_BYTES = 200_000
+    path = tmp_path / "Annotator_CS_07_outline_labels.json"
+    records = _outline_records(4)
+    records[2] = _outline_records(4, size=400_000)[2]
+    path.write_text(json.dumps(_outline_object(records), ensure_ascii=False), encoding="utf-8")
+    assert_rejected("surveylens-annotations", path,
+                    match=r"^Annotator_CS_07_outline_labels\.json, field 'part_c\[2\]': longer than the "
+                          r"200,000-byte limit$")
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    (lambda d: d.pop("part_c"), r"field 'part_c': required field is missing"),
+    (lambda d: d.update(part_c="none"), r"field 'part_c': expected a list, got str$"),
+    (lambda d: d.update(part_b={"q": 1}), r"field 'part_b': expected a list, got dict$"),
+    (lambda d: d["part_c"][1].update(choice="B"), r"field 'part_c\[1\]\.choice': expected A_better, B_better or Tie"),
+    (lambda d: d["part_c"][0].update(annotator_id="Someone"),
+     r"field 'part_c\[0\]\.annotator_id': record by 'Someone' in the file of 'Annotator_CS_07'"),
+])
+def test_broken_outline_objects_name_file_and_field(tmp_path, change, match):
+    data = _outline_object(_outline_records(4))
+    change(data)
+    path = tmp_path / "Annotator_CS_07_outline_labels.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    assert_rejected("surveylens-annotations", path, match=rf"^Annotator_CS_07_outline_labels\.json, {match}")
+
+
+def test_an_outline_object_with_no_records_stores_only_its_annotator(tmp_path):
+    path = tmp_path / "Annotator_CS_07_outline_labels.json"
+    path.write_text(json.dumps(_outline_object([])), encoding="utf-8")
+    result = run_import("surveylens-annotations", path)
+    assert "preference" not in result.counts
+    assert AnnotatorProfile.objects.filter(external_id="Annotator_CS_07").exists()

@@ -22,7 +22,7 @@ from scipy.stats import gmean
 
 from django.db import connection
 
-from benchmark.models import Protocol, ReviewStatus
+from benchmark.models import Origin, Protocol, ReviewStatus, Task
 from benchmark.parsing import parse_report
 from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.metrics import (
@@ -352,6 +352,43 @@ def test_an_expert_settled_importance_is_used_without_asking(case):
     assert judge.steps_called()[IMPORTANCE] == 2
     m = pipeline.score_report(run=run, report=report)["metrics"]
     assert m["reference_coverage"] == pytest.approx(reference_coverage(["A", "C"], ["A", "B", "C"]))
+
+
+@pytest.mark.django_db
+def test_importance_labelled_by_the_release_is_used_without_asking(case):
+    task, report = case
+    task.extra = {Task.RELEASED_IMPORTANCE: "important_citations.csv"}
+    task.save()
+    # The release's labels differ from the judge's (A and B important, C not): A, C important here.
+    flags = {"Widget Transformers: Accurate Prediction at Scale": True, "Doohickey Alignment": False,
+             "Gizmo Networks": True}
+    for ref in task.gold_references.select_related("bib_entry"):
+        if ref.bib_entry.title in flags:
+            ref.important = flags[ref.bib_entry.title]
+            ref.save()
+    # A reference a model proposed is not the release's label: it is still asked.
+    doohickey = task.gold_references.get(bib_entry__title="Doohickey Alignment")
+    doohickey.origin = Origin.LLM
+    doohickey.save()
+    config = judge_config()
+    run = make_run(config)
+    judge = StepJudge(config)
+    run_all(run, report, judge)
+    assert judge.steps_called()[IMPORTANCE] == 1  # Doohickey only; the judge says important
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["reference_coverage"] == pytest.approx(reference_coverage(["A", "C"], ["A", "B", "C"]))
+    assert m["important_references"] == 3
+
+    # Without the release's mark the imported flags are proposals again, and all are asked.
+    task.extra = {}
+    task.save()
+    again = StepJudge(config)
+    run2 = make_run(config)
+    run_all(run2, report, again)
+    assert again.steps_called()[IMPORTANCE] == 2  # A and C; Doohickey's verdict is reused
+    m = pipeline.score_report(run=run2, report=report)["metrics"]
+    assert m["important_references"] == 2  # the judge's labels: A and Doohickey important
+    assert m["reference_coverage"] == pytest.approx(reference_coverage(["A", "C"], ["A", "B"]))
 
 
 @pytest.mark.django_db
