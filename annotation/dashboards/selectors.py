@@ -46,6 +46,10 @@ PERCENT_PROTOCOLS = frozenset({Protocol.DEEPSYNTH})  # DeepSynth-Eval reports in
 DERIVED_METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     Protocol.DEEPSCHOLAR: ("geometric_mean", m.TABLE2_METRICS),
 }
+# Ratios whose system value pools the counts of all tasks rather than averaging the task values:
+# DeepSynth precision, eq. 7 over every mentioned item (the ``precision`` variant ``per_report``
+# averages instead).
+POOLED_METRICS: dict[str, tuple[str, ...]] = {Protocol.DEEPSYNTH: ("precision",)}
 SIGNIFICANCE = 0.05
 MIN_TEST_TASKS = 5  # no best-vs-second test on fewer shared tasks
 N_RESAMPLES = 1000
@@ -73,6 +77,26 @@ def _number(value: Any) -> float | None:
 def _mean_of_rows(data: np.ndarray) -> Any:
     """Mean over the last axis: ``bootstrap_ci``'s statistic (vectorised, one result per resample)."""
     return data.mean(axis=-1)
+
+
+def _pooled_percent(data: np.ndarray) -> Any:
+    """100 · Σ correct / Σ (correct + incorrect) over the task axis of (…, tasks, 2) count rows."""
+    totals = data.sum(axis=-2)
+    return 100.0 * totals[..., 0] / totals.sum(axis=-1)
+
+
+def _pooled_precision(scores: SystemScores, n_resamples: int) -> dict | None:
+    """DeepSynth eq. 7 pooled over the system's tasks (``m.system_precision``), with a bootstrap over
+    the tasks that mentioned an item (the others add nothing to either sum); ``None`` when no task
+    did, or when the system's runs chose the ``per_report`` variant (the mean of the task values)."""
+    if scores.precision_variants == {"per_report"}:
+        return None
+    rows = np.array([counts for counts in scores.mentions.values() if sum(counts) > 0], dtype=float)
+    if not rows.size:
+        return None
+    ci = m.bootstrap_ci(_pooled_percent, rows, n_resamples=n_resamples, seed=0, vectorized=True)
+    estimate = m.system_precision(rows[:, 0], rows[:, 1], variant="pooled")
+    return {"estimate": estimate, "low": ci["low"], "high": ci["high"], "n_tasks": len(rows), "pooled": True}
 
 
 def _interval(values: list[float], n_resamples: int) -> dict:
@@ -139,6 +163,8 @@ class SystemScores:
     tasks: set[int] = field(default_factory=set)
     items_judged: int = 0
     items_failed: int = 0
+    mentions: dict[int, tuple[int, int]] = field(default_factory=dict)  # task → (N_correct, N_incorrect)
+    precision_variants: set[str] = field(default_factory=set)
 
 
 def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], set[int], set[str]]:
@@ -153,7 +179,12 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
         scores.tasks.add(task_id)
         scores.items_judged += judged
         scores.items_failed += failed
-        for key, value in (metrics or {}).items():
+        metrics = metrics or {}
+        if _number(metrics.get("correct")) is not None and _number(metrics.get("incorrect")) is not None:
+            scores.mentions[task_id] = (int(metrics["correct"]), int(metrics["incorrect"]))
+            variants = metrics.get("variants") if isinstance(metrics.get("variants"), dict) else {}
+            scores.precision_variants.add(variants.get("precision", m.PRECISION_VARIANTS[0]))
+        for key, value in metrics.items():
             number = _number(value)
             if key in NOT_METRICS or number is None:
                 continue
@@ -233,8 +264,10 @@ def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
         for key in metric_keys:
             by_task = scores.values.get(key) or {}
             if by_task and key != derived_key:
-                cell = _interval(list(by_task.values()), n_resamples)
-                cell["n_tasks"] = len(by_task)
+                cell = _pooled_precision(scores, n_resamples) if key in POOLED_METRICS.get(protocol, ()) else None
+                if cell is None:
+                    cell = _interval(list(by_task.values()), n_resamples)
+                    cell["n_tasks"] = len(by_task)
                 summary[scores.system_id][key] = cell
     derived = _derived(protocol, summary, systems) if derived_key in metric_keys else None
     tests = {}
