@@ -34,7 +34,10 @@ PREFERRED_METRICS: dict[str, tuple[str, ...]] = {
                            "document_importance", "citation_precision", "claim_coverage", "geometric_mean"),
     Protocol.SURVEYLENS: ("rubric_outline", "rubric_content", "rubric_reference", "rams_outline", "rams_content",
                           "rams_reference", "tams_outline", "tams_content", "tams_reference"),
-    Protocol.SURVEYSCOPE: ("reference_tp", "reference_f1", "quality_mean", "quality_*", "win_rate_vs_human"),
+    # SciSage Table 4's quality columns in its order: Language, Critical, Section (1–5 section-level
+    # structure), Document (``structure``); then any task-specific dimension.
+    Protocol.SURVEYSCOPE: ("reference_tp", "reference_f1", "quality_mean", "quality_language", "quality_critical",
+                           "quality_section_structure", "quality_structure", "quality_*", "win_rate_vs_human"),
 }
 # Keys of ``ScoreCard.metrics`` that are counts or bookkeeping, not scores.
 NOT_METRICS = frozenset(

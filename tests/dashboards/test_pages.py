@@ -386,4 +386,10 @@ def test_leaderboard_columns_are_the_protocols_headline_metrics_not_its_counts(c
             "win_rate_vs_human", "reference_tp"]
     assert headline_metrics("surveyscope", keys) == [
         "reference_tp", "reference_f1", "quality_mean", "quality_language", "quality_critical", "win_rate_vs_human"]
+    # SciSage Table 4's order of its quality columns (Language, Critical, Section, Document), then the task's own
+    keys = sorted(["quality_structure", "quality_section_structure", "quality_depth", "quality_critical",
+                   "quality_language", "reference_tp"])
+    assert headline_metrics("surveyscope", keys) == [
+        "reference_tp", "quality_language", "quality_critical", "quality_section_structure", "quality_structure",
+        "quality_depth"]
     assert headline_metrics("unknown", ["b", "a"]) == ["b", "a"]  # no headline list: every metric
