@@ -88,18 +88,39 @@ def _pooled_percent(data: np.ndarray) -> Any:
     return 100.0 * totals[..., 0] / totals.sum(axis=-1)
 
 
+def _has_counts(metrics: dict) -> bool:
+    return _number(metrics.get("correct")) is not None and _number(metrics.get("incorrect")) is not None
+
+
+def precision_variant(metrics: Sequence[dict]) -> str:
+    """The DeepSynth precision variant for a system's report cards: ``per_report`` only when every
+    card's run chose it (``variants.precision``), else the paper's ``pooled``."""
+    chosen = {(c.get("variants") if isinstance(c.get("variants"), dict) else {}).get("precision", "pooled")
+              for c in metrics}
+    return "per_report" if chosen == {"per_report"} else "pooled"
+
+
+def precision_over_cards(metrics: Sequence[dict]) -> float | None:
+    """DeepSynth eq. 7 for one system over report cards' metrics (``m.system_precision`` with
+    ``precision_variant``); ``None`` when a card lacks its counts or nothing was mentioned."""
+    if not metrics or not all(_has_counts(c) for c in metrics):
+        return None
+    return m.system_precision([int(c["correct"]) for c in metrics], [int(c["incorrect"]) for c in metrics],
+                              variant=precision_variant(metrics))
+
+
 def _pooled_precision(scores: SystemScores, n_resamples: int) -> dict | None:
-    """DeepSynth eq. 7 pooled over the system's tasks (``m.system_precision``), with a bootstrap over
-    the tasks that mentioned an item (the others add nothing to either sum); ``None`` when no task
-    did, or when the system's runs chose the ``per_report`` variant (the mean of the task values)."""
-    if scores.precision_variants == {"per_report"}:
+    """DeepSynth eq. 7 pooled over the system's tasks (``precision_over_cards``), with a bootstrap
+    over the tasks that mentioned an item (the others add nothing to either sum); ``None`` — the
+    mean of the task values then — when the system's runs chose ``per_report``, a card lacks its
+    counts, or no task mentioned an item."""
+    value = precision_over_cards(scores.cards)
+    if value is None or precision_variant(scores.cards) == "per_report":
         return None
-    rows = np.array([counts for counts in scores.mentions.values() if sum(counts) > 0], dtype=float)
-    if not rows.size:
-        return None
+    rows = np.array([(c["correct"], c["incorrect"]) for c in scores.cards], dtype=float)
+    rows = rows[rows.sum(axis=1) > 0]
     ci = m.bootstrap_ci(_pooled_percent, rows, n_resamples=n_resamples, seed=0, vectorized=True)
-    estimate = m.system_precision(rows[:, 0], rows[:, 1], variant="pooled")
-    return {"estimate": estimate, "low": ci["low"], "high": ci["high"], "n_tasks": len(rows), "pooled": True}
+    return {"estimate": value, "low": ci["low"], "high": ci["high"], "n_tasks": len(rows), "pooled": True}
 
 
 def _interval(values: list[float], n_resamples: int) -> dict:
@@ -166,8 +187,7 @@ class SystemScores:
     tasks: set[int] = field(default_factory=set)
     items_judged: int = 0
     items_failed: int = 0
-    mentions: dict[int, tuple[int, int]] = field(default_factory=dict)  # task → (N_correct, N_incorrect)
-    precision_variants: set[str] = field(default_factory=set)
+    cards: list[dict] = field(default_factory=list)  # the report cards' metrics, one per task
 
 
 def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], set[int], set[str]]:
@@ -183,10 +203,7 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
         scores.items_judged += judged
         scores.items_failed += failed
         metrics = metrics or {}
-        if _number(metrics.get("correct")) is not None and _number(metrics.get("incorrect")) is not None:
-            scores.mentions[task_id] = (int(metrics["correct"]), int(metrics["incorrect"]))
-            variants = metrics.get("variants") if isinstance(metrics.get("variants"), dict) else {}
-            scores.precision_variants.add(variants.get("precision", m.PRECISION_VARIANTS[0]))
+        scores.cards.append(metrics)
         for key, value in metrics.items():
             number = _number(value)
             if key in NOT_METRICS or number is None:
