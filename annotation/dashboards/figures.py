@@ -26,12 +26,14 @@ from .selectors import (
     N_RESAMPLES,
     NOT_METRICS,
     PERCENT_PROTOCOLS,
+    POOLED_METRICS,
     CardRow,
     _interval,
     _number,
     _ordered_metrics,
     _report_cards,
     metric_label,
+    precision_over_cards,
     system_label,
 )
 
@@ -302,8 +304,14 @@ def judge_sensitivity(*, protocol: str, judge_a: int | None = None, judge_b: int
                      for key in shared if key[0] == sid]
             pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
             if pairs:
-                systems.append({"system_id": sid, "system": name, "n_tasks": len(pairs),
-                                "a": float(np.mean([a for a, _ in pairs])), "b": float(np.mean([b for _, b in pairs]))})
+                a, b = float(np.mean([a for a, _ in pairs])), float(np.mean([b for _, b in pairs]))
+                if metric in POOLED_METRICS.get(protocol, ()):  # as the leaderboard: eq. 7 over the same reports
+                    mine = [key for key in shared if key[0] == sid]
+                    pooled = [precision_over_cards([side[config][key].metrics for key in mine])
+                              for config in (judge_a, judge_b)]
+                    if None not in pooled:
+                        a, b = pooled
+                systems.append({"system_id": sid, "system": name, "n_tasks": len(pairs), "a": a, "b": b})
         if not systems:
             continue
         rank_a, rank_b = _ranks([s["a"] for s in systems]), _ranks([s["b"] for s in systems])

@@ -34,7 +34,10 @@ PREFERRED_METRICS: dict[str, tuple[str, ...]] = {
                            "document_importance", "citation_precision", "claim_coverage", "geometric_mean"),
     Protocol.SURVEYLENS: ("rubric_outline", "rubric_content", "rubric_reference", "rams_outline", "rams_content",
                           "rams_reference", "tams_outline", "tams_content", "tams_reference"),
-    Protocol.SURVEYSCOPE: ("reference_tp", "reference_f1", "quality_mean", "quality_*", "win_rate_vs_human"),
+    # SciSage Table 4's quality columns in its order: Language, Critical, Section (1–5 section-level
+    # structure), Document (``structure``); then any task-specific dimension.
+    Protocol.SURVEYSCOPE: ("reference_tp", "reference_f1", "quality_mean", "quality_language", "quality_critical",
+                           "quality_section_structure", "quality_structure", "quality_*", "win_rate_vs_human"),
 }
 # Keys of ``ScoreCard.metrics`` that are counts or bookkeeping, not scores.
 NOT_METRICS = frozenset(
@@ -46,6 +49,10 @@ PERCENT_PROTOCOLS = frozenset({Protocol.DEEPSYNTH})  # DeepSynth-Eval reports in
 DERIVED_METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
     Protocol.DEEPSCHOLAR: ("geometric_mean", m.TABLE2_METRICS),
 }
+# Ratios whose system value pools the counts of all tasks rather than averaging the task values:
+# DeepSynth precision, eq. 7 over every mentioned item (the ``precision`` variant ``per_report``
+# averages instead).
+POOLED_METRICS: dict[str, tuple[str, ...]] = {Protocol.DEEPSYNTH: ("precision",)}
 SIGNIFICANCE = 0.05
 MIN_TEST_TASKS = 5  # no best-vs-second test on fewer shared tasks
 N_RESAMPLES = 1000
@@ -73,6 +80,47 @@ def _number(value: Any) -> float | None:
 def _mean_of_rows(data: np.ndarray) -> Any:
     """Mean over the last axis: ``bootstrap_ci``'s statistic (vectorised, one result per resample)."""
     return data.mean(axis=-1)
+
+
+def _pooled_percent(data: np.ndarray) -> Any:
+    """100 · Σ correct / Σ (correct + incorrect) over the task axis of (…, tasks, 2) count rows."""
+    totals = data.sum(axis=-2)
+    return 100.0 * totals[..., 0] / totals.sum(axis=-1)
+
+
+def _has_counts(metrics: dict) -> bool:
+    return _number(metrics.get("correct")) is not None and _number(metrics.get("incorrect")) is not None
+
+
+def precision_variant(metrics: Sequence[dict]) -> str:
+    """The DeepSynth precision variant for a system's report cards: ``per_report`` only when every
+    card's run chose it (``variants.precision``), else the paper's ``pooled``."""
+    chosen = {(c.get("variants") if isinstance(c.get("variants"), dict) else {}).get("precision", "pooled")
+              for c in metrics}
+    return "per_report" if chosen == {"per_report"} else "pooled"
+
+
+def precision_over_cards(metrics: Sequence[dict]) -> float | None:
+    """DeepSynth eq. 7 for one system over report cards' metrics (``m.system_precision`` with
+    ``precision_variant``); ``None`` when a card lacks its counts or nothing was mentioned."""
+    if not metrics or not all(_has_counts(c) for c in metrics):
+        return None
+    return m.system_precision([int(c["correct"]) for c in metrics], [int(c["incorrect"]) for c in metrics],
+                              variant=precision_variant(metrics))
+
+
+def _pooled_precision(scores: SystemScores, n_resamples: int) -> dict | None:
+    """DeepSynth eq. 7 pooled over the system's tasks (``precision_over_cards``), with a bootstrap
+    over the tasks that mentioned an item (the others add nothing to either sum); ``None`` — the
+    mean of the task values then — when the system's runs chose ``per_report``, a card lacks its
+    counts, or no task mentioned an item."""
+    value = precision_over_cards(scores.cards)
+    if value is None or precision_variant(scores.cards) == "per_report":
+        return None
+    rows = np.array([(c["correct"], c["incorrect"]) for c in scores.cards], dtype=float)
+    rows = rows[rows.sum(axis=1) > 0]
+    ci = m.bootstrap_ci(_pooled_percent, rows, n_resamples=n_resamples, seed=0, vectorized=True)
+    return {"estimate": value, "low": ci["low"], "high": ci["high"], "n_tasks": len(rows), "pooled": True}
 
 
 def _interval(values: list[float], n_resamples: int) -> dict:
@@ -139,6 +187,7 @@ class SystemScores:
     tasks: set[int] = field(default_factory=set)
     items_judged: int = 0
     items_failed: int = 0
+    cards: list[dict] = field(default_factory=list)  # the report cards' metrics, one per task
 
 
 def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], set[int], set[str]]:
@@ -153,7 +202,9 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
         scores.tasks.add(task_id)
         scores.items_judged += judged
         scores.items_failed += failed
-        for key, value in (metrics or {}).items():
+        metrics = metrics or {}
+        scores.cards.append(metrics)
+        for key, value in metrics.items():
             number = _number(value)
             if key in NOT_METRICS or number is None:
                 continue
@@ -233,8 +284,10 @@ def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
         for key in metric_keys:
             by_task = scores.values.get(key) or {}
             if by_task and key != derived_key:
-                cell = _interval(list(by_task.values()), n_resamples)
-                cell["n_tasks"] = len(by_task)
+                cell = _pooled_precision(scores, n_resamples) if key in POOLED_METRICS.get(protocol, ()) else None
+                if cell is None:
+                    cell = _interval(list(by_task.values()), n_resamples)
+                    cell["n_tasks"] = len(by_task)
                 summary[scores.system_id][key] = cell
     derived = _derived(protocol, summary, systems) if derived_key in metric_keys else None
     tests = {}

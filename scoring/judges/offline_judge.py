@@ -69,6 +69,8 @@ Steps and labels:
   matching passages address each criterion (mean of the 3 best similarities),
   mapped linearly from ``rubric_floor`` (0.15) to ``rubric_ceiling`` (0.55) onto the
   scale. A topical proxy for quality, said so in every rationale.
+* ``scisage.section_structure`` (1–5): the structure score above within each section,
+  minus repeated headings (``offline_structure``, its thresholds documented there).
 * ``deepscholar.nuggetize``: up to ``nugget_count`` (20) salient sentences (centrality
   plus a bonus per checkable term, kept in document order), the top
   ``vital_fraction`` (0.5) of them vital.
@@ -95,7 +97,7 @@ import numpy as np
 
 from scoring.embeddings import Embedder, EmbeddingError, embedder_for
 
-from . import lexical
+from . import lexical, offline_structure
 from .base import Judge, JudgeAnswer, JudgeCall
 from .steps import STEPS, StepError, get_step, request_hash, validate_answer, validate_variables
 
@@ -274,6 +276,7 @@ class OfflineJudge(Judge):
     def __init__(self, config, *, embedder: Embedder | None = None) -> None:
         super().__init__(config)
         options = getattr(config, "options", None) or {}
+        self.options = options
         self.thresholds = {key: type(default)(options.get(key, default)) for key, default in DEFAULTS.items()}
         self.embedder = embedder or embedder_for(getattr(config, "embedding_backend", "") or "", config=config)
         self.prompt_version = getattr(config, "prompt_version", "") or "v1"
@@ -576,7 +579,7 @@ class OfflineJudge(Judge):
         per_paragraph = [[s for s in lexical.split_text(p.text) if lexical.tokens(s)] for p in paragraphs]
         sentences = [s for group in per_paragraph for s in group]
         if len(sentences) < 2:
-            return 0.0, "too short to judge"
+            return 0.0, offline_structure.TOO_SHORT
         vectors = self._vectors(sentences)
         adjacent, focus, offset = [], [], 0
         for group in per_paragraph:
@@ -630,6 +633,10 @@ class OfflineJudge(Judge):
 
     def _scisage_quality(self, survey, dimensions):
         return self._criterion_scores(survey, dimensions, 10)
+
+    def _scisage_section_structure(self, survey, dimensions):
+        return offline_structure.section_structure_answer(
+            survey, dimensions, structure_of=self._structure, vectors_of=self._vectors, options=self.options)
 
     def _survey_pairwise(self, topic, survey_a, survey_b):
         results = []

@@ -188,6 +188,11 @@ _ALL = [
         "Score a survey on quality dimensions, 1 to 10 each.",
         obj({"survey": STR, "dimensions": _CRITERIA}), _scored(1, 10), items=("dimensions", "scores"),
     ),
+    _step(  # SciSage §5.1.2 "Section-Level Structure", Table 3's rubric (from AutoSurvey)
+        "scisage.section_structure", "surveyscope",
+        "Score the section-level structure of a survey (coherence, logical flow, transitions), 1 to 5.",
+        obj({"survey": STR, "dimensions": _CRITERIA}), _scored(1, 5), items=("dimensions", "scores"),
+    ),
     _step(
         "survey.pairwise", "surveylens",
         "Decide which of two surveys on the same topic is better overall.",

@@ -7,7 +7,8 @@ S_k = Σ r(c) (eq. 2) and its score is clipped against a saturation threshold
 and overall scores average the group scores with *equal weight per group*
 (eq. 4–6); the paper defines no other weighting, so a per-group ``weight`` is
 rejected.  Precision is N_correct / (N_correct + N_incorrect) over all
-mentioned items (eq. 7).
+mentioned items (eq. 7); for a system over several tasks the paper's counts are
+pooled over all its reports (:func:`system_precision`).
 
 Deviation from the released scorer (kept on purpose, the paper is the spec):
 the released code clips only from above (``min(sum / (clip * total), 1)``),
@@ -24,7 +25,10 @@ import numpy as np
 
 from ._validate import as_numeric, check_choice, check_int, check_real, fail
 
-__all__ = ["group_score", "checklist_scores", "threshold_from_clip_factor", "GROUP_SCORE_VARIANTS"]
+__all__ = [
+    "group_score", "checklist_scores", "threshold_from_clip_factor", "system_precision", "GROUP_SCORE_VARIANTS",
+    "PRECISION_VARIANTS",
+]
 
 _KINDS = ("general", "constraint")
 _GROUP_KEYS = frozenset({"kind", "verdicts", "threshold"})
@@ -65,6 +69,33 @@ def group_score(verdicts: Sequence[int], threshold: float | None = None, variant
     theta = _threshold(threshold, arr.size, "threshold")
     ratio = arr.sum() / theta
     return float(min(ratio, 1.0) if variant == "upstream" else np.clip(ratio, 0.0, 1.0))
+
+
+PRECISION_VARIANTS = ("pooled", "per_report")
+
+
+def system_precision(correct: Sequence[int], incorrect: Sequence[int], variant: str = "pooled") -> float | None:
+    """A system's precision in percent over its reports, from each report's N_correct and N_incorrect.
+
+    ``"pooled"`` (the paper's, §3.4 eq. 7): Σ N_correct / Σ (N_correct + N_incorrect) over
+    every mentioned checklist item of every report — eq. 7 counts items, unlike eq. 4–6, which
+    the paper explicitly averages per group. ``"per_report"``: the mean over reports of each
+    report's own eq. 7, reports with no mentioned item left out (their precision is undefined).
+    ``None`` when no item was mentioned at all.
+    """
+    check_choice(variant, "variant", PRECISION_VARIANTS)
+    right = as_numeric(correct, "correct", allow_empty=False)
+    wrong = as_numeric(incorrect, "incorrect", allow_empty=False)
+    if right.shape != wrong.shape:
+        fail(f"correct and incorrect must have one count per report; got {right.size} and {wrong.size}")
+    if (right < 0).any() or (wrong < 0).any() or (right % 1).any() or (wrong % 1).any():
+        fail("correct and incorrect must be counts (non-negative integers)")
+    mentioned = right + wrong
+    if variant == "pooled":
+        total = mentioned.sum()
+        return float(100.0 * right.sum() / total) if total else None
+    defined = mentioned > 0
+    return float(np.mean(100.0 * right[defined] / mentioned[defined])) if defined.any() else None
 
 
 def threshold_from_clip_factor(n_items: int, clip_factor: float) -> float:

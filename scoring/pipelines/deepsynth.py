@@ -31,7 +31,9 @@ from django.utils import timezone
 
 from benchmark.models import ChecklistGroup, ChecklistItem, ReviewStatus
 from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
-from scoring.metrics import GROUP_SCORE_VARIANTS, checklist_scores, threshold_from_clip_factor
+from scoring.metrics import (
+    GROUP_SCORE_VARIANTS, PRECISION_VARIANTS, checklist_scores, system_precision, threshold_from_clip_factor,
+)
 from scoring.models import Verdict
 
 from .base import BasePipeline, fingerprint, record_answer, split_evenly, variant_option
@@ -277,6 +279,19 @@ class DeepSynthPipeline(BasePipeline):
                 })
         variant = variant_option(config, "group_score", GROUP_SCORE_VARIANTS)
         metrics = checklist_scores(groups, variant=variant)
+        variants = {"group_score": variant, "precision": variant_option(config, "precision", PRECISION_VARIANTS)}
         metrics.update(groups=len(specs), groups_scored=len(groups), items=judged + failed, repeats=config.repeats,
-                       variants={"group_score": variant})
+                       variants=variants)
         return {"metrics": metrics, "items_judged": judged, "items_failed": failed}
+
+    def score_system(self, *, report_scores: Sequence[dict]) -> dict:
+        """The mean of each report metric, except precision: eq. 7 over the system's reports as the
+        run's ``precision`` variant says (by default pooled over all their mentioned items)."""
+        score = super().score_system(report_scores=report_scores)
+        if report_scores:
+            metrics = score["metrics"]
+            variant = (metrics.get("variants") or {}).get("precision", PRECISION_VARIANTS[0])
+            correct = [s["metrics"].get("correct") or 0 for s in report_scores]
+            incorrect = [s["metrics"].get("incorrect") or 0 for s in report_scores]
+            metrics["precision"] = system_precision(correct, incorrect, variant=variant)
+        return score

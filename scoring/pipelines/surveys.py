@@ -25,8 +25,9 @@ SurveyLens job steps
     swapped (target_kind ``human_pairwise``, key ``report_first`` / ``human_first``); the
     verdict's label is the outcome for the report: win, tie or loss.
 
-SurveyScope job steps: ``scisage.quality`` (one call per repeat over the quality dimensions,
-target_kind ``quality_dimension``, score 1–10) and the same ``survey.pairwise`` (its verdicts
+SurveyScope job steps: ``scisage.quality`` (one call per repeat over the 10-point quality
+dimensions, and one ``scisage.section_structure`` call per repeat for the 1–5 section-level
+structure; target_kind ``quality_dimension``) and the same ``survey.pairwise`` (its verdicts
 are shared with SurveyLens: the same question about the same texts is asked once). Reference
 TP/F1 need no judge: they are computed when scoring.
 
@@ -62,13 +63,16 @@ SurveyScope metric keys: ``reference_tp``, ``reference_precision``, ``reference_
 ``reference_f1`` (:func:`reference_prf`: deduplicated sets, identifiers then titles) against
 the task's gold references that are not rejected, else the human survey's own reference list
 (``None`` when there is none), with ``references`` / ``gold_references`` counts;
-``quality_<dimension>`` — the mean of the finished repeats on 1–10 rescaled linearly to
-0–100 as the paper does (× 10: the prompts score 0–10 and 7.758 is reported as 77.58) — and
-``quality_mean``; ``win_rate_vs_human`` and the pairwise counts as above. The dimensions are
-the task's own criteria with ``scale_max`` 10 when it has any, else the paper's three
-(App. A.4–A.6): ``language`` (formality, clarity, no redundancy), ``critical`` (critical
-analysis, original insights, future directions) and ``structure`` (coherent structure,
-thematic coverage, scholarly synthesis).
+``quality_<dimension>`` — the mean of the finished repeats on its scale rescaled linearly to
+0–100 as the paper does, 100 · score / scale (× 10 for 1–10: 7.758 is reported as 77.58; × 20
+for the 1–5 section structure, so 4.25 is 85 and 5 is 100 as in Table 4) — and ``quality_mean``,
+the mean of the defined dimensions (the paper reports no mean); ``win_rate_vs_human`` and the
+pairwise counts as above. The dimensions are the task's own criteria with ``scale_max`` 10 when
+it has any, else the paper's four: on 1–10 (App. A.4–A.6) ``language`` (formality, clarity, no
+redundancy), ``critical`` (critical analysis, original insights, future directions) and
+``structure`` (document-level structure: coherent structure, thematic coverage, scholarly
+synthesis; Table 4's "Document"), and on 1–5 ``section_structure`` (§5.1.2 section-level
+structure, Table 3's rubric; Table 4's "Section").
 
 Configuration (``JudgeConfig.options``, else ``settings.SURVEYLENS_ALIGNMENT``, else the
 defaults): ``surveylens_tau`` — τ per component, default outline 0.7, content 0.7, reference
@@ -120,6 +124,7 @@ ALIGNMENT = "surveylens.alignment"
 RUBRIC = "surveylens.rubric"
 PAIRWISE = "survey.pairwise"
 QUALITY = "scisage.quality"
+SECTION_STRUCTURE = "scisage.section_structure"  # a judge call made within the QUALITY job step
 LENS_STEPS = [ALIGNMENT, RUBRIC, PAIRWISE]
 SCOPE_STEPS = [QUALITY, PAIRWISE]
 
@@ -135,6 +140,7 @@ OUTCOMES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 ORDERS = ("report_first", "human_first")  # report as survey A, then as survey B
 RUBRIC_SCALE = 5
 QUALITY_SCALE = 10
+SECTION_STRUCTURE_SCALE = 5
 HUMAN_NOT_AVAILABLE = "the human survey has no text to compare with"
 
 DEFAULT_TAU = {"outline": 0.7, "content": 0.7, "reference": 0.8}
@@ -314,10 +320,22 @@ class Dimension:
     name: str
     description: str
     criterion_id: int = 0
+    scale: int = QUALITY_SCALE  # the judge scores 1..scale
+    step: str = QUALITY  # the judge call (prompt) that scores it
+
+
+# SciSage §5.1.2 "Section-Level Structure": Table 3's 1–5 rubric (from AutoSurvey), its own prompt.
+SECTION_STRUCTURE_DIMENSION = Dimension(
+    "section_structure", "Section-level structure",
+    "Internal coherence and logical flow of the sections and subsections, and smooth transitions between adjacent "
+    "ones without repeated subsections.",
+    scale=SECTION_STRUCTURE_SCALE, step=SECTION_STRUCTURE,
+)
 
 
 def quality_dimensions(task) -> list[Dimension]:
-    """The task's own 10-point criteria, else the paper's three dimensions."""
+    """The task's own 10-point criteria, else the paper's defaults: the three 10-point dimensions
+    (App. A.4–A.6) and the 1–5 section-level structure (§5.1.2, Table 3)."""
     rows = (RubricCriterion.objects.filter(task=task, scale_max=QUALITY_SCALE)
             .exclude(review_status=ReviewStatus.REJECTED).order_by("position", "id"))
     dimensions, seen = [], set()
@@ -327,7 +345,8 @@ def quality_dimensions(task) -> list[Dimension]:
             key = f"{key}_{criterion.id}"
         seen.add(key)
         dimensions.append(Dimension(key, criterion.name, criterion.description, criterion.id))
-    return dimensions or [Dimension(key, name, text) for key, name, text in DEFAULT_DIMENSIONS]
+    return dimensions or [*(Dimension(key, name, text) for key, name, text in DEFAULT_DIMENSIONS),
+                          SECTION_STRUCTURE_DIMENSION]
 
 
 # --- asking calls that score several targets at once ------------------------------------------------------------
@@ -735,19 +754,21 @@ class SurveyScopePipeline(_SurveyPipeline):
     def _run_quality(self, *, run, report, judge: Judge) -> None:
         dimensions = quality_dimensions(report.task)
         existing = stored_verdicts(run, report, [DIMENSION_KIND])
-        calls = []
+        calls: dict[int, list[ScoredCall]] = {}
         for repeat in range(run.judge_config.repeats):
             todo = [
                 (d, Target(d.key, d.criterion_id, d.key, _quality_hash(report.text, d))) for d in dimensions
                 if not reusable(existing.get((DIMENSION_KIND, d.criterion_id, d.key, repeat)),
                                 _quality_hash(report.text, d), SCORED_LABELS)
             ]
-            if todo:
-                dims = [{"id": d.key, "name": d.name, "description": d.description} for d, _ in todo]
+            for step, scale in dict.fromkeys((d.step, d.scale) for d, _ in todo):  # one call per prompt
+                asked = [(d, t) for d, t in todo if (d.step, d.scale) == (step, scale)]
+                dims = [{"id": d.key, "name": d.name, "description": d.description} for d, _ in asked]
                 variables = {"survey": report.text, "dimensions": dims}
-                calls.append(ScoredCall(JudgeCall(step=QUALITY, variables=variables, repeat=repeat),
-                                        [t for _, t in todo]))
-        ask_scored(judge, calls, run=run, report=report, kind=DIMENSION_KIND, high=QUALITY_SCALE)
+                calls.setdefault(scale, []).append(
+                    ScoredCall(JudgeCall(step=step, variables=variables, repeat=repeat), [t for _, t in asked]))
+        for scale, scored in calls.items():
+            ask_scored(judge, scored, run=run, report=report, kind=DIMENSION_KIND, high=scale)
 
     def score_report(self, *, run, report) -> dict:
         config = run.judge_config
@@ -772,7 +793,7 @@ class SurveyScopePipeline(_SurveyPipeline):
             metrics.update(reference_tp=None, reference_precision=None, reference_recall=None, reference_f1=None,
                            references=len(predicted), gold_references=0)
 
-        # quality dimensions, 1–10 rescaled to 0–100
+        # quality dimensions, each rescaled from its scale (1–10, section structure 1–5) to 0–100
         dimensions = quality_dimensions(report.task)
         by_key = {(d.criterion_id, d.key): d for d in dimensions}
         scores = self._finished_scores(
@@ -785,7 +806,7 @@ class SurveyScopePipeline(_SurveyPipeline):
             found = scores.get((d.criterion_id, d.key))
             if found:
                 judged += 1
-                value = rescale_to_100(sum(found) / len(found), QUALITY_SCALE)
+                value = rescale_to_100(sum(found) / len(found), d.scale)
                 values.append(value)
             else:
                 failed += 1

@@ -55,7 +55,7 @@ def test_one_report_per_protocol_counts_calls_tokens_and_a_rerun_without_request
     # two extractions, a consistency check per cited statement, a factuality check for the uncited one
     assert results["reportbench"]["calls"] == 2 + cited + 1
     assert results["surveylens"]["calls"] == 3 + 2  # a rubric call per component, pairwise in both orders
-    assert results["surveyscope"]["calls"] == 1 + 2  # one quality call, pairwise in both orders
+    assert results["surveyscope"]["calls"] == 2 + 2  # quality, section structure, pairwise in both orders
     assert results["surveylens"]["requests"] > results["surveylens"]["calls"]  # its embeddings
     assert results["surveyscope"]["requests"] == results["surveyscope"]["calls"]
     assert results["deepscholar"]["calls"] > 20

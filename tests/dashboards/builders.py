@@ -23,10 +23,12 @@ from tests.factories import ReportFactory, SystemFactory, TaskFactory
 SYSTEM_NAMES = ("Autosurvey", "Gemini", "SciSage", "SurveyForge", "SurveyX")
 
 
-def deepsynth_run(*, n_tasks: int = 6, systems=None, seed: int = 1, verdicts_per_report: int = 4, name: str = "run A"):
+def deepsynth_run(*, n_tasks: int = 6, systems=None, seed: int = 1, verdicts_per_report: int = 4, name: str = "run A",
+                  precision_variant: str | None = None):
     """A finished DeepSynth run: report-level score cards (checklist_scores-shaped metrics) and verdicts.
 
-    System k's scores grow with k, so the last system is clearly best."""
+    System k's scores grow with k, so the last system is clearly best. ``precision_variant``
+    records the run's ``variants.precision`` on the cards (none recorded by default)."""
     rng = random.Random(seed)
     systems = systems or [SystemFactory(name=n) for n in SYSTEM_NAMES[:3]]
     judge = JudgeConfigFactory(name=f"judge for {name}")
@@ -47,6 +49,8 @@ def deepsynth_run(*, n_tasks: int = 6, systems=None, seed: int = 1, verdicts_per
                        "incorrect": incorrect, "groups": 3, "groups_scored": 3, "items": 12, "repeats": 1}
             if t == 0 and k == 0:
                 metrics["constraint"] = None  # a report without constraint groups
+            if precision_variant:
+                metrics["variants"] = {"group_score": "paper", "precision": precision_variant}
             ScoreCard.objects.create(run=run, system=system, report=report, metrics=metrics, items_judged=12,
                                      items_failed=k % 2)
             for v in range(verdicts_per_report):

@@ -321,3 +321,36 @@ def test_query_count_does_not_grow_with_rows(curator_client, django_assert_max_n
         assert response.status_code == 200
     with django_assert_max_num_queries(len(small.captured_queries) + 4):
         assert curator_client.get(url, {"format": "csv"}).status_code == 200
+
+
+def test_judge_sensitivity_pools_deepsynth_precision_like_the_leaderboard(curator_client):
+    from scoring.models import EvaluationRun
+    from tests.factories import SystemFactory
+
+    judges = [JudgeConfigFactory(name="pooled judge"), JudgeConfigFactory(name="per-report judge")]
+    systems = [SystemFactory(name="Alpha"), SystemFactory(name="Beta")]
+    tasks = [TaskFactory(protocol="deepsynth", key=f"ds-sens-{t}") for t in range(3)]
+    # (N_correct, N_incorrect) per system, task and judge: unequal mentions, so pooling matters
+    counts = {0: [[(1, 3), (30, 2), (5, 5)], [(4, 4), (2, 0), (9, 1)]],
+              1: [[(2, 2), (25, 5), (6, 4)], [(3, 5), (1, 1), (8, 2)]]}
+    reports = {(s, t): ReportFactory(task=task, system=system)
+               for s, system in enumerate(systems) for t, task in enumerate(tasks)}
+    for j, judge in enumerate(judges):
+        run = EvaluationRun.objects.create(name=f"sens {j}", protocol="deepsynth", judge_config=judge,
+                                           status=EvaluationRun.Status.FINISHED)
+        for s, system in enumerate(systems):
+            for t in range(len(tasks)):
+                correct, incorrect = counts[j][s][t]
+                metrics = {"overall": 10.0 * (s + 1), "precision": 100 * correct / (correct + incorrect),
+                           "correct": correct, "incorrect": incorrect, "omitted": 1,
+                           "variants": {"group_score": "paper", "precision": ("pooled", "per_report")[j]}}
+                ScoreCard.objects.create(run=run, system=system, report=reports[(s, t)],
+                                         metrics=metrics, items_judged=correct + incorrect + 1)
+    data = curator_client.get(reverse("dashboards:judge_sensitivity"), {
+        "protocol": "deepsynth", "judge_a": judges[0].pk, "judge_b": judges[1].pk}).context["data"]
+    entry = next(e for e in data["metrics"] if e["key"] == "precision")
+    for row in entry["systems"]:
+        s = [sy.pk for sy in systems].index(row["system_id"])
+        a, b = np.array(counts[0][s], dtype=float), np.array(counts[1][s], dtype=float)
+        assert row["a"] == pytest.approx(100 * a[:, 0].sum() / a.sum())  # judge A's runs: pooled (the paper's)
+        assert row["b"] == pytest.approx(np.mean(100 * b[:, 0] / b.sum(axis=1)))  # judge B's runs: per report

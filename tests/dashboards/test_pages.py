@@ -26,6 +26,11 @@ def vec_mean(a):
     return np.mean(a, axis=-1)
 
 
+def vec_pooled_percent(a):
+    """100 · Σ correct / Σ mentioned over the task axis of (resamples, tasks, 2) count rows."""
+    return 100 * a[..., 0].sum(axis=-1) / a.sum(axis=(-1, -2))
+
+
 def csv_rows(response):
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
@@ -52,13 +57,22 @@ def test_leaderboard_matches_metrics_on_report_cards(curator_client):
     assert [metric["key"] for metric in board["metrics"]] == ["overall", "general", "constraint", "precision"]
     # Expected, from the stored report-level cards (system-level cards, report null, are not used).
     per_system = defaultdict(lambda: defaultdict(dict))
+    mentions = defaultdict(list)
     for card in ScoreCard.objects.filter(run=run, report__isnull=False).select_related("report"):
         for key in ("overall", "general", "constraint", "precision"):
             if card.metrics.get(key) is not None:
                 per_system[card.system_id][key][card.report.task_id] = card.metrics[key]
+        mentions[card.system_id].append((card.metrics["correct"], card.metrics["incorrect"]))
     rows = {row["system_id"]: row for row in board["rows"]}
     for system in systems:
         for cell in rows[system.pk]["cells"]:
+            if cell["metric"] == "precision":  # DeepSynth eq. 7 pooled over the system's mentioned items
+                counts = np.array(mentions[system.pk], dtype=float)
+                expected = m.bootstrap_ci(vec_pooled_percent, counts, n_resamples=1000, seed=0, vectorized=True)
+                assert cell["estimate"] == pytest.approx(100 * counts[:, 0].sum() / counts.sum())
+                assert (cell["low"], cell["high"]) == pytest.approx((expected["low"], expected["high"]))
+                assert cell["n_tasks"] == len(counts) and cell["pooled"]
+                continue
             values = np.array(list(per_system[system.pk][cell["metric"]].values()))
             expected = m.bootstrap_ci(vec_mean, values, n_resamples=1000, seed=0, vectorized=True)
             assert cell["estimate"] == pytest.approx(values.mean())
@@ -95,6 +109,19 @@ def test_leaderboard_matches_metrics_on_report_cards(curator_client):
     html = response.content.decode()
     assert f"{np.mean(list(per_system[best.pk]['overall'].values())):.1f}" in html
     assert "▲" in html and "Human ranking" in html
+
+
+def test_leaderboard_precision_is_the_mean_of_task_values_for_per_report_runs(curator_client):
+    run, systems = deepsynth_run(n_tasks=5, precision_variant="per_report")
+    board = curator_client.get(reverse("dashboards:leaderboard"), {"protocol": "deepsynth"}).context["board"]
+    for row in board["rows"]:
+        cards = ScoreCard.objects.filter(run=run, system_id=row["system_id"], report__isnull=False)
+        values = np.array([card.metrics["precision"] for card in cards])
+        counts = np.array([(card.metrics["correct"], card.metrics["incorrect"]) for card in cards], dtype=float)
+        cell = next(c for c in row["cells"] if c["metric"] == "precision")
+        assert cell["estimate"] == pytest.approx(values.mean())
+        assert cell["estimate"] != pytest.approx(100 * counts[:, 0].sum() / counts.sum())
+        assert "pooled" not in cell
 
 
 def test_leaderboard_without_significant_gap_has_no_mark(curator_client):
@@ -359,4 +386,10 @@ def test_leaderboard_columns_are_the_protocols_headline_metrics_not_its_counts(c
             "win_rate_vs_human", "reference_tp"]
     assert headline_metrics("surveyscope", keys) == [
         "reference_tp", "reference_f1", "quality_mean", "quality_language", "quality_critical", "win_rate_vs_human"]
+    # SciSage Table 4's order of its quality columns (Language, Critical, Section, Document), then the task's own
+    keys = sorted(["quality_structure", "quality_section_structure", "quality_depth", "quality_critical",
+                   "quality_language", "reference_tp"])
+    assert headline_metrics("surveyscope", keys) == [
+        "reference_tp", "quality_language", "quality_critical", "quality_section_structure", "quality_structure",
+        "quality_depth"]
     assert headline_metrics("unknown", ["b", "a"]) == ["b", "a"]  # no headline list: every metric

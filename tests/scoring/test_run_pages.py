@@ -340,7 +340,11 @@ def test_the_finished_run_shows_every_metric_of_its_score_cards(curator_client, 
     assert cells["overall"] == f"{expected_overall:.1f}"
     assert cells["general"] == f"{(scripted['general'] + perfect['general']) / 2:.1f}"
     assert cells["constraint"] == f"{(scripted['constraint'] + perfect['constraint']) / 2:.1f}"
-    assert cells["precision"] == f"{(scripted['precision'] + perfect['precision']) / 2:.1f}"
+    # precision: eq. 7 pooled over both reports' mentioned items (DeepSynth §3.4), not the mean of the two
+    pooled = 100 * (scripted["correct"] + perfect["correct"]) / (
+        scripted["correct"] + scripted["incorrect"] + perfect["correct"] + perfect["incorrect"])
+    assert cells["precision"] == f"{pooled:.1f}" != f"{(scripted['precision'] + perfect['precision']) / 2:.1f}"
+    assert "Precision = <strong>pooled</strong>" in html
     assert cells["reports"] == "2"
     counts = dict(re.findall(r'data-count="(\w+)">(\d+)</td>', row))
     assert counts == {"items_judged": "18", "items_failed": "0"}  # 2 reports × 9 checklist items

@@ -203,15 +203,16 @@ _STEP = re.compile(r"\(task `([a-z_.]+)`\)")
 
 
 def survey_responder(request: Request) -> Reply:
-    """SurveyLens / SciSage steps: bag-of-words embeddings; ``surveylens.rubric`` and ``scisage.quality``
-    score each requested id with ``survey_score``; ``survey.pairwise`` always prefers survey A."""
+    """SurveyLens / SciSage steps: bag-of-words embeddings; ``surveylens.rubric``, ``scisage.quality`` and
+    ``scisage.section_structure`` score each requested id with ``survey_score``; ``survey.pairwise`` always
+    prefers survey A."""
     if request.path.endswith("/embeddings"):
         inputs = request.body.get("input", [])
         return Reply.embeddings([bag_of_words_vector(t) for t in ([inputs] if isinstance(inputs, str) else inputs)])
     step = (_STEP.findall(request.prompt) or [""])[0]
     if step == "survey.pairwise":
         return Reply.json({"winner": "A", "rationale": "loopback prefers the first survey"})
-    high = {"surveylens.rubric": 5, "scisage.quality": 10}.get(step)
+    high = {"surveylens.rubric": 5, "scisage.quality": 10, "scisage.section_structure": 5}.get(step)
     if high is None:
         return Reply.json({})
     ids = [value["id"] for value in prompt_objects(request.last_message, until="<<<SURVEY", keys=("id", "name"))]

@@ -43,6 +43,8 @@ SAMPLES = {
     "deepscholar.organization": {"query": "semantic SLAM", "report_a": REPORT, "report_b": "SLAM. Maps. Robots."},
     "surveylens.rubric": {"component": "content", "survey": REPORT, "criteria": CRITERIA},
     "scisage.quality": {"survey": REPORT, "dimensions": CRITERIA},
+    "scisage.section_structure": {"survey": REPORT, "dimensions": [
+        {"id": "section_structure", "name": "Section-level structure", "description": "Coherence and flow."}]},
     "survey.pairwise": {"topic": "semantic SLAM", "survey_a": REPORT, "survey_b": "Cooking pasta takes ten minutes."},
     "propose.general_question": {"title": "A Survey on Semantic Visual SLAM",
                                  "abstract": "We review semantic visual SLAM: datasets, systems and open problems."},

@@ -11,7 +11,7 @@ CONTRACT = {
     "reportbench.consistency", "reportbench.uncited_statements", "reportbench.factuality",
     "reportbench.reference_titles", "deepscholar.nuggetize", "deepscholar.nugget_support", "deepscholar.relevance",
     "deepscholar.reference_importance", "deepscholar.citation_support", "deepscholar.organization",
-    "surveylens.rubric", "scisage.quality", "survey.pairwise", "propose.general_question", "propose.topic_groups",
+    "surveylens.rubric", "scisage.quality", "scisage.section_structure", "survey.pairwise", "propose.general_question", "propose.topic_groups",
     "propose.constraint_pairs", "propose.reportbench_prompts", "propose.rubric_criteria",
 }
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.metrics import checklist_scores, group_score, threshold_from_clip_factor
+from scoring.metrics import checklist_scores, group_score, system_precision, threshold_from_clip_factor
 
 
 def _verdicts(correct: int, omitted: int, incorrect: int) -> list[int]:
@@ -171,3 +171,48 @@ def test_released_checklists_against_released_scorer_formula(datasets):
         assert out["general"] == pytest.approx(100 * np.mean(reference["general"]))
         assert out["constraint"] == pytest.approx(100 * np.mean(reference["constraint"]))
         assert out["overall"] == pytest.approx(100 * np.mean(reference["general"] + reference["constraint"]))
+
+
+class TestSystemPrecision:
+    """Eq. 7 for a system over several reports: pooled item counts (the paper's), or the mean of report values."""
+
+    def test_released_tasks_pooled_and_per_report_against_numpy(self, datasets):
+        """The released example tasks' checklists, judged with synthetic verdicts whose mention rate
+        differs per task, so that pooling weighs tasks by their mentioned items and averaging does not."""
+        import json
+
+        rng = np.random.default_rng(7)
+        lines = (datasets / "deepsynth-eval" / "example_gen_result.jsonl").read_text(encoding="utf-8").splitlines()
+        counts = []
+        for k, line in enumerate(lines):
+            n_items = sum(len(sub["requirements"]) for group in json.loads(line)["checklist"] for sub in group["sub_groups"])
+            mentioned = 0.1 + 0.25 * k
+            verdicts = rng.choice([1, 0, -1], size=n_items, p=[mentioned * (0.9 - 0.2 * k), 1 - mentioned,
+                                                               mentioned * (0.1 + 0.2 * k)])
+            counts.append(((verdicts == 1).sum(), (verdicts == -1).sum()))
+            out = checklist_scores([{"kind": "general", "verdicts": verdicts.tolist()}])
+            assert (out["correct"], out["incorrect"]) == counts[-1]
+        counts = np.array(counts, dtype=float)
+        correct, incorrect = counts[:, 0], counts[:, 1]
+        pooled = system_precision(correct.astype(int).tolist(), incorrect.astype(int).tolist())
+        assert pooled == pytest.approx(100 * correct.sum() / (correct.sum() + incorrect.sum()))
+        per_report = system_precision(correct, incorrect, variant="per_report")
+        assert per_report == pytest.approx(np.mean(100 * correct / (correct + incorrect)))
+        assert abs(pooled - per_report) > 1  # the two readings differ on these tasks
+
+    def test_reports_without_a_mention(self):
+        assert system_precision([0, 3], [0, 1], variant="per_report") == pytest.approx(75.0)
+        assert system_precision([0, 3], [0, 1]) == pytest.approx(75.0)
+        assert system_precision([0, 0], [0, 0]) is None
+        assert system_precision([0], [0], variant="per_report") is None
+
+    @pytest.mark.parametrize("correct, incorrect, variant, message", [
+        ([1, 2], [1], "pooled", "one count per report"),
+        ([1.5], [1], "pooled", "must be counts"),
+        ([-1], [1], "pooled", "must be counts"),
+        ([1], [1], "mean", "variant"),
+        ([], [], "pooled", "correct"),
+    ])
+    def test_invalid_input_raises(self, correct, incorrect, variant, message):
+        with pytest.raises(ValueError, match=message):
+            system_precision(correct, incorrect, variant=variant)

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from scoring.judges.base import JudgeAnswer
@@ -245,10 +246,49 @@ def test_the_upstream_group_score_is_chosen_per_run_and_recorded(scripted):
     run = make_run(config)
     pipeline.run_step(run=run, report=report, step=STEP, judge=ScriptedJudge(config, labels=labels))
     m = pipeline.score_report(run=run, report=report)["metrics"]
-    assert m["variants"] == {"group_score": "upstream"}
+    assert m["variants"] == {"group_score": "upstream", "precision": "pooled"}
     assert m["general"] == pytest.approx(100 * -3 / 4)  # no floor at 0, as the released scorer
     assert m["overall"] == pytest.approx((100 * -3 / 4 + 100.0) / 2)
     config.options = {}
     config.save(update_fields=["options"])
     paper = pipeline.score_report(run=run, report=report)["metrics"]
-    assert paper["variants"] == {"group_score": "paper"} and paper["general"] == 0.0
+    assert paper["variants"] == {"group_score": "paper", "precision": "pooled"} and paper["general"] == 0.0
+
+
+def _report_score(correct: int, incorrect: int, precision_variant: str) -> dict:
+    precision = 100 * correct / (correct + incorrect) if correct + incorrect else None
+    metrics = {"overall": 10.0, "precision": precision, "correct": correct, "omitted": 3, "incorrect": incorrect,
+               "variants": {"group_score": "paper", "precision": precision_variant}}
+    return {"metrics": metrics, "items_judged": correct + incorrect + 3, "items_failed": 0}
+
+
+# (N_correct, N_incorrect) per report: very unequal numbers of mentioned items, and one report that
+# mentions nothing (its own eq. 7 is undefined), so pooled and per-report precision differ.
+MENTIONS = [(1, 3), (40, 2), (0, 0), (9, 9)]
+
+
+@pytest.mark.django_db
+def test_system_precision_is_pooled_over_reports_by_default_and_per_report_by_name():
+    counts = np.array(MENTIONS, dtype=float)
+    pooled = pipeline.score_system(report_scores=[_report_score(c, i, "pooled") for c, i in MENTIONS])["metrics"]
+    assert pooled["precision"] == pytest.approx(100 * counts[:, 0].sum() / counts.sum())  # 50/64
+    assert pooled["variants"]["precision"] == "pooled"
+    mentioned = counts.sum(axis=1) > 0
+    per_report = pipeline.score_system(
+        report_scores=[_report_score(c, i, "per_report") for c, i in MENTIONS])["metrics"]
+    assert per_report["precision"] == pytest.approx(np.mean(100 * counts[mentioned, 0] / counts[mentioned].sum(axis=1)))
+
+
+@pytest.mark.django_db
+def test_the_precision_variant_is_chosen_per_run_and_recorded(scripted):
+    checklist, report, labels = scripted
+    config = judge_config(options={"variants": {"precision": "per_report"}})
+    run = make_run(config)
+    pipeline.run_step(run=run, report=report, step=STEP, judge=ScriptedJudge(config, labels=labels))
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["variants"] == {"group_score": "paper", "precision": "per_report"}
+    assert m["precision"] == pytest.approx(100 * 6 / 7)  # one report: eq. 7 either way
+    config.options = {"variants": {"precision": "report_mean"}}
+    config.save(update_fields=["options"])
+    with pytest.raises(ValueError, match="variants.precision must be one of pooled, per_report"):
+        pipeline.score_report(run=run, report=report)

@@ -444,8 +444,12 @@ def test_surveyscope_references_quality_and_pairwise(case, fake_openai):
     assert scope.steps_for(report) == SCOPE_STEPS
 
     run_all(scope, run, report, judge_for(config))
-    assert len(fake_openai.chat_requests()) == 1 + 2
+    assert len(fake_openai.chat_requests()) == 2 + 2  # the 10-point dimensions, section structure, pairwise twice
     assert not [r for r in fake_openai.requests if r.path.endswith("/embeddings")]
+    structure_prompt = next(r.last_message for r in fake_openai.chat_requests()
+                            if "scisage.section_structure" in r.prompt)
+    assert "1 = The survey lacks logic" in structure_prompt and '"id": "section_structure"' in structure_prompt
+    assert '"id": "language"' not in structure_prompt
     score = scope.score_report(run=run, report=report)
     m = score["metrics"]
 
@@ -456,12 +460,15 @@ def test_surveyscope_references_quality_and_pairwise(case, fake_openai):
         prf["tp"], prf["precision"], prf["recall"])
     assert m["reference_f1"] == pytest.approx(prf["f1"]) and (m["references"], m["gold_references"]) == (2, 2)
 
-    # the paper's three dimensions
-    values = {key: 10.0 * survey_score(key, 10) for key in ("language", "critical", "structure")}
+    # the paper's dimensions: three on 1–10 (× 10 to 0–100), the section-level structure on 1–5 (× 20)
+    values = {key: 100.0 * survey_score(key, 10) / 10 for key in ("language", "critical", "structure")}
+    values["section_structure"] = 100.0 * survey_score("section_structure", 5) / 5
     assert {k: m[f"quality_{k}"] for k in values} == pytest.approx(values)
     assert m["quality_mean"] == pytest.approx(np.mean(list(values.values())))
     assert m["win_rate_vs_human"] == 0.5
-    assert (score["items_judged"], score["items_failed"]) == (3 + 2, 0)
+    assert (score["items_judged"], score["items_failed"]) == (4 + 2, 0)
+    structure = Verdict.objects.get(report=report, target_key="section_structure")
+    assert (structure.step, structure.score) == ("scisage.section_structure", survey_score("section_structure", 5))
 
     # the pairwise verdicts are the same question as SurveyLens': a SurveyLens run asks none again
     before = len(fake_openai.chat_requests())

@@ -132,13 +132,17 @@ def test_surveyscope_offline_full_score_card(luciferase):
     judge = CountingJudge(config)
     run = run_create(protocol="surveyscope", judge_config=config, systems=systems, tasks=[task])
     execute(run, judge)
-    assert judge.calls == 2 * (1 + 2)
+    assert judge.calls == 2 * (2 + 2)  # per report: 10-point dimensions, section structure, pairwise twice
 
     for card in ScoreCard.objects.filter(run=run, report__isnull=False):
         m = card.metrics
-        assert (card.items_judged, card.items_failed) == (3 + 2, 0)
+        assert (card.items_judged, card.items_failed) == (4 + 2, 0)
         values = [m[f"quality_{k}"] for k in ("language", "critical", "structure")]
         assert all(10.0 <= v <= 100.0 and v % 10 == 0 for v in values)  # 1–10 rescaled × 10
-        assert m["quality_mean"] == pytest.approx(np.mean(values))
+        section = m["quality_section_structure"]
+        assert 20.0 <= section <= 100.0 and section % 20 == 0  # 1–5 rescaled × 20
+        verdict = Verdict.objects.get(report=card.report, target_key="section_structure")
+        assert verdict.score * 20 == section and "heuristic" in verdict.rationale
+        assert m["quality_mean"] == pytest.approx(np.mean(values + [section]))
         assert m["reference_f1"] is None and m["gold_references"] == 0 and m["references"] > 0
         assert m["win_rate_vs_human"] in (0.0, 0.25, 0.5, 0.75, 1.0)
