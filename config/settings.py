@@ -125,6 +125,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# Curators edit the admin pages of curation (the system alias table) by their role.
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "annotation.auth_backends.CuratorAdminBackend"]
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
