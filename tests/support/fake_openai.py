@@ -438,6 +438,15 @@ class FakeOpenAI:
             faulty = self.fault_rate > 0 and self._rng.random() < self.fault_rate
             faulty = faulty or (self.fail_every > 0 and len(self.requests) % self.fail_every == 0)
             scripted = self._queue.popleft() if self._queue else None
+        settled = False
+
+        def settle() -> None:
+            nonlocal settled
+            if not settled:
+                settled = True
+                with self._lock:
+                    self._in_flight -= 1
+
         try:
             if handler.path not in ("/v1/chat/completions", "/v1/embeddings"):
                 reply = Reply(status=404, body={"error": {"message": f"no route {handler.path}"}})
@@ -455,6 +464,9 @@ class FakeOpenAI:
                 self._stopping.wait(self.latency)
             if reply.hang:
                 self._stopping.wait(reply.hang)
+            # The request stops counting before the client can see its answer: otherwise a client
+            # that frees its slot and sends the next request would be counted twice for a moment.
+            settle()
             if reply.status == 0:  # a dropped connection: no status line, no body
                 handler.close_connection = True
                 handler.connection.shutdown(socket.SHUT_RDWR)
@@ -463,8 +475,7 @@ class FakeOpenAI:
         except OSError:
             pass  # the client gave up (a timeout test), or we dropped the connection: nothing to answer
         finally:
-            with self._lock:
-                self._in_flight -= 1
+            settle()
 
     def _fault(self, kind: str) -> Reply:
         if kind == "429":
