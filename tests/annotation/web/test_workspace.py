@@ -357,6 +357,23 @@ def test_a_judged_statement_is_shown_with_the_sentence_and_the_source_it_cites(a
     assert 'href="#ref-report-0">[1] RadarScenes.</a>' in html
 
 
+def test_a_citation_verdict_shows_its_sentence_and_source_and_its_steps_labels_only(as_user, owner, alice):
+    from tests.annotation_factories import deepscholar_agreement_project
+
+    project = deepscholar_agreement_project(owner, [alice])
+    client = as_user(alice)
+    html = body(client.get(url("workspace", project)))
+    item = claim_of(alice, project).item
+    assert item.target_kind == "verdict"
+    assert "What the judge was shown for this verdict" in html and "judge-verdict" not in html
+    assert '<h3 class="ws-judged-label">Sentence of the report</h3>' in html
+    assert re.search(r'<h3 class="ws-judged-label">(Cited source: .+|Source: the query .+)</h3>', html)
+    offered = set(re.findall(r'name="label" value="([a-z_0-9]+)"', html))
+    assert offered == {"support", "not_support"}, offered
+    response = client.post(url("label", project, item), {"client_token": form_token(html), "label": "win"})
+    assert response.status_code == 422 and not Label.objects.exists()
+
+
 def test_outline_comparisons_show_both_outlines(as_user, owner, alice):
     project = pairwise_project(owner, [alice], n_systems=2, overlap=1, component="outline")
     ReportFactory._meta.model.objects.filter(task__in=project.tasks.all()).update(
