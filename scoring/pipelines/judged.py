@@ -244,6 +244,7 @@ _ROWS = {
     deepsynth.TARGET_KIND: ChecklistItem.objects.select_related("group__constraint_question"),
     reportbench.CITED_KIND: Statement.objects.all(),
     reportbench.UNCITED_KIND: Statement.objects.all(),
+    "statement": Statement.objects.all(),  # verdicts on a statement from outside the ReportBench pipeline
     deepscholar.NUGGET_KIND: Nugget.objects.all(),
     deepscholar.IMPORTANCE_KIND: GoldReference.objects.select_related("bib_entry"),
     surveys.CRITERION_KIND: RubricCriterion.objects.all(),
@@ -280,5 +281,6 @@ def _judged_row(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInpu
     text = (getattr(row, "text", "") or str(row)) if row is not None else verdict.target_key
     if not text:
         return JudgedInput(verdict.step, (_report(),))
-    return JudgedInput(verdict.step, (_report(), Part("target", verdict.target_kind.replace("_", " ").capitalize(),
+    name = "statement" if isinstance(row, Statement) else "target"
+    return JudgedInput(verdict.step, (_report(), Part(name, verdict.target_kind.replace("_", " ").capitalize(),
                                                       text)))
