@@ -48,6 +48,41 @@ def test_workspace_page_claims_an_item_and_shows_the_proposal_with_its_survey(as
     assert 'id="ws-help"' in html  # the ? overlay
 
 
+def test_the_source_survey_panel_shows_its_abstract_outline_and_the_items_section(as_user, owner, alice):
+    from tests.annotation_factories import verify_project
+    from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, SurveyFactory, TaskFactory
+
+    survey = SurveyFactory(
+        arxiv_id="2307.01234", abstract="We survey radar data representations for autonomous driving.",
+        outline=[[1, "Introduction"], [1, "Point clouds"]],
+        content=[{"heading": "Introduction", "level": 1, "text": "Radar is robust in fog."},
+                 {"heading": "Point clouds", "level": 1, "text": "Radar point clouds are sparse and noisy."}],
+    )
+    task = TaskFactory(survey=survey)
+    group = ChecklistGroupFactory(task=task, name="Representations", review_status="accepted")
+    ChecklistItemFactory(group=group, text="Explains why radar point clouds are sparse.")
+    project = verify_project(owner, [alice], tasks=[task])
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert "arXiv 2307.01234" in html
+    assert re.search(r'data-testid="survey-abstract"><summary>Abstract</summary><p>We survey radar data', html)
+    assert re.search(r'data-testid="survey-section" open><summary>Point clouds</summary><div class="md"><p>Radar '
+                     r'point clouds are sparse and noisy.</p>', html)
+    assert '<li class="lvl1 hit">Point clouds</li>' in html and '<li class="lvl1">Introduction</li>' in html
+    assert 'data-testid="survey-no-text"' not in html
+
+
+def test_a_survey_without_stored_text_says_so(as_user, owner, alice):
+    from tests.annotation_factories import verify_project
+    from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, SurveyFactory, TaskFactory
+
+    task = TaskFactory(survey=SurveyFactory(arxiv_id="2401.00001", abstract="", outline=[], content=[]))
+    ChecklistItemFactory(group=ChecklistGroupFactory(task=task, review_status="accepted"))
+    project = verify_project(owner, [alice], tasks=[task])
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert "arXiv 2401.00001" in html and 'data-testid="survey-no-text"' in html
+    assert 'data-testid="survey-abstract"' not in html
+
+
 def test_htmx_requests_get_the_panel_only_and_keep_the_held_claim(as_user, verify, alice):
     client = as_user(alice)
     first = client.get(url("workspace", verify))
