@@ -204,7 +204,8 @@ class AgreementForm(LabelForm):
 
     def __init__(self, *args, project: dict, target: dict, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["label"].choices = _choices(project["label_set"].get("label", ()))
+        # The item's own step's labels (``agreement_labels``), not every step's of the project.
+        self.fields["label"].choices = _choices(target.get("labels") or project["label_set"].get("label", ()))
 
     def label_options(self) -> list[dict]:
         return self.options("label")

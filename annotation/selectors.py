@@ -24,9 +24,11 @@ from benchmark.models import (
     TaskPrompt,
 )
 from benchmark.services.history import snapshot
-from scoring.models import Statement, Verdict
+from scoring.models import Verdict
+from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
 
 from . import rawsql
+from .services.values import agreement_labels
 from .models import (
     VERIFY_TARGETS,
     AnnotationItem,
@@ -203,8 +205,9 @@ def _report_brief(report, *, blind: bool) -> dict:
     return {"report_id": report.pk, "system": None if blind else str(report.system)}
 
 
-def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False) -> dict:
-    """A compact, JSON-ready description of an item's target for lists and the workspace."""
+def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False, label_set: dict | None = None) -> dict:
+    """A compact, JSON-ready description of an item's target for lists and the workspace.
+    ``label_set``: the project's, of which a verdict's item offers its step's labels."""
     if target is None:
         return {"kind": item.target_kind, "id": item.target_id, "missing": True}
     if item.target_kind == TargetKind.REPORT_PAIR:
@@ -217,6 +220,7 @@ def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False) -> d
         return {
             "kind": item.target_kind, "id": target.pk, "report_id": target.report_id, "step": target.step,
             "judged_kind": target.target_kind, "judged_id": target.target_id, "judged_key": target.target_key,
+            "labels": agreement_labels(label_set=label_set or {}, step=target.step),
         }
     return {
         "kind": item.target_kind, "id": target.pk, "text": str(target), "version": target.version,
@@ -231,25 +235,14 @@ def _judge_view(verdict: Verdict) -> dict:
     }
 
 
-def judged_texts(verdicts: list[Verdict]) -> dict[int, str]:
-    """verdict id → what the judge looked at (a checklist item, a nugget, a statement ...), in
-    words: one query per judged kind whatever the number of verdicts. Kinds without rows of
-    their own (a section, the whole report) read as the verdict's ``target_key``."""
-    wanted: dict[str, set[int]] = defaultdict(set)
-    for verdict in verdicts:
-        if verdict.target_kind == "statement" or verdict.target_kind in VERIFY_TARGETS:
-            wanted[verdict.target_kind].add(verdict.target_id)
-    found: dict[tuple[str, int], str] = {}
-    for kind, ids in wanted.items():
-        if kind == "statement":
-            texts = dict(Statement.objects.filter(pk__in=ids).values_list("pk", "text"))
-        else:
-            texts = {pk: str(obj) for pk, obj in _proposables(kind).in_bulk(list(ids)).items()}
-        found.update({(kind, pk): text for pk, text in texts.items()})
+def judged_inputs(verdicts: list[Verdict]) -> dict[int, dict]:
+    """verdict id → what its judge was shown (``scoring.pipelines.judged``): ``judged_text`` in
+    words and ``judged_input``, its parts (the whole report is marked, not copied). A bounded
+    number of queries: one per judged kind, and a few per report for the steps that read its
+    citations. It holds the question, never the verdict: blind mode shows it before labelling."""
     return {
-        verdict.pk: found.get((verdict.target_kind, verdict.target_id), "") if verdict.target_kind in wanted
-        else verdict.target_key
-        for verdict in verdicts
+        pk: {"judged_text": judged.text, "judged_input": judged.as_dict()}
+        for pk, judged in scoring_judged_inputs(verdicts).items()
     }
 
 
@@ -348,7 +341,8 @@ def label_form_context(*, item: AnnotationItem, project: AnnotationProject, targ
     target as an unrevealed labeller sees it — a submission is checked against this before
     ``label_submit`` takes the item's lock, without reading labels or claims. ``target``: the
     item's target row (``item_target``), which the caller passes on to ``label_submit``."""
-    return {"project": _project_view(project), "target": target_brief(item, target, blind=project.blind)}
+    return {"project": _project_view(project),
+            "target": target_brief(item, target, blind=project.blind, label_set=project.label_set)}
 
 
 def item_context_for(
@@ -403,7 +397,7 @@ def item_context_for(
             "labels_done": item.labels_done, "target_kind": item.target_kind, "target_id": item.target_id,
             "task_id": item.task_id, "conflict": item.conflict if revealed else "",
         },
-        "target": target_brief(item, target, blind=not revealed),
+        "target": target_brief(item, target, blind=not revealed, label_set=project.label_set),
         "own_label": label_view(own) if own else None,
         "claim": _claim_view(item=item, user=user) if claim is None else _claim_dict(claim),
         "revealed": revealed,
@@ -419,7 +413,8 @@ def item_context_for(
             outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]
             context["target"][side].update(text=report.text, outline=outline)
     if target is not None and item.target_kind == TargetKind.VERDICT:
-        context["target"]["judged_text"] = judged_texts([target])[target.pk]
+        context["target"].update(judged_inputs([target])[target.pk])
+        context["item"]["labels"] = context["target"]["labels"]
         context["target"]["report_text"] = target.report.text
         if revealed:
             context["judge"] = _judge_view(target)
@@ -442,16 +437,17 @@ def adjudication_queue(*, project: AnnotationProject, limit: int = 200) -> list[
     verdicts = [
         targets[item.pk] for item in items if item.target_kind == TargetKind.VERDICT and targets[item.pk] is not None
     ]
-    judged = judged_texts(verdicts)
+    judged = judged_inputs(verdicts)
     rows = []
     for item in items:
         target = targets[item.pk]
         row = {
             "item_id": item.pk, "position": item.position, "task_id": item.task_id, "conflict": item.conflict,
-            "target": target_brief(item, target), "labels": [label_view(label) for label in item.labels.all()],
+            "target": target_brief(item, target, label_set=project.label_set),
+            "labels": [label_view(label) for label in item.labels.all()],
         }
         if item.target_kind == TargetKind.VERDICT and target is not None:
-            row["target"]["judged_text"] = judged[target.pk]
+            row["target"].update(judged[target.pk])
             row["judge"] = _judge_view(target)
         rows.append(row)
     return rows

@@ -133,7 +133,10 @@ class FailedLoginThrottle(BaseThrottle):
 
 
 class ThrottledObtainAuthToken(ObtainAuthToken):
-    """DRF's token endpoint, counting failed credentials and refusing locked-out clients."""
+    """Exchange a username and password for an API token (``Authorization: Token <key>``).
+    Repeated wrong credentials lock the client out for a while (429)."""
+
+    # DRF's token endpoint, counting failed credentials and refusing locked-out clients.
 
     throttle_classes = (FailedLoginThrottle,)
     parser_classes = (BoundedJSONParser, FormParser, MultiPartParser)  # DRF's view names the unbounded one

@@ -42,11 +42,11 @@ class RunCreateForm(forms.Form):
         error_messages={"invalid_choice": "this task set has no task of the chosen protocol"},
     )
     tasks = TaskChoiceField(
-        queryset=Task.objects.none(), required=False, widget=forms.SelectMultiple(attrs={"size": 10}),
+        queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
         error_messages={"invalid_choice": "task %(value)s is not a task of the chosen protocol"},
     )
     systems = forms.ModelMultipleChoiceField(
-        queryset=System.objects.none(), widget=forms.SelectMultiple(attrs={"size": 6}),
+        queryset=System.objects.none(), widget=forms.CheckboxSelectMultiple,
         error_messages={
             "required": "choose at least one system to evaluate",
             "invalid_choice": "system %(value)s has no report on a task of the chosen protocol",

@@ -140,3 +140,17 @@ def agreement_project(owner, users, *, labels=("correct", "omitted", "correct"),
     project = project_create(name=name, kind="agreement", created_by=owner, tasks=[task], judge_config=judge, **options)
     members_add(project, owner, users)
     return project
+
+
+def deepscholar_agreement_project(owner, users, *, name: str = "judged", **options):
+    """A blind agreement project over real DeepScholar verdicts: the hand-built case of
+    ``tests.scoring.pipelines.test_deepscholar`` run with its scripted judge, every step."""
+    from tests.scoring.pipelines import test_deepscholar as ds
+
+    task, report = ds.make_case()
+    config = JudgeConfigFactory()
+    ds.run_all(ds.make_run(config), report, ds.StepJudge(config))
+    project = project_create(name=name, kind="agreement", created_by=owner, tasks=[task], judge_config=config,
+                             **options)
+    members_add(project, owner, users)
+    return project

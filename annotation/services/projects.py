@@ -29,7 +29,7 @@ from ..selectors import is_global_curator, project_role
 from .audit import audit_record
 from .review import labels_disagree
 from .schedule import double_round_robin
-from .values import dimensions_clean, label_level_clean, label_set_clean, value_clean
+from .values import dimensions_clean, label_level_clean, label_set_clean, step_label_union, value_clean
 
 Kind = AnnotationProject.Kind
 DEFAULT_OVERLAP = {Kind.VERIFY: 2, Kind.PAIRWISE: 1, Kind.AGREEMENT: 1}
@@ -163,7 +163,7 @@ def _project_new(
     project.systems.set(list(systems))
     judge_labels = []
     if kind == Kind.AGREEMENT:
-        judge_labels = list(_verdicts(project, list(task_ids)).values_list("label", flat=True).distinct())
+        judge_labels = step_label_union(_verdicts(project, list(task_ids)).values_list("step", "label").distinct())
     project.label_set = label_set_clean(kind=kind, label_set=label_set, judge_labels=judge_labels)
     project.label_level = label_level_clean(kind=kind, level=project.label_level, label_set=project.label_set)
     project.save(update_fields=["label_set", "label_level"])
@@ -200,8 +200,10 @@ def project_create(
     pairwise: a double round-robin over each task's reports (of ``systems``, default all)
     with swapped positions in the second leg. agreement: ``judge_config``'s first-repeat
     verdicts on the tasks' reports (of ``steps``, default all); the label set defaults to
-    the labels those verdicts use, measured at ``label_level`` (nominal by default; ordinal in
-    the label set's order, interval for numeric labels: what Krippendorff's α uses). Tasks are ``tasks`` plus the tasks of ``task_set``.
+    every label of those verdicts' steps (``step_label_union``), measured at ``label_level``
+    (nominal by default; ordinal in the label set's order, interval for numeric labels: what
+    Krippendorff's α uses); each item offers its own step's labels (``agreement_labels``).
+    Tasks are ``tasks`` plus the tasks of ``task_set``.
     Only global curators create projects.
     """
     if not is_global_curator(created_by):
@@ -241,7 +243,7 @@ def project_from_verdicts(
     """An agreement project whose items are exactly these verdicts, in this order (the dashboards'
     "where should humans look next"). Its judge configuration is the one most of them come from
     (items may show other configurations' verdicts: agreement is computed per verdict); its
-    label set is every label the judges gave on those steps. ``project_populate`` would later add
+    label set is every label of those steps (``step_label_union``). ``project_populate`` would later add
     that configuration's other verdicts on the same tasks and steps."""
     if not is_global_curator(curator):
         raise PermissionError("only curators create annotation projects")
@@ -263,7 +265,8 @@ def project_from_verdicts(
         per_config[config_id] += 1
     config_id = min(per_config, key=lambda c: (-per_config[c], c))
     steps = sorted({row[2] for row in found.values()})
-    labels = sorted(set(Verdict.objects.filter(step__in=steps).exclude(label="").values_list("label", flat=True)))
+    used = Verdict.objects.filter(step__in=steps).exclude(label="").values_list("step", "label").distinct()
+    labels = sorted(step_label_union(used))
     project = _project_new(
         name=name, kind=Kind.AGREEMENT, created_by=curator, task_ids={row[4] for row in found.values()},
         label_set={"label": labels}, description=description, judge_config_id=config_id, steps=steps,

@@ -9,12 +9,13 @@ agreement {label, judge_correct, correction, note}              (label from the 
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from benchmark.models import ReviewStatus
+from scoring.pipelines.judged import step_labels
 
 from ..models import AnnotationProject, ReportPair
 
@@ -198,12 +199,29 @@ def _pairwise(project: AnnotationProject, value: Any, pair: ReportPair) -> dict:
     }
 
 
+def step_label_union(used: Iterable[tuple[str, str]]) -> set[str]:
+    """An agreement project's default labels from the (step, label) pairs of its verdicts: every
+    label those steps can give (``step_labels``: a tie the judge never gave is still a choice),
+    plus any label the verdicts use that their step's catalogue does not list."""
+    used = list(used)
+    return {label for _, label in used if label} | {label for step, _ in used for label in step_labels(step)}
+
+
+def agreement_labels(*, label_set: dict, step: str) -> list[str]:
+    """The labels an agreement item on a verdict of ``step`` offers: the step's own labels
+    (``step_labels``) that the project's label set allows, in the step's order; the project's
+    whole set for steps that score rather than label (or whose labels the project left out)."""
+    allowed = list(label_set.get("label", ()))
+    return [label for label in step_labels(step) if label in allowed] or allowed
+
+
 def _agreement(project: AnnotationProject, value: Any, verdict) -> dict:
     value = _only(value, {"label", "judge_correct", "correction", "note"})
     judge_correct = value.get("judge_correct")
     if judge_correct is not None and not isinstance(judge_correct, bool):
         raise ValueError("value.judge_correct: expected true or false")
-    label = _choice(value, "label", project.label_set.get("label"), required=judge_correct is not True)
+    labels = agreement_labels(label_set=project.label_set, step=verdict.step)
+    label = _choice(value, "label", labels, required=judge_correct is not True)
     label = label or verdict.label
     agrees = label == verdict.label
     if judge_correct is not None and judge_correct != agrees:

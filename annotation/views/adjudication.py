@@ -48,8 +48,12 @@ def _row_view(project: AnnotationProject, row: dict, data=None) -> dict:
     sides = display.sides_of(kind, row["target"])
     labels = [{**label, "summary": display.value_summary(kind, label["value"], sides=sides)} for label in row["labels"]]
     initial = {"expected_version": row["target"].get("version")} if row["conflict"] else {}
+    # An agreement item's gold label is one of its own step's labels (``target["labels"]``).
+    label_set = project.label_set
+    if row["target"].get("labels"):
+        label_set = {**label_set, "label": row["target"]["labels"]}
     form = AdjudicationForm(
-        data, prefix=f"item-{row['item_id']}", initial=initial, kind=kind, label_set=project.label_set,
+        data, prefix=f"item-{row['item_id']}", initial=initial, kind=kind, label_set=label_set,
         candidates=_candidates(kind, row), target=row["target"],
     )
     kind_label = TargetKind(row["target"]["kind"]).label if row["target"].get("kind") in TargetKind.values else ""

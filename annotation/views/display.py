@@ -249,15 +249,16 @@ def kind_view(context: dict, *, task=None) -> dict:
             for side, name in sides
         ]}
     report = report_view(target["report_text"], anchor="ref-report")
-    statement = None
-    if target["judged_kind"] == "statement":
-        statement = statement_in_report(report, target["judged_text"])
+    parts = (target.get("judged_input") or {}).get("parts", [])
+    # Where a judged statement sits in the report, with what it cites (its sentence, found by text).
+    said = next((part["text"] for part in parts if part["name"] == "statement"), "")
+    statement = statement_in_report(report, said) if said else None
     judge = context["judge"]  # None until item_context_for reveals it
     rationale = safe_markdown(judge["rationale"]) if judge and judge["rationale"] else ""
     return {
         "report": report, "statement": statement, "rationale": rationale,
         "judged_label": (target["judged_kind"] or "item").replace("_", " ").capitalize(),
-        "judged_text": judged_text(target),
+        "judged_text": judged_text(target), "parts": parts,
     }
 
 

@@ -135,30 +135,32 @@ class RunDetailApi(DetailApi):
     queryset = RunListApi.queryset
 
 
-def _run_action(service):
+def _run_action(service, description: str):
+    # The docs say what the action does for an API user; the service's docstring is for developers.
     class RunActionApi(GenericApi):
         OutputSerializer = RunOutputSerializer
         queryset = EvaluationRun.objects.all()
 
-        @extend_schema(request=None, responses={200: RunOutputSerializer})
+        @extend_schema(request=None, responses={200: RunOutputSerializer}, description=description)
         def post(self, request, pk: int):
             run = service(run=self.get_object())
             run.refresh_from_db()
             return Response(RunOutputSerializer(run).data)
 
-    RunActionApi.post.__doc__ = (service.__doc__ or "").strip().splitlines()[0]
     return RunActionApi
 
 
-class RunStartApi(_run_action(run_start)):
+class RunStartApi(_run_action(run_start, "Start a pending run: its jobs are queued for the workers.")):
     pass
 
 
-class RunCancelApi(_run_action(run_cancel)):
+class RunCancelApi(_run_action(run_cancel, "Cancel the run's pending jobs; jobs already running finish.")):
     pass
 
 
-class RunResumeApi(_run_action(run_resume)):
+class RunResumeApi(_run_action(
+    run_resume, "Queue again the run's unfinished and failed jobs (and reports whose judge calls failed).",
+)):
     pass
 
 

@@ -460,6 +460,12 @@ def report_citations(report) -> ReportCitations:
     )
 
 
+def organization_variables(report, order: str, *, query: str, exemplar: str) -> dict:
+    """The organization question in one order: the report as A (``report_first``) or as B."""
+    a, b = (report.text, exemplar) if order == REPORT_FIRST else (exemplar, report.text)
+    return {"query": query, "report_a": a, "report_b": b}
+
+
 @dataclass(frozen=True)
 class PairQuestion:
     key: str  # "<sentence index>:<document key>" or "<sentence index>:query"
@@ -607,9 +613,9 @@ class DeepScholarPipeline(BasePipeline):
         query = query_text(report.task)
         out = []
         for repeat in range(run.judge_config.repeats):
-            for key, (a, b) in ((REPORT_FIRST, (report.text, exemplar)), (REPORT_SECOND, (exemplar, report.text))):
-                out.append((key, repeat, fingerprint(query, a, b),
-                            {"query": query, "report_a": a, "report_b": b}))
+            for key in (REPORT_FIRST, REPORT_SECOND):
+                variables = organization_variables(report, key, query=query, exemplar=exemplar)
+                out.append((key, repeat, fingerprint(query, variables["report_a"], variables["report_b"]), variables))
         return out
 
     def _organization(self, *, run, report, judge: Judge) -> None:

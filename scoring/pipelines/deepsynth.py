@@ -89,6 +89,11 @@ def checklist_for_scoring(task) -> list[GroupSpec]:
     return [spec for spec in specs if spec.items]
 
 
+def constraint_question(group: ChecklistGroup) -> str:
+    """The group's structural constraint question, as the judge reads it ("" for topic groups)."""
+    return group.constraint_question.text if group.constraint_question_id else ""
+
+
 def parse_group_answer(answer: JudgeAnswer, item_ids: Sequence[int]) -> dict[int, ItemOutcome]:
     """Per requested item id, its verdict or why there is none. The answer must cover every
     requested id exactly once with a known label; ids the call did not ask about are ignored."""
@@ -156,7 +161,7 @@ class DeepSynthPipeline(BasePipeline):
         specs = checklist_for_scoring(report.task)
         report_hash = fingerprint(report.text)
         inputs = {
-            item.id: fingerprint(report_hash, spec.group.name, self._question(spec.group), item.text)
+            item.id: fingerprint(report_hash, spec.group.name, constraint_question(spec.group), item.text)
             for spec in specs
             for item in spec.items
         }
@@ -173,15 +178,11 @@ class DeepSynthPipeline(BasePipeline):
             for group_call, answer in zip(chunk, answers, strict=True):
                 self._store(group_call, answer, run=run, report=report)
 
-    @staticmethod
-    def _question(group: ChecklistGroup) -> str:
-        return group.constraint_question.text if group.constraint_question_id else ""
-
     def _group_call(self, spec: GroupSpec, todo, inputs, repeat: int, report, stored) -> GroupCall:
         variables = {
             "report": report.text,
             "group_name": spec.group.name,
-            "constraint_question": self._question(spec.group),
+            "constraint_question": constraint_question(spec.group),
             "items": [{"id": item.id, "text": item.text} for item in todo],
         }
         return GroupCall(

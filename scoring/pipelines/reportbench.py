@@ -293,7 +293,7 @@ class ReportBenchPipeline(BasePipeline):
         pending, unavailable = [], []
         for statement in statements:
             sources = resolver.sources_for(statement.citations)
-            passage = "\n\n".join(f"{s['title']}\n{s['text']}".strip() for s in sources)
+            passage = cited_passage(sources)
             input_hash = fingerprint(statement.text, passage)
             if reusable(existing.get((CITED_KIND, statement.id, "", 0)), input_hash, CONSISTENCY_LABELS):
                 continue
@@ -439,6 +439,11 @@ def reference_labels(predicted: list[dict], gold: list[dict]) -> list[tuple[str,
     return out
 
 
+def cited_passage(sources: Sequence[dict]) -> str:
+    """What the consistency judge reads for a cited statement: each source's title and text."""
+    return "\n\n".join(f"{s['title']}\n{s['text']}".strip() for s in sources)
+
+
 class SourceResolver:
     """Resolves a cited statement's citations to stored source text: the report's reference list
     (by number, URL, arXiv id, DOI or author-year), then the BibEntry it names (gold references
@@ -446,8 +451,9 @@ class SourceResolver:
     ``Report.sources`` document with the same URL or title for its text; the web only through a
     configured ``SOURCE_FETCHER``."""
 
-    def __init__(self, report) -> None:
+    def __init__(self, report, *, fetch: bool = True) -> None:
         self.report = report
+        self.fetch = fetch  # False: stored data only (a page showing what a run already asked)
         self.references = parsed_references(report)
         self.gold = gold_references(report.task)
         self.sources = [s for s in (report.sources or []) if isinstance(s, dict)]
@@ -504,7 +510,7 @@ class SourceResolver:
         if bib is not None and bib.abstract.strip():
             return {"title": bib.title, "text": bib.abstract.strip(), "from": "bib_entry", "bib_entry": bib.id}
         document = self._document(ref, bib)
-        if document is not None:
+        if document is not None or not self.fetch:
             return document
         fetched = fetched_entry(url=ref.get("url") or (bib.url if bib else ""), title=ref.get("title", ""), entry=bib)
         if fetched is not None:

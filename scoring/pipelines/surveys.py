@@ -249,6 +249,12 @@ def survey_ssr(survey) -> SurveySSR:
     return SurveySSR(outline=outline, sections=sections, references=refs, text=text)
 
 
+def pairwise_variables(report, order: str, *, topic: str, human: SurveySSR) -> dict:
+    """The pairwise question in one order: the report as survey A (``report_first``) or as B."""
+    a, b = (report.text, human.text) if order == "report_first" else (human.text, report.text)
+    return {"topic": topic, "survey_a": a, "survey_b": b}
+
+
 def survey_topic(task) -> str:
     prompt = TaskPrompt.objects.filter(task=task, level=TaskPrompt.Level.GENERAL).exclude(
         review_status=ReviewStatus.REJECTED).values_list("text", flat=True).first()
@@ -467,8 +473,7 @@ class _SurveyPipeline(BasePipeline):
                         error=HUMAN_NOT_AVAILABLE, raw_response={"input_hash": input_hash, "order": order},
                     ))
                     continue
-                a, b = (report.text, human.text) if order == "report_first" else (human.text, report.text)
-                call = JudgeCall(step=PAIRWISE, variables={"topic": topic, "survey_a": a, "survey_b": b},
+                call = JudgeCall(step=PAIRWISE, variables=pairwise_variables(report, order, topic=topic, human=human),
                                  repeat=repeat)
                 pending.append(Pending(call, 0, input_hash, key=order, extra={"order": order}))
             ask_one_each(judge, pending, run=run, report=report, kind=PAIRWISE_KIND, labels=OUTCOMES,

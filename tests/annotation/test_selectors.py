@@ -204,3 +204,75 @@ def test_verify_context_carries_the_task_only_when_asked(owner, alice, django_as
     with django_assert_max_num_queries(0):  # prefetched: the panel reads every sibling proposal for free
         groups = list(context["task"].checklist_groups.all())
         assert sum(len(group.items.all()) for group in groups) == 2 and context["task"].survey.title
+
+
+# --- Agreement items show what the judge saw ------------------------------------------------
+
+
+def _item_of(project, step: str, key_prefix: str = ""):
+    from scoring.models import Verdict
+
+    verdicts = Verdict.objects.filter(step=step, target_key__startswith=key_prefix).values("pk")
+    return project.items.filter(target_id__in=verdicts).order_by("position").first()
+
+
+def test_a_citation_item_shows_its_sentence_and_source_and_only_its_step_labels_blind(owner, alice):
+    from tests.annotation_factories import deepscholar_agreement_project
+
+    project = deepscholar_agreement_project(owner, [alice])
+    assert {"win", "support", "partial_support", "important"} <= set(project.label_set["label"])  # mixed steps
+    item = _item_of(project, "deepscholar.citation_support", "0:arxiv:2101.00001")
+    context = item_context_for(item=item, user=alice)
+    assert context["revealed"] is False and context["judge"] is None
+    assert context["item"]["labels"] == context["target"]["labels"] == ["support", "not_support"]
+    judged = context["target"]["judged_text"]
+    assert judged == (
+        "Sentence of the report:\nWidget transformers improve accuracy on the benchmark by ten points in all settings."
+        "\n\nCited source: Widget Transformers for Accurate Prediction:\nTitle: Widget Transformers for Accurate "
+        "Prediction\nWidget transformers improve accuracy on the benchmark by ten points."
+    )
+    assert "0:arxiv" not in judged
+    parts = context["target"]["judged_input"]["parts"]
+    assert [part["name"] for part in parts] == ["sentence", "source"]
+
+    organization = item_context_for(item=_item_of(project, "deepscholar.organization", "report_first"), user=alice)
+    assert organization["item"]["labels"] == ["win", "tie", "loss"]
+    assert [(p["name"], p["is_report"]) for p in organization["target"]["judged_input"]["parts"]] == [
+        ("query", False), ("report_a", True), ("report_b", False)]
+    nugget = item_context_for(item=_item_of(project, "deepscholar.nugget_support"), user=alice)
+    assert nugget["item"]["labels"] == ["support", "partial_support", "not_support"]
+    assert nugget["target"]["judged_text"] == "Widget transformers improve accuracy"
+
+
+def test_an_item_refuses_another_steps_label(owner, alice):
+    from tests.annotation_factories import deepscholar_agreement_project
+
+    project = deepscholar_agreement_project(owner, [alice])
+    item = _item_of(project, "deepscholar.citation_support", "0:")
+    with pytest.raises(ValueError, match=r"value.label: 'win' is not one of support, not_support"):
+        label_submit(item=item, annotator=alice, value={"label": "win"}, client_token=token())
+    label_submit(item=item, annotator=alice, value={"label": "not_support"}, client_token=token())
+    assert item_context_for(item=item, user=alice)["judge"]["label"] in ("support", "not_support")
+
+
+def test_the_queue_reads_judged_inputs_in_queries_bounded_per_report(owner, django_assert_max_num_queries):
+    from tests.annotation_factories import deepscholar_agreement_project
+
+    users = [annotator(f"u{i}") for i in range(2)]
+    project = deepscholar_agreement_project(owner, users, overlap=2)
+    citation_items = list(project.items.filter(target_id__in=_verdict_ids("deepscholar.citation_support")))
+    for item in citation_items:
+        for user, label in zip(users, ("support", "not_support"), strict=True):
+            label_submit(item=item, annotator=user, value={"label": label}, client_token=token())
+    # items, labels, annotators, verdicts, and the report's parse, task, survey, bibliography
+    with django_assert_max_num_queries(10):
+        rows = adjudication_queue(project=project)
+    assert len(rows) == len(citation_items) > 5
+    assert all(row["target"]["labels"] == ["support", "not_support"] for row in rows)
+    assert all(row["target"]["judged_text"].startswith("Sentence of the report:\n") for row in rows)
+
+
+def _verdict_ids(step: str):
+    from scoring.models import Verdict
+
+    return Verdict.objects.filter(step=step).values("pk")

@@ -63,3 +63,29 @@ def test_list_rule_agrees_with_item_context_for(world):
                 assert candidate.pk not in revealed
                 continue
             assert context["revealed"] == (candidate.pk in revealed), (user, candidate)
+
+
+def test_an_agreement_item_carries_what_the_judge_saw_and_its_labels_before_the_verdict(db):
+    from scoring.models import Verdict
+    from tests.annotation_factories import curator, deepscholar_agreement_project
+
+    owner, alice = curator(), annotator("alice")
+    project = deepscholar_agreement_project(owner, [alice])
+    citation = Verdict.objects.filter(step="deepscholar.citation_support", target_key="0:arxiv:2101.00001").get()
+    item = project.items.get(target_id=citation.pk)
+    client = client_for(alice)
+    context = client.get(reverse("api:item-detail", kwargs={"pk": item.pk})).json()
+    assert context["revealed"] is False and context["judge"] is None
+    assert context["item"]["labels"] == ["support", "not_support"]
+    assert context["target"]["judged_text"].startswith(
+        "Sentence of the report:\nWidget transformers improve accuracy on the benchmark by ten points")
+    assert "Cited source: Widget Transformers for Accurate Prediction:\n" in context["target"]["judged_text"]
+    assert citation.label not in {part["text"] for part in context["target"]["judged_input"]["parts"]}
+
+    wrong = {"item": item.pk, "value": {"label": "win"}, "client_token": str(uuid.uuid4())}
+    response = client.post(reverse("api:label-list"), wrong, format="json")
+    assert response.status_code == 400 and "value.label: 'win' is not one of support, not_support" in str(
+        response.json())
+    right = dict(wrong, value={"label": "not_support"}, client_token=str(uuid.uuid4()))
+    assert client.post(reverse("api:label-list"), right, format="json").status_code == 201
+    assert client.get(reverse("api:item-detail", kwargs={"pk": item.pk})).json()["judge"]["label"] == citation.label

@@ -201,6 +201,27 @@ def test_schema_validates_and_docs_page_uses_vendored_redoc(world):
     assert "cdn" not in page.lower() and "https://" not in page
 
 
+def test_operation_descriptions_are_for_api_users_not_developer_notes(world):
+    import inspect
+
+    from benchmark.api import common
+    from scoring.services import runs
+
+    schema = json.loads(client_for(world.users["viewer"]).get(reverse("api:schema"), {"format": "json"}).content)
+    descriptions = {f"{method.upper()} {path}": op.get("description", "")
+                    for path, ops in schema["paths"].items() for method, op in ops.items()}
+    base_notes = [inspect.getdoc(cls) for _, cls in inspect.getmembers(common, inspect.isclass)
+                  if cls.__module__ == common.__name__ and cls.__doc__]
+    service_notes = [inspect.getdoc(f).splitlines()[0] for f in (runs.run_start, runs.run_cancel, runs.run_resume)]
+    assert len(base_notes) >= 4 and len(descriptions) > 90
+    leaked = {op: text for op, text in descriptions.items()
+              if any(note in text for note in base_notes + service_notes) or "DRF" in text}
+    assert not leaked, leaked
+    assert descriptions["POST /api/runs/{id}/cancel/"] == "Cancel the run's pending jobs; jobs already running finish."
+    assert descriptions["POST /api/auth/token/"].startswith("Exchange a username and password for an API token")
+    assert descriptions["POST /api/projects/"].startswith("Create a project (curators)")  # the view's own
+
+
 def test_the_api_root_lists_every_endpoint_and_the_docs(world):
     body = client_for(world.users["ann_a"]).get("/api/").json()
     assert (body["docs"], body["schema"]) == ("/api/docs/", "/api/schema/")

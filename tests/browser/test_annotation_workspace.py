@@ -320,3 +320,38 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     expect(progress_rows).to_have_count(3)  # the curator (who may label too) and both annotators
     expect(progress_rows.filter(has_text="annotator2")).to_contain_text("3")
     screenshot("progress-curator")
+
+
+def test_agreement_items_show_what_the_judge_saw_with_their_own_labels(page, live_server, login, screenshot):
+    """Real DeepScholar verdicts (the pipeline's hand-built case): a citation-support item shows its
+    sentence and the cited source, offers support / not support only, and hides the verdict until
+    the label is committed; the workspace passes axe's WCAG 2 A/AA rules before and after."""
+    from tests.annotation_factories import curator as make_curator
+    from tests.annotation_factories import deepscholar_agreement_project
+    from tests.support.axe import assert_accessible
+
+    owner = make_curator("curator")
+    annotator = UserFactory(username="annotator1")
+    annotator.set_password(PASSWORD)
+    annotator.save()
+    ProfileFactory(user=annotator, role=Role.ANNOTATOR)
+    project = deepscholar_agreement_project(owner, [annotator])
+    login("annotator1", PASSWORD)
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/annotate/{project.pk}/")
+    item_id = wait_item(page, None)
+    verdict = Verdict.objects.get(pk=AnnotationItem.objects.get(pk=item_id).target_id)
+    assert verdict.step == "deepscholar.citation_support"
+    judged = page.locator(".ws-judged")
+    expect(judged.locator("h3").first).to_have_text("Sentence of the report")
+    expect(judged.locator("h3").nth(1)).to_contain_text("ource")
+    expect(page.locator("input[name=label]")).to_have_count(2)
+    expect(page.locator(".ws-decision").first).to_contain_text("Support")
+    expect(page.locator("[data-testid=judge-verdict]")).to_have_count(0)
+    screenshot("agreement-citation-before")
+    assert_accessible(page, "agreement workspace, citation support, before labelling")
+    press(page, "1" if verdict.label == "support" else "2", "Enter")
+    expect(page.locator("[data-testid=judge-verdict]")).to_be_visible()
+    expect(page.locator(".ws-agree")).to_have_text("You agreed with the judge.")
+    screenshot("agreement-citation-after")
+    assert_accessible(page, "agreement workspace, citation support, revealed")

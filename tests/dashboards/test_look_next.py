@@ -136,7 +136,8 @@ def test_one_click_project_from_the_flagged_targets(judged):
     assert [(i.target_kind, i.target_id) for i in items] == [("verdict", pk) for pk in shown]
     assert {i.task_id for i in items} == set(Verdict.objects.filter(pk__in=shown).values_list("report__task_id", flat=True))
     assert project.steps == sorted({STEP, "reportbench.consistency"})
-    assert set(project.label_set["label"]) == {"correct", "incorrect", "omitted", "consistent"}
+    # every label of both steps, also one no judge gave (a human may still choose it)
+    assert set(project.label_set["label"]) == {"correct", "incorrect", "omitted", "consistent", "inconsistent"}
     [event] = AuditEvent.objects.filter(project=project, action="project.create")
     assert event.actor == boss and event.after["verdicts"] == shown and event.after["items"] == len(shown)
     assert project.memberships.get().user == boss

@@ -273,6 +273,20 @@ def test_judge_agreement_and_inter_annotator_numbers(curator_client):
     assert m.landis_koch(m.cohen_kappa(a, b)) in html
 
 
+def test_agreement_names_steps_in_words(curator_client):
+    from annotation.services.labels import label_submit
+    from tests.annotation_factories import annotator, curator, deepscholar_agreement_project, token
+
+    alice = annotator("alice")
+    project = deepscholar_agreement_project(curator("owner"), [alice])
+    item = project.items.filter(target_id__in=Verdict.objects.filter(
+        step="deepscholar.citation_support").values("pk")).first()
+    label_submit(item=item, annotator=alice, value={"label": "support"}, client_token=token())
+    html = curator_client.get(reverse("dashboards:agreement")).content.decode()
+    assert '<span title="deepscholar.citation_support">DeepScholar-bench: citation support</span>' in html
+    assert "<code>deepscholar.citation_support</code>" not in html
+
+
 def test_agreement_hidden_from_non_curators(client):
     project, owner, users = agreement_setup(n_verdicts=3)
     client.force_login(users[0])

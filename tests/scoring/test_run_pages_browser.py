@@ -5,11 +5,13 @@ executes them the way a worker would (``scoring.tasks.execute_job`` / ``finalize
 the real offline judge) while the page polls."""
 
 import pytest
+from playwright.sync_api import expect
 
 from scoring import tasks
 from scoring.models import EvaluationRun, JudgeConfig, ScoreCard
 from tests.annotation_factories import curator
 from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, ReportFactory, SystemFactory, TaskFactory
+from tests.support.axe import assert_accessible
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -59,8 +61,15 @@ def test_a_curator_starts_a_run_and_watches_it_finish(page, live_server, login, 
     page.wait_for_selector("h1:has-text('Evaluation runs')")
     page.click("#new-run")
     page.select_option("select[name=judge_config]", str(judge.pk))
-    page.select_option("select[name=tasks]", [str(t.pk) for t in chosen])
-    page.select_option("select[name=systems]", [str(system.pk)])
+    expect(page.locator("[data-pick-count=tasks]")).to_have_text("0 of 3 chosen")
+    page.fill("[data-pick-filter=tasks]", "nothing matches this")
+    expect(page.locator("[data-pick=tasks] .pick-row:visible")).to_have_count(0)
+    page.fill("[data-pick-filter=tasks]", "")
+    for task in chosen:
+        page.check(f"input[name=tasks][value='{task.pk}']")
+    page.check(f"input[name=systems][value='{system.pk}']")
+    expect(page.locator("[data-pick-count=tasks]")).to_have_text("2 of 3 chosen")
+    assert_accessible(page, "new run form")
     page.fill("input[name=name]", "browser pilot")
     screenshot("runs-new-form")
     page.click("#start-run")

@@ -48,6 +48,41 @@ def test_workspace_page_claims_an_item_and_shows_the_proposal_with_its_survey(as
     assert 'id="ws-help"' in html  # the ? overlay
 
 
+def test_the_source_survey_panel_shows_its_abstract_outline_and_the_items_section(as_user, owner, alice):
+    from tests.annotation_factories import verify_project
+    from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, SurveyFactory, TaskFactory
+
+    survey = SurveyFactory(
+        arxiv_id="2307.01234", abstract="We survey radar data representations for autonomous driving.",
+        outline=[[1, "Introduction"], [1, "Point clouds"]],
+        content=[{"heading": "Introduction", "level": 1, "text": "Radar is robust in fog."},
+                 {"heading": "Point clouds", "level": 1, "text": "Radar point clouds are sparse and noisy."}],
+    )
+    task = TaskFactory(survey=survey)
+    group = ChecklistGroupFactory(task=task, name="Representations", review_status="accepted")
+    ChecklistItemFactory(group=group, text="Explains why radar point clouds are sparse.")
+    project = verify_project(owner, [alice], tasks=[task])
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert "arXiv 2307.01234" in html
+    assert re.search(r'data-testid="survey-abstract"><summary>Abstract</summary><p>We survey radar data', html)
+    assert re.search(r'data-testid="survey-section" open><summary>Point clouds</summary><div class="md"><p>Radar '
+                     r'point clouds are sparse and noisy.</p>', html)
+    assert '<li class="lvl1 hit">Point clouds</li>' in html and '<li class="lvl1">Introduction</li>' in html
+    assert 'data-testid="survey-no-text"' not in html
+
+
+def test_a_survey_without_stored_text_says_so(as_user, owner, alice):
+    from tests.annotation_factories import verify_project
+    from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, SurveyFactory, TaskFactory
+
+    task = TaskFactory(survey=SurveyFactory(arxiv_id="2401.00001", abstract="", outline=[], content=[]))
+    ChecklistItemFactory(group=ChecklistGroupFactory(task=task, review_status="accepted"))
+    project = verify_project(owner, [alice], tasks=[task])
+    html = body(as_user(alice).get(url("workspace", project)))
+    assert "arXiv 2401.00001" in html and 'data-testid="survey-no-text"' in html
+    assert 'data-testid="survey-abstract"' not in html
+
+
 def test_htmx_requests_get_the_panel_only_and_keep_the_held_claim(as_user, verify, alice):
     client = as_user(alice)
     first = client.get(url("workspace", verify))
@@ -355,6 +390,23 @@ def test_a_judged_statement_is_shown_with_the_sentence_and_the_source_it_cites(a
     html = body(as_user(alice).get(url("workspace", project)))
     assert "Where the report says it" in html
     assert 'href="#ref-report-0">[1] RadarScenes.</a>' in html
+
+
+def test_a_citation_verdict_shows_its_sentence_and_source_and_its_steps_labels_only(as_user, owner, alice):
+    from tests.annotation_factories import deepscholar_agreement_project
+
+    project = deepscholar_agreement_project(owner, [alice])
+    client = as_user(alice)
+    html = body(client.get(url("workspace", project)))
+    item = claim_of(alice, project).item
+    assert item.target_kind == "verdict"
+    assert "What the judge was shown for this verdict" in html and "judge-verdict" not in html
+    assert '<h3 class="ws-judged-label">Sentence of the report</h3>' in html
+    assert re.search(r'<h3 class="ws-judged-label">(Cited source: .+|Source: the query .+)</h3>', html)
+    offered = set(re.findall(r'name="label" value="([a-z_0-9]+)"', html))
+    assert offered == {"support", "not_support"}, offered
+    response = client.post(url("label", project, item), {"client_token": form_token(html), "label": "win"})
+    assert response.status_code == 422 and not Label.objects.exists()
 
 
 def test_outline_comparisons_show_both_outlines(as_user, owner, alice):

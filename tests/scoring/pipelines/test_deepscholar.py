@@ -148,8 +148,8 @@ def run_all(run, report, judge) -> None:
         pipeline.run_step(run=run, report=report, step=step, judge=judge)
 
 
-@pytest.fixture
-def case():
+def make_case():
+    """The hand-built case of the module docstring: (task, report)."""
     survey = SurveyFactory(title="Widget Gizmo Fusion", abstract=QUERY_ABSTRACT, full_text=EXEMPLAR)
     task = TaskFactory(protocol=Protocol.DEEPSCHOLAR, survey=survey)
     a = BibEntryFactory(title="Widget Transformers: Accurate Prediction at Scale", arxiv_id="2101.00001",
@@ -165,6 +165,11 @@ def case():
         NuggetFactory(task=task, text=text, importance=importance, position=position)
     NuggetFactory(task=task, text="A rejected nugget", position=9, review_status=ReviewStatus.REJECTED)
     return task, make_report(task)
+
+
+@pytest.fixture
+def case():
+    return make_case()
 
 
 def expected_metrics() -> dict:

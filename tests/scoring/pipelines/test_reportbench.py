@@ -116,8 +116,8 @@ def run_all(run, report, judge) -> None:
         pipeline.run_step(run=run, report=report, step=step, judge=judge)
 
 
-@pytest.fixture
-def case():
+def make_case():
+    """The hand-built case of the module docstring: (task, report)."""
     task = TaskFactory(protocol=Protocol.REPORTBENCH)
     a = BibEntryFactory(title="Widget Transformers: Accurate Prediction at Scale", arxiv_id="2101.00001",
                         abstract="Widget transformers improve accuracy on the benchmark by ten points.")
@@ -132,6 +132,11 @@ def case():
                 "snippet": "Sparse gadgets reduce memory use by half in our experiments."}]
     report = make_report(task, sources=sources)
     return task, report
+
+
+@pytest.fixture
+def case():
+    return make_case()
 
 
 # --- pure parts ---------------------------------------------------------------------------------------------
