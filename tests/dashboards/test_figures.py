@@ -130,7 +130,7 @@ def test_coverage_by_window_means_and_intervals(curator_client):
     series = {s["system_id"]: s for s in data["series"]}
     for system in systems:
         by_window = defaultdict(list)
-        for card in ScoreCard.objects.filter(system=system, report__isnull=False):
+        for card in ScoreCard.objects.filter(system=system, report__isnull=False).order_by("pk"):  # the figure's order
             for key, value in card.metrics["claim_coverage_by_window"].items():
                 if key.isdigit() and isinstance(value, float):
                     by_window[int(key)].append(value)
