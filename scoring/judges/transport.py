@@ -25,7 +25,6 @@ remaining call. Error texts pass through ``endpoints.redact``; the key a request
 the one the settings bind to its URL (``endpoints.key_for``), never another.
 """
 
-import os
 import random
 import threading
 import time
@@ -263,7 +262,7 @@ def make_client(config) -> openai.OpenAI:
     if not api_key:
         if base_url.startswith(OPENAI_URL):
             raise ImproperlyConfigured(
-                f"{key_env or 'OPENAI_API_KEY'} is not set: set it, or point the judge configuration's base_url "
+                "OPENAI_API_KEY is not set: set it, or point the judge configuration's base_url "
                 "(or OPENAI_BASE_URL) at an OpenAI-compatible server that needs no key"
             )
         api_key = "no-key"  # not a secret: the SDK insists on some key; keyless servers ignore it

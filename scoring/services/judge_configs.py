@@ -8,7 +8,6 @@ temperature, prompts, repeats, options) is frozen; make a new configuration to c
 Every change writes its revision row in the same transaction.
 """
 
-import re
 import time
 from dataclasses import dataclass
 from urllib.parse import urlparse

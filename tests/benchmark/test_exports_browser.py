@@ -5,11 +5,8 @@ The job runs in a background thread through the real task function, as a worker 
 """
 
 import hashlib
-import threading
-import time
 
 import pytest
-from django.db import connection
 from playwright.sync_api import expect
 
 from benchmark.importers.catalogue import run_import
@@ -17,27 +14,14 @@ from benchmark.models import ExportJob, Task
 from benchmark.services.tasksets import taskset_create
 from benchmark.tasks import run_export
 from tests.annotation_factories import curator
+from tests.support.workers import deliver_on_threads
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def worker_thread(monkeypatch):
-    threads = []
-
-    def deliver(job_id: int) -> None:
-        def work():
-            try:
-                time.sleep(1.5)  # the queue's latency: the page shows the job waiting first
-                run_export(job_id)
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=work, daemon=True)
-        thread.start()
-        threads.append(thread)
-
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", deliver)
+    threads = deliver_on_threads(monkeypatch, "benchmark.tasks.run_export", run_export)
     yield threads
     for thread in threads:
         thread.join(timeout=30)

@@ -5,11 +5,7 @@ and axe-core finds no WCAG 2 A/AA violation on any page of it.
 The import job runs in a background thread through the real task function, as a worker would.
 """
 
-import threading
-import time
-
 import pytest
-from django.db import connection
 from playwright.sync_api import expect
 
 from benchmark.models import ImportJob, Task, TaskSet
@@ -17,27 +13,14 @@ from benchmark.tasks import run_import_job
 from scoring.models import JudgeConfig
 from tests.annotation_factories import curator
 from tests.support.axe import assert_accessible
+from tests.support.workers import deliver_on_threads
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def import_worker(monkeypatch):
-    threads = []
-
-    def deliver(job_id: int) -> None:
-        def work():
-            try:
-                time.sleep(1.5)  # the queue's latency: the page shows the job waiting first
-                run_import_job(job_id)
-            finally:
-                connection.close()
-
-        thread = threading.Thread(target=work, daemon=True)
-        thread.start()
-        threads.append(thread)
-
-    monkeypatch.setattr("benchmark.tasks.run_import_job.delay", deliver)
+    threads = deliver_on_threads(monkeypatch, "benchmark.tasks.run_import_job", run_import_job)
     yield threads
     for thread in threads:
         thread.join(timeout=60)

@@ -37,6 +37,16 @@ def test_the_client_carries_the_bound_key_and_nothing_else(bound):
     assert make_client(Config("http://vllm.local:8000/v1")).api_key == "no-key"
 
 
+def test_openai_itself_without_a_key_is_a_configuration_error_naming_the_variable(settings):
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY, settings.JUDGE_ENDPOINTS = "", "", {}
+
+    class Config:
+        base_url, timeout_seconds = "", 5.0
+
+    with pytest.raises(ImproperlyConfigured, match=r"^OPENAI_API_KEY is not set: set it, or point"):
+        make_client(Config())
+
+
 def test_only_allowed_endpoints_pass_the_check(bound):
     endpoint_check("")
     endpoint_check("https://other.example/v1/")
