@@ -22,6 +22,7 @@ install: $(STAMP)
 # axe-core for the accessibility checks of the browser tests (npm registry only).
 NODE_STAMP := node_modules/.installed
 $(NODE_STAMP): package.json package-lock.json
+	scripts/ensure-npm.sh
 	npm ci --no-audit --no-fund --silent
 	touch $(NODE_STAMP)
 
