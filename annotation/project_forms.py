@@ -8,7 +8,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib.auth import get_user_model
 
-from benchmark.forms import TaskFilterForm, task_choices
+from benchmark.forms import TaskFilterForm, TaskPickerForm
 from benchmark.models import System, Task, TaskSet
 from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
@@ -41,7 +41,7 @@ class ServiceErrorForm(forms.Form):
             self.add_error(None, str(exc))
 
 
-class ProjectCreateForm(ServiceErrorForm):
+class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
     kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
@@ -78,11 +78,7 @@ class ProjectCreateForm(ServiceErrorForm):
                                  help_text="comma-separated; empty: organization, coverage, synthesis, citations")
 
     def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.task_filter = task_filter
-        self.matching = task_filter.matching()
-        self.matching_count = self.matching.count()
-        task_choices(self.fields["tasks"], self.matching)
+        super().__init__(*args, task_filter=task_filter, **kwargs)
         steps = Verdict.objects.order_by("step").values_list("step", flat=True).distinct()
         self.fields["steps"].choices = [(step, step_label(step)) for step in steps]
 

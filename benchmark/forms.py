@@ -38,13 +38,9 @@ def task_choices(field: forms.ModelMultipleChoiceField, matching) -> None:
     field.label_from_instance = lambda task: f"{task.protocol}/{task.key} — {task.title or task.survey.title}"
 
 
-class TaskSetCreateForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    tasks = forms.ModelMultipleChoiceField(
-        queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
-        help_text="tick tasks, or tick none to take every task the filters match",
-    )
+class TaskPickerForm(forms.Form):
+    """A form whose ``tasks`` field offers what a ``TaskFilterForm`` matches (``task_choices``); it
+    keeps the filter, the matching tasks and their count, which its page shows."""
 
     def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -52,6 +48,15 @@ class TaskSetCreateForm(forms.Form):
         self.matching = task_filter.matching()
         self.matching_count = self.matching.count()
         task_choices(self.fields["tasks"], self.matching)
+
+
+class TaskSetCreateForm(TaskPickerForm):
+    name = forms.CharField(max_length=200)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    tasks = forms.ModelMultipleChoiceField(
+        queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="tick tasks, or tick none to take every task the filters match",
+    )
 
     def clean(self):
         data = super().clean()
