@@ -149,7 +149,7 @@ PIPELINES: Mapping[str, Pipeline] = _Registry(
     {
         "deepsynth": "scoring.pipelines.deepsynth:DeepSynthPipeline",
         "reportbench": "scoring.pipelines.reportbench:ReportBenchPipeline",
-        "deepscholar": "scoring.pipelines.deepscholar:DeepScholarPipeline",
+        "deepscholar": "scoring.pipelines.deepscholar.pipeline:DeepScholarPipeline",
         "surveylens": "scoring.pipelines.surveys:SurveyLensPipeline",
         "surveyscope": "scoring.pipelines.surveys:SurveyScopePipeline",
     }

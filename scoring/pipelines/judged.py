@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from benchmark.models import ChecklistItem, GoldReference, Nugget, RubricCriterion
 from scoring.models import Statement, Verdict
 
-from . import deepscholar, deepsynth, reportbench, surveys
+from . import deepsynth, reportbench, surveys
+from .deepscholar.citation_support import CITATIONS, QUERY_SOURCE, SUPPORT_LABELS, pair_questions
+from .deepscholar.documents import Document, ReportCitations, report_citations
+from .deepscholar.inputs import claim_windows, exemplar_text, query_text
+from .deepscholar.nuggets import NUGGET_KIND, NUGGET_LABELS, NUGGETS
+from .deepscholar.organization import (
+    ORGANIZATION, OUTCOME_LABELS, REPORT_FIRST, REPORT_SECOND, organization_variables,
+)
+from .deepscholar.reference_coverage import IMPORTANCE, IMPORTANCE_KIND, IMPORTANCE_LABELS, reference_document
+from .deepscholar.relevance import GRADE_LABELS, RELEVANCE
 
 
 @dataclass(frozen=True)
@@ -58,11 +67,11 @@ STEP_LABELS: dict[str, tuple[str, ...]] = {
     deepsynth.STEP: tuple(deepsynth.LABEL_SCORES),
     reportbench.CONSISTENCY: tuple(reportbench.CONSISTENCY_LABELS),
     reportbench.FACTUALITY: tuple(reportbench.FACTUALITY_LABELS),
-    deepscholar.ORGANIZATION: tuple(deepscholar.OUTCOME_LABELS),
-    deepscholar.NUGGETS: tuple(deepscholar.NUGGET_LABELS),
-    deepscholar.RELEVANCE: tuple(deepscholar.GRADE_LABELS),
-    deepscholar.IMPORTANCE: tuple(deepscholar.IMPORTANCE_LABELS),
-    deepscholar.CITATIONS: tuple(deepscholar.SUPPORT_LABELS),
+    ORGANIZATION: tuple(OUTCOME_LABELS),
+    NUGGETS: tuple(NUGGET_LABELS),
+    RELEVANCE: tuple(GRADE_LABELS),
+    IMPORTANCE: tuple(IMPORTANCE_LABELS),
+    CITATIONS: tuple(SUPPORT_LABELS),
     surveys.PAIRWISE: tuple(surveys.OUTCOMES),
 }
 
@@ -77,13 +86,13 @@ class _ReportCache:
     """What several verdicts on one report share: its citations, its source resolver, its task's query."""
 
     report: object
-    citations: deepscholar.ReportCitations | None = None
+    citations: ReportCitations | None = None
     resolver: reportbench.SourceResolver | None = None
     values: dict = field(default_factory=dict)
 
-    def report_citations(self) -> deepscholar.ReportCitations:
+    def report_citations(self) -> ReportCitations:
         if self.citations is None:
-            self.citations = deepscholar.report_citations(self.report)
+            self.citations = report_citations(self.report)
         return self.citations
 
     def source_resolver(self) -> reportbench.SourceResolver:
@@ -135,16 +144,15 @@ def _statement(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput
 
 
 def _query(cache: _ReportCache) -> str:
-    return cache.once("query", lambda: deepscholar.query_text(cache.report.task))
+    return cache.once("query", lambda: query_text(cache.report.task))
 
 
 def _organization(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput:
-    exemplar = cache.once("exemplar", lambda: deepscholar.exemplar_text(cache.report.task))
-    if verdict.target_key not in (deepscholar.REPORT_FIRST, deepscholar.REPORT_SECOND) or not exemplar:
+    exemplar = cache.once("exemplar", lambda: exemplar_text(cache.report.task))
+    if verdict.target_key not in (REPORT_FIRST, REPORT_SECOND) or not exemplar:
         return _missing(verdict, "Comparison")
-    variables = deepscholar.organization_variables(cache.report, verdict.target_key, query=_query(cache),
-                                                   exemplar=exemplar)
-    return JudgedInput(verdict.step, _two_texts(verdict.target_key == deepscholar.REPORT_FIRST, "report_a",
+    variables = organization_variables(cache.report, verdict.target_key, query=_query(cache), exemplar=exemplar)
+    return JudgedInput(verdict.step, _two_texts(verdict.target_key == REPORT_FIRST, "report_a",
                                                 "report_b", Part("query", "Query", variables["query"]),
                                                 exemplar, "Report"))
 
@@ -164,7 +172,7 @@ def _nugget(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput:
     return JudgedInput(verdict.step, (_report(), Part("nuggets", "Nugget", nugget.text)))
 
 
-def _document(cache: _ReportCache, key: str) -> deepscholar.Document | None:
+def _document(cache: _ReportCache, key: str) -> Document | None:
     return cache.report_citations().documents.get(key)
 
 
@@ -182,17 +190,17 @@ def _importance(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInpu
         return _missing(verdict, "Exemplar reference")
     return JudgedInput(verdict.step, (Part("query", "Query", _query(cache)),
                                       Part("document", "Exemplar reference",
-                                           deepscholar.reference_document(reference.bib_entry))))
+                                           reference_document(reference.bib_entry))))
 
 
 def _citation(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput:
-    questions = cache.once("pairs", lambda: {q.key: q for q in deepscholar.pair_questions(
-        cache.report_citations(), _query(cache), deepscholar.claim_windows(verdict.judge_config)[1])})
+    questions = cache.once("pairs", lambda: {q.key: q for q in pair_questions(
+        cache.report_citations(), _query(cache), claim_windows(verdict.judge_config)[1])})
     question = questions.get(verdict.target_key)
     if question is None:
         return _missing(verdict, "Sentence and source")
     sentence = Part("sentence", "Sentence of the report", question.claim)
-    if question.document == deepscholar.QUERY_SOURCE:
+    if question.document == QUERY_SOURCE:
         source = Part("source", "Source: the query (the paper's title and abstract)", question.source)
     else:
         doc = cache.report_citations().documents[question.document]
@@ -229,11 +237,11 @@ _BUILDERS = {
     deepsynth.STEP: _checklist,
     reportbench.CONSISTENCY: _statement,
     reportbench.FACTUALITY: _statement,
-    deepscholar.ORGANIZATION: _organization,
-    deepscholar.NUGGETS: _nugget,
-    deepscholar.RELEVANCE: _relevance,
-    deepscholar.IMPORTANCE: _importance,
-    deepscholar.CITATIONS: _citation,
+    ORGANIZATION: _organization,
+    NUGGETS: _nugget,
+    RELEVANCE: _relevance,
+    IMPORTANCE: _importance,
+    CITATIONS: _citation,
     surveys.PAIRWISE: _survey_pairwise,
     surveys.RUBRIC: _criterion,
     surveys.QUALITY: _criterion,
@@ -245,8 +253,8 @@ _ROWS = {
     reportbench.CITED_KIND: Statement.objects.all(),
     reportbench.UNCITED_KIND: Statement.objects.all(),
     "statement": Statement.objects.all(),  # verdicts on a statement from outside the ReportBench pipeline
-    deepscholar.NUGGET_KIND: Nugget.objects.all(),
-    deepscholar.IMPORTANCE_KIND: GoldReference.objects.select_related("bib_entry"),
+    NUGGET_KIND: Nugget.objects.all(),
+    IMPORTANCE_KIND: GoldReference.objects.select_related("bib_entry"),
     surveys.CRITERION_KIND: RubricCriterion.objects.all(),
 }
 

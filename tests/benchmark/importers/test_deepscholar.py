@@ -295,7 +295,7 @@ def test_important_citations_label_the_gold_references(mini):
             "its importance was not recorded") in result.messages
     assert not any(m.startswith("important_citations.csv: not imported") for m in result.messages)
     assert result.counts["citation"]["labelled important"] == 4
-    # Scoring takes these labels as known (see scoring.pipelines.deepscholar.importance_known).
+    # Scoring takes these labels as known (see scoring.pipelines.deepscholar.reference_coverage.importance_known).
     assert {t.extra.get(Task.RELEASED_IMPORTANCE) for t in Task.objects.all()} == {"important_citations.csv"}
 
     # A changed file relabels the references nobody reviewed; a release without it leaves them.

@@ -31,9 +31,13 @@ from scoring.metrics import (
 )
 from scoring.models import EvaluationRun, LLMCall, Verdict
 from scoring.pipelines import PIPELINES
-from scoring.pipelines.deepscholar import (
-    CITATIONS, IMPORTANCE, NO_NUGGETS, NUGGETS, ORGANIZATION, RELEVANCE, STEPS, report_citations,
-)
+from scoring.pipelines.deepscholar.citation_support import CITATIONS
+from scoring.pipelines.deepscholar.documents import report_citations
+from scoring.pipelines.deepscholar.nuggets import NO_NUGGETS, NUGGETS
+from scoring.pipelines.deepscholar.organization import ORGANIZATION
+from scoring.pipelines.deepscholar.pipeline import STEPS
+from scoring.pipelines.deepscholar.reference_coverage import IMPORTANCE
+from scoring.pipelines.deepscholar.relevance import RELEVANCE
 from tests.factories import (
     BibEntryFactory, GoldReferenceFactory, NuggetFactory, ReportFactory, SurveyFactory, SystemFactory, TaskFactory,
 )

@@ -10,7 +10,8 @@ from scoring.judges.openai_judge import OpenAIJudge
 from scoring.metrics import nugget_coverage
 from scoring.models import LLMCall, ScoreCard, Verdict
 from scoring.pipelines import PIPELINES
-from scoring.pipelines.deepscholar import NUGGETS, RELEVANCE
+from scoring.pipelines.deepscholar.nuggets import NUGGETS
+from scoring.pipelines.deepscholar.relevance import RELEVANCE
 from scoring.services.runs import job_execute, run_create, run_finalize, run_start
 from tests.factories import NuggetFactory, TaskFactory
 from tests.scoring.pipelines.test_deepscholar import case, make_report, make_run  # noqa: F401 (fixture)
