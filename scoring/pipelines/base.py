@@ -150,8 +150,8 @@ PIPELINES: Mapping[str, Pipeline] = _Registry(
         "deepsynth": "scoring.pipelines.deepsynth:DeepSynthPipeline",
         "reportbench": "scoring.pipelines.reportbench:ReportBenchPipeline",
         "deepscholar": "scoring.pipelines.deepscholar.pipeline:DeepScholarPipeline",
-        "surveylens": "scoring.pipelines.surveys:SurveyLensPipeline",
-        "surveyscope": "scoring.pipelines.surveys:SurveyScopePipeline",
+        "surveylens": "scoring.pipelines.surveys.surveylens:SurveyLensPipeline",
+        "surveyscope": "scoring.pipelines.surveys.surveyscope:SurveyScopePipeline",
     }
 )
 

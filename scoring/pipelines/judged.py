@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from benchmark.models import ChecklistItem, GoldReference, Nugget, RubricCriterion
 from scoring.models import Statement, Verdict
 
-from . import deepsynth, reportbench, surveys
+from . import deepsynth, reportbench
 from .deepscholar.citation_support import CITATIONS, QUERY_SOURCE, SUPPORT_LABELS, pair_questions
 from .deepscholar.documents import Document, ReportCitations, report_citations
 from .deepscholar.inputs import claim_windows, exemplar_text, query_text
@@ -32,6 +32,10 @@ from .deepscholar.organization import (
 )
 from .deepscholar.reference_coverage import IMPORTANCE, IMPORTANCE_KIND, IMPORTANCE_LABELS, reference_document
 from .deepscholar.relevance import GRADE_LABELS, RELEVANCE
+from .surveys.pairwise import ORDERS, OUTCOMES, PAIRWISE, pairwise_variables
+from .surveys.ssr import report_ssr, survey_ssr, survey_topic
+from .surveys.surveylens import CRITERION_KIND, RUBRIC
+from .surveys.surveyscope import QUALITY
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,7 @@ STEP_LABELS: dict[str, tuple[str, ...]] = {
     RELEVANCE: tuple(GRADE_LABELS),
     IMPORTANCE: tuple(IMPORTANCE_LABELS),
     CITATIONS: tuple(SUPPORT_LABELS),
-    surveys.PAIRWISE: tuple(surveys.OUTCOMES),
+    PAIRWISE: tuple(OUTCOMES),
 }
 
 
@@ -210,12 +214,12 @@ def _citation(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput:
 
 
 def _survey_pairwise(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput:
-    human = cache.once("human", lambda: surveys.survey_ssr(cache.report.task.survey))
-    if verdict.target_key not in surveys.ORDERS or not human.text.strip():
+    human = cache.once("human", lambda: survey_ssr(cache.report.task.survey))
+    if verdict.target_key not in ORDERS or not human.text.strip():
         return _missing(verdict, "Comparison")
-    topic = cache.once("topic", lambda: surveys.survey_topic(cache.report.task))
-    variables = surveys.pairwise_variables(cache.report, verdict.target_key, topic=topic, human=human)
-    return JudgedInput(verdict.step, _two_texts(verdict.target_key == surveys.ORDERS[0], "survey_a", "survey_b",
+    topic = cache.once("topic", lambda: survey_topic(cache.report.task))
+    variables = pairwise_variables(cache.report, verdict.target_key, topic=topic, human=human)
+    return JudgedInput(verdict.step, _two_texts(verdict.target_key == ORDERS[0], "survey_a", "survey_b",
                                                 Part("topic", "Topic", variables["topic"]), human.text, "Survey"))
 
 
@@ -224,8 +228,8 @@ def _criterion(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput
     if criterion is None:
         return _missing(verdict, "Criterion")
     parts = [Part("criteria", "Criterion", f"{criterion.name}: {criterion.description}".strip(": "))]
-    if verdict.step == surveys.RUBRIC:
-        generated = cache.once("ssr", lambda: surveys.report_ssr(cache.report))
+    if verdict.step == RUBRIC:
+        generated = cache.once("ssr", lambda: report_ssr(cache.report))
         parts.insert(0, Part("survey", f"The report's {criterion.component}", generated.component_text(
             criterion.component)))
     else:
@@ -242,9 +246,9 @@ _BUILDERS = {
     RELEVANCE: _relevance,
     IMPORTANCE: _importance,
     CITATIONS: _citation,
-    surveys.PAIRWISE: _survey_pairwise,
-    surveys.RUBRIC: _criterion,
-    surveys.QUALITY: _criterion,
+    PAIRWISE: _survey_pairwise,
+    RUBRIC: _criterion,
+    QUALITY: _criterion,
 }
 
 # The judged rows the builders read, one query per model whatever the number of verdicts.
@@ -255,7 +259,7 @@ _ROWS = {
     "statement": Statement.objects.all(),  # verdicts on a statement from outside the ReportBench pipeline
     NUGGET_KIND: Nugget.objects.all(),
     IMPORTANCE_KIND: GoldReference.objects.select_related("bib_entry"),
-    surveys.CRITERION_KIND: RubricCriterion.objects.all(),
+    CRITERION_KIND: RubricCriterion.objects.all(),
 }
 
 

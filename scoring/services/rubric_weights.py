@@ -27,7 +27,8 @@ from benchmark.models import RubricCriterion, ReviewStatus
 from benchmark.services.history import proposable_update
 from scoring.metrics import bt_aspect_weights, rubric_score
 from scoring.models import EvaluationRun, ScoreCard
-from scoring.pipelines.surveys import COMPONENTS, RUBRIC_SCALE, _slug
+from scoring.pipelines.surveys.scored_calls import slug
+from scoring.pipelines.surveys.surveylens import COMPONENTS, RUBRIC_SCALE
 
 OVERALL_COMPONENTS = ("report", "overall", "")  # preferences about the whole survey also speak for a component
 
@@ -54,7 +55,7 @@ def _aspect_scores(run: EvaluationRun, component: str, discipline_id: int) -> tu
     cards = ScoreCard.objects.filter(run=run, report__isnull=False, report__task__survey__discipline_id=discipline_id)
     criteria = _criteria(component, discipline_id)
     aspects = list(dict.fromkeys(c.aspect for c in criteria))
-    keys = {aspect: f"aspect_{component}_{_slug(aspect)}" for aspect in aspects}
+    keys = {aspect: f"aspect_{component}_{slug(aspect)}" for aspect in aspects}
     scores = {}
     for card in cards.only("report_id", "metrics"):
         values = {a: card.metrics.get(k) for a, k in keys.items()}

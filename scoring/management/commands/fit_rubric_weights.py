@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Discipline
 from scoring.models import EvaluationRun
-from scoring.pipelines.surveys import COMPONENTS
+from scoring.pipelines.surveys.surveylens import COMPONENTS
 from scoring.services.rubric_weights import WeightFitError, rubric_weights_fit
 
 

@@ -23,7 +23,9 @@ from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.metrics import rams, reference_prf, rubric_score, structure_ratios, tams, win_rate
 from scoring.models import Embedding, EvaluationRun, LLMCall, Verdict
 from scoring.pipelines import PIPELINES
-from scoring.pipelines.surveys import ALIGNMENT, LENS_STEPS, PAIRWISE, QUALITY, RUBRIC, SCOPE_STEPS
+from scoring.pipelines.surveys.pairwise import PAIRWISE
+from scoring.pipelines.surveys.surveylens import ALIGNMENT, LENS_STEPS, RUBRIC
+from scoring.pipelines.surveys.surveyscope import QUALITY, SCOPE_STEPS
 from tests.factories import DisciplineFactory, ReportFactory, RubricCriterionFactory, SurveyFactory, TaskFactory
 from tests.scoring.services.fakes import judge_config
 from tests.support.fake_openai import Reply, bag_of_words_vector, survey_responder, survey_score
