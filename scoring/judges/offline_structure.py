@@ -4,7 +4,7 @@ A heuristic proxy, said so in every rationale. Table 3 asks whether each section
 arranged, whether adjacent sections connect, and whether subsections repeat. The proxy scores:
 
 * within sections — the offline judge's structure score of each section's text (coherence of
-  adjacent sentences, paragraph focus, signposting, minus redundancy; ``OfflineJudge._structure``),
+  adjacent sentences, paragraph focus, signposting, minus redundancy; ``offline_comparison.structure_score``),
   averaged over the sections long enough to judge;
 * between sections — minus the share of heading pairs that repeat each other (cosine ≥
   ``repeat_similarity``, 0.9: "repeated subsections").
@@ -26,7 +26,7 @@ from . import lexical
 
 DEFAULTS = {"structure_floor": 0.5, "structure_ceiling": 1.5, "repeat_similarity": 0.9}
 HIGH = 5
-TOO_SHORT = "too short to judge"  # what ``OfflineJudge._structure`` says of a text under two sentences
+TOO_SHORT = "too short to judge"  # what ``offline_comparison.structure_score`` says of a text under two sentences
 
 
 @dataclass(frozen=True)
