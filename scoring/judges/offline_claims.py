@@ -2,8 +2,8 @@
 
 A claim (a checklist item, a nugget, a cited sentence, a statement) is checked so: the
 text is split into sentences (markdown table rows become ``header: cell; …`` sentences)
-and the candidates are every sentence and every pair of adjacent sentences. For the claim (a checklist item without its "The article
-should mention that" framing) we take the cosine similarity to every candidate
+and the candidates are every sentence and every pair of adjacent sentences. For the
+claim (a checklist item without its "The article should mention that" framing) we take the cosine similarity to every candidate
 (all-MiniLM-L6-v2), its checkable terms — numbers with kind and unit, years,
 percentages, names (acronyms, CamelCase, tokens with digits, mid-sentence capitals),
 see ``scoring.judges.lexical`` — and its key words (content words, less the text's
