@@ -1,17 +1,17 @@
 """How the offline judge checks a claim against a text, and the steps that ask it.
 
-A claim (a checklist item, a nugget, a cited sentence, a statement) is checked so: the
-text is split into sentences (markdown table rows become ``header: cell; …`` sentences)
-and the candidates are every sentence and every pair of adjacent sentences. For the
-claim (a checklist item without its "The article should mention that" framing) we take the cosine similarity to every candidate
-(all-MiniLM-L6-v2), its checkable terms — numbers with kind and unit, years,
-percentages, names (acronyms, CamelCase, tokens with digits, mid-sentence capitals),
-see ``scoring.judges.lexical`` — and its key words (content words, less the text's
-topic words: those in more than 20 % of its sentences, and, for a set of four or
-more claims, words used by more than half of them). A candidate is *close* when its
-similarity is ≥ ``support_similarity`` (0.65) and it holds ≥ ``keyword_overlap``
-(0.35) of the key words or ≥ ``keyword_count`` (3) of them, or when its similarity
-is ≥ ``strong_similarity`` (0.80) and it holds ≥ ``strong_keyword_overlap`` (0.15).
+A claim (a checklist item, a nugget, a cited sentence, a statement) is checked so: the text is
+split into sentences (markdown table rows become ``header: cell; …`` sentences) and the
+candidates are every sentence and every pair of adjacent sentences. For the claim (a checklist
+item without its "The article should mention that" framing) we take the cosine similarity to
+every candidate (all-MiniLM-L6-v2), its checkable terms — numbers with kind and unit, years,
+percentages, names (acronyms, CamelCase, tokens with digits, mid-sentence capitals), see
+``scoring.judges.lexical`` — and its key words (content words, less the text's topic words:
+those in more than 20 % of its sentences, and, for a set of four or more claims, words used by
+more than half of them). A candidate is *close* when its similarity is ≥ ``support_similarity``
+(0.65) and it holds ≥ ``keyword_overlap`` (0.35) of the key words or ≥ ``keyword_count`` (3) of
+them, or when its similarity is ≥ ``strong_similarity`` (0.80) and it holds ≥
+``strong_keyword_overlap`` (0.15).
 Among the 5 most similar candidates:
 
 1. **supported** if one is close, has no conflict, and contains (with its
