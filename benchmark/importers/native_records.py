@@ -30,20 +30,8 @@ from ..exporters.native import (
     canonical_json,
 )
 from ..models import (
-    BibEntry,
-    ChecklistGroup,
-    ChecklistItem,
-    ConstraintQuestion,
-    Discipline,
-    GoldReference,
-    Nugget,
-    Proposable,
-    Revision,
-    RubricCriterion,
-    Survey,
-    SurveyCitation,
-    Task,
-    TaskPrompt,
+    BibEntry, ChecklistGroup, ChecklistItem, ConstraintQuestion, Discipline, GoldReference, Nugget, Proposable,
+    Revision, RubricCriterion, Survey, SurveyCitation, Task, TaskPrompt,
 )
 from .base import ImportFailed, Record
 from .native_fields import check_scalars, clean, objects, only, require

@@ -18,20 +18,8 @@ from scoring.metrics import normalize_title
 
 from ..exporters.native import canonical_json, json_value
 from ..models import (
-    ChecklistGroup,
-    ChecklistItem,
-    ConstraintQuestion,
-    Discipline,
-    GoldReference,
-    Nugget,
-    Proposable,
-    Revision,
-    RubricCriterion,
-    Survey,
-    SurveyCitation,
-    Task,
-    TaskPrompt,
-    TimeStamped,
+    ChecklistGroup, ChecklistItem, ConstraintQuestion, Discipline, GoldReference, Nugget, Proposable, Revision,
+    RubricCriterion, Survey, SurveyCitation, Task, TaskPrompt, TimeStamped,
 )
 from ..services.bibliography import bib_entries_upsert
 from ..services.history import snapshot
