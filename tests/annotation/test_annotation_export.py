@@ -111,7 +111,7 @@ def test_an_annotator_gets_what_blind_mode_shows_them_and_no_audit_trail(world):
 
 
 def test_outsiders_and_all_projects_are_refused(world):
-    with pytest.raises(AnnotationProject.DoesNotExist):
+    with pytest.raises(AnnotationProject.DoesNotExist, match="no annotation project"):
         annotation_export_scope(user=world["outsider"], project_id=world["project"].pk)
     with pytest.raises(PermissionError, match="only curators may export every project"):
         annotation_export_scope(user=world["ann1"], project_id=None)
@@ -133,9 +133,9 @@ def test_an_annotators_job_runs_and_the_file_is_theirs_while_they_are_members(wo
     assert job.filename == "annotations-hyperlink-http-x-csv.zip"
     path = export_file(job=export_get(job_id=job.pk, user=world["ann1"]))
     assert hashlib.sha256(path.read_bytes()).hexdigest() == job.sha256
-    with pytest.raises(ExportJob.DoesNotExist):
+    with pytest.raises(ExportJob.DoesNotExist, match="no export"):
         export_get(job_id=job.pk, user=world["outsider"])
     assert export_get(job_id=job.pk, user=world["owner"]) == job  # curators see every job
     membership_remove(project=world["project"], user=world["ann1"], actor=world["owner"])
-    with pytest.raises(ExportJob.DoesNotExist):
+    with pytest.raises(ExportJob.DoesNotExist, match="no export"):
         export_get(job_id=job.pk, user=world["ann1"])

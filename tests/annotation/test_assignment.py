@@ -66,7 +66,7 @@ def test_expired_claims_are_reclaimed_by_others(owner, alice, bob):
     assert Assignment.objects.get(pk=claim.pk).status == Assignment.Status.EXPIRED
 
     # Alice comes back late: bob holds the only slot, so her label is refused.
-    with pytest.raises(ClaimLostError):
+    with pytest.raises(ClaimLostError, match="expired and its 1 slots are taken; your label was not saved"):
         label_submit(item=claim.item, annotator=alice, value=CORRECT, client_token=token())
 
 
@@ -137,12 +137,12 @@ def test_only_labellers_of_open_projects_get_items(owner, alice):
     project = agreement_project(owner, [alice])
     viewer = UserFactory(username="vic")
     project.memberships.create(user=viewer, role="viewer")
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match=r"vic may not label items of project 'agreement' \(role: viewer\)"):
         next_item_for(project=project, user=viewer)
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match=r"stranger may not label items of project 'agreement' \(role: not a member\)"):
         next_item_for(project=project, user=UserFactory(username="stranger"))
     project_set_status(project=project, status="paused", actor=owner)
-    with pytest.raises(ProjectNotOpenError):
+    with pytest.raises(ProjectNotOpenError, match="project 'agreement' is paused"):
         next_item_for(project=project, user=alice)
 
 
@@ -153,5 +153,5 @@ def test_skipping_by_item_looks_up_the_users_claim(owner, alice, bob):
     skipped = assignment_skip(item=claim.item, user=alice)
     assert (skipped.pk, skipped.status) == (claim.pk, Assignment.Status.SKIPPED)
     assert assignment_skip(item=claim.item, user=alice) is None
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="assignment_skip takes either item or assignment"):
         assignment_skip(user=alice)

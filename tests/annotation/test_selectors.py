@@ -56,7 +56,7 @@ def test_open_projects_show_everything_and_curators_see_complete_items(owner, al
 
 def test_context_is_refused_to_outsiders(owner, alice):
     project = agreement_project(owner, [alice])
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="outsider is not a member of project 'agreement'"):
         item_context_for(item=project.items.first(), user=UserFactory(username="outsider"))
 
 
@@ -115,7 +115,7 @@ def test_progress_per_role_with_bounded_queries(owner, alice, bob, django_assert
     own = project_progress(project=project, user=alice)
     assert [row["username"] for row in own["annotators"]] == ["alice"]
     assert project_progress(project=project, user=viewer)["annotators"] == []
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="outsider is not a member of project 'agreement'"):
         project_progress(project=project, user=UserFactory(username="outsider"))
 
 

@@ -195,7 +195,7 @@ def test_deliveries_are_created_in_the_callers_transaction_and_vanish_with_its_r
     project = project_with()
     hook(project, receiver.url)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        with pytest.raises(RuntimeError), transaction.atomic():
+        with pytest.raises(RuntimeError, match="the change is rolled back"), transaction.atomic():
             [delivery] = webhooks_fire(event="run.finished", project_ids=[project.pk], payload={})
             assert WebhookDelivery.objects.filter(pk=delivery.pk).exists()
             assert enqueued == []  # nothing is sent before the commit

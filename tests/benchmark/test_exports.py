@@ -267,7 +267,7 @@ def test_deleting_an_export_removes_its_row_and_file_and_cancels_a_queued_one(
     assert done.status == "done" and path.is_file()
 
     # Not the requester, not a curator: as if it did not exist; nothing changes.
-    with pytest.raises(ExportJob.DoesNotExist):
+    with pytest.raises(ExportJob.DoesNotExist, match="no export"):
         export_delete(job_id=done.pk, user=annotator("bo"))
     # Running: refused with the reason, kept.
     ExportJob.objects.filter(pk=queued.pk).update(status="running")

@@ -181,6 +181,6 @@ def test_service_rolls_back_when_the_label_set_is_too_small():
     with pytest.raises(ValueError, match="label_set.label: give at least two values"):
         project_from_verdicts(name="too small", curator=curator("boss"), verdict_ids=[only.pk])
     assert not AnnotationProject.objects.exists() and AuditEvent.objects.count() == before
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="only curators create annotation projects"):
         project_from_verdicts(name="not yours", curator=annotator("someone"), verdict_ids=[only.pk])
     assert not AnnotationProject.objects.exists()

@@ -131,16 +131,16 @@ def test_a_group_of_another_task_is_refused(world, alice):
 def test_only_labelling_members_of_an_open_verify_project_add(world, owner, alice):
     task, _, project = world
     fields = {"text": "Radar works in fog."}
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match=r"may not label items of project 'verify all' \(role: not a member\)"):
         proposable_add(task=task, kind="nugget", fields=fields, actor=UserFactory(), project=project)
     viewer = annotator("viewer")
     membership_add(project=project, user=viewer, role=Role.VIEWER, actor=owner)
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match=r"may not label items of project 'verify all' \(role: viewer\)"):
         proposable_add(task=task, kind="nugget", fields=fields, actor=viewer, project=project)
     with pytest.raises(ValueError, match=r"^task: "):
         proposable_add(task=TaskFactory(), kind="nugget", fields=fields, actor=alice, project=project)
     project_set_status(project=project, status="paused", actor=owner)
-    with pytest.raises(ProjectNotOpenError):
+    with pytest.raises(ProjectNotOpenError, match="project 'verify all' is paused; it accepts no labels"):
         proposable_add(task=task, kind="nugget", fields=fields, actor=alice, project=project)
     agreement = agreement_project(owner, [alice], name="judge checks")
     with pytest.raises(ValueError, match=r"^project: "):

@@ -75,7 +75,7 @@ def test_complete_items_take_no_more_labels(owner, alice, bob):
     project = agreement_project(owner, [alice, bob], overlap=1)
     item = project.items.first()
     label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
-    with pytest.raises(ItemNotOpenError):
+    with pytest.raises(ItemNotOpenError, match="already has all 1 labels it needs"):
         label_submit(item=item, annotator=bob, value={"label": "correct"}, client_token=token())
 
 
@@ -223,7 +223,7 @@ def test_audit_rows_roll_back_with_a_failed_transaction(owner, alice, monkeypatc
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(labels_module, "preference_record", broken)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="disk full"):
         label_submit(item=item, annotator=alice, value={"choice": "tie"}, client_token=token())
     item.refresh_from_db()
     assert item.labels_done == 0
@@ -333,7 +333,7 @@ def test_undo_is_refused_when_the_item_was_edited_since(owner, alice, bob):
 def test_paused_projects_accept_no_labels(owner, alice):
     project = agreement_project(owner, [alice])
     project_set_status(project=project, status="paused", actor=owner)
-    with pytest.raises(ProjectNotOpenError):
+    with pytest.raises(ProjectNotOpenError, match="project 'agreement' is paused; it accepts no labels"):
         label_submit(item=project.items.first(), annotator=alice, value={"label": "correct"}, client_token=token())
 
 

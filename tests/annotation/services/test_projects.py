@@ -66,7 +66,7 @@ def test_double_round_robin_swaps_positions_in_the_second_leg():
 
 def test_only_curators_create_projects(alice):
     task, _ = checklist_task(1)
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="only curators create annotation projects"):
         project_create(name="x", kind="verify", created_by=alice, tasks=[task])
 
 
@@ -139,7 +139,7 @@ def test_populate_adds_only_new_targets(owner, alice):
     assert project_populate(project=project, actor=owner) == 4  # 3 systems: 6 ordered pairs
     assert project_populate(project=project, actor=owner) == 0
     assert project.items.count() == 6 and project.pairs.count() == 6
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="only curators populate projects"):
         project_populate(project=project, actor=alice)
 
 
@@ -175,7 +175,7 @@ def test_removing_a_member_releases_their_claims(owner, alice):
     membership_remove(project=project, user=alice, actor=owner)
     claim.refresh_from_db()
     assert claim.status == "released"
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match=r"alice may not label items of project 'pairwise' \(role: not a member\)"):
         next_item_for(project=project, user=alice)
 
 

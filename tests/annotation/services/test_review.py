@@ -81,7 +81,7 @@ def test_disagreement_goes_to_the_queue_and_the_gold_label_settles_it(owner, ali
     ]
     assert row["target"]["text"] == checklist_item.text
 
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="only curators adjudicate items"):
         item_adjudicate(item=item, curator=alice, value={"decision": "accept"})
     gold = item_adjudicate(
         item=item, curator=owner, value={"decision": "reject", "reason": "unverifiable"}, note="no source"
@@ -93,7 +93,7 @@ def test_disagreement_goes_to_the_queue_and_the_gold_label_settles_it(owner, ali
     assert adjudication_queue(project=project) == []
     event = AuditEvent.objects.get(action="item.adjudicate")
     assert event.actor == owner and event.after["note"] == "no source"
-    with pytest.raises(ItemNotOpenError):
+    with pytest.raises(ItemNotOpenError, match="is adjudicated: only complete, not yet adjudicated items can be adjudicated"):
         item_adjudicate(item=item, curator=owner, value={"decision": "accept"})
 
 
@@ -129,7 +129,7 @@ def test_task_is_curated_only_when_every_item_is_settled(owner, alice, bob):
         task_curate(task=task, actor=owner)
 
     proposable_update(obj=nugget, changes={"review_status": "accepted"}, expected_version=1)
-    with pytest.raises(PermissionError):
+    with pytest.raises(PermissionError, match="only curators mark tasks curated"):
         task_curate(task=task, actor=alice)
     task_curate(task=task, actor=owner)
     task.refresh_from_db()

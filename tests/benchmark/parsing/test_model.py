@@ -54,9 +54,9 @@ def test_parse_returns_frozen_dataclasses():
     ]:
         assert isinstance(item, cls)
         first_field = dataclasses.fields(item)[0].name
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field"):
             setattr(item, first_field, 3)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'text'"):
         report.text = ""  # type: ignore[misc]
     assert isinstance(report.citations, tuple)
 
@@ -92,7 +92,7 @@ def test_from_dict_round_trip():
 def test_from_dict_rejects_other_schema_versions():
     data = parse_report("x").to_dict()
     data["schema_version"] = 999
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unsupported parsed-report schema_version 999"):
         ParsedReport.from_dict(data)
 
 
@@ -121,7 +121,7 @@ def test_example_report_end_to_end():
 
 @pytest.mark.parametrize("value", [None, b"bytes", 12, ["a"], object()])
 def test_non_str_input_raises_type_error(value):
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"parse_report\(\) needs a str, not "):
         parse_report(value)  # type: ignore[arg-type]
 
 
@@ -129,9 +129,9 @@ def test_format_argument():
     assert parse_report("x", format="md").format == "markdown"
     assert parse_report("x", format="TEXT").format == "text"
     assert parse_report("x", format="plain").format == "text"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown report format 'html'"):
         parse_report("x", format="html")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="format must be a str, not NoneType"):
         parse_report("x", format=None)  # type: ignore[arg-type]
 
 

@@ -59,7 +59,7 @@ def test_a_stale_version_raises_and_changes_nothing():
 
 def test_a_rolled_back_change_leaves_no_revision():
     item = factories.ChecklistItemFactory(text="Original")
-    with pytest.raises(RuntimeError), transaction.atomic():
+    with pytest.raises(RuntimeError, match="the caller fails after the update"), transaction.atomic():
         proposable_update(obj=item, changes={"text": "Doomed"}, expected_version=1)
         assert len(revisions_of(item)) == 1  # written, but only inside the transaction
         raise RuntimeError("the caller fails after the update")
@@ -71,7 +71,7 @@ def test_a_rolled_back_change_leaves_no_revision():
 
 def test_an_invalid_change_is_refused_without_revision():
     nugget = factories.NuggetFactory(importance="okay")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="Value 'essential' is not a valid choice"):
         proposable_update(obj=nugget, changes={"importance": "essential"}, expected_version=1)
     nugget.refresh_from_db()
     assert (nugget.importance, nugget.version) == ("okay", 1)

@@ -69,9 +69,9 @@ def test_a_frozen_set_refuses_changes_and_keeps_its_snapshot(curated, expert):
 
     with pytest.raises(TaskSetFrozenError, match="cannot change"):
         taskset_update(task_set=task_set, tasks=curated, actor=expert)
-    with pytest.raises(TaskSetFrozenError):
+    with pytest.raises(TaskSetFrozenError, match="task set core v1 was frozen at .* and cannot change"):
         taskset_update(task_set=task_set, description="new", actor=expert)
-    with pytest.raises(TaskSetFrozenError):
+    with pytest.raises(TaskSetFrozenError, match="task set core v1 was frozen at .* and cannot change"):
         taskset_freeze(task_set=task_set, actor=expert)
 
     # Later curation of its tasks does not reach the frozen snapshot.

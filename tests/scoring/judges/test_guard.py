@@ -52,7 +52,7 @@ def test_a_fatal_answer_stops_sending_but_hands_over_the_call_in_flight():
             handed.append(index)
     assert stop.value.halts_run
     assert sorted(handed) == sorted(inner.sent) == [0, 1]
-    with pytest.raises(JudgeStopped):
+    with pytest.raises(JudgeStopped, match="refused this configuration: HTTP 401: bad key"):
         guard.answer(calls(1)[0])  # nothing more is sent by this job
     assert sorted(inner.sent) == [0, 1]
 

@@ -43,7 +43,7 @@ def test_unknown_steps_and_prompt_versions_are_errors():
         get_step("deepsynth.nope")
     with pytest.raises(StepError, match="missing"):
         render_messages("deepsynth.checklist_group", SAMPLES["deepsynth.checklist_group"], version="v999")
-    with pytest.raises(StepError):
+    with pytest.raises(StepError, match=r"invalid prompt version '\.\./v1'"):
         render_messages("deepsynth.checklist_group", SAMPLES["deepsynth.checklist_group"], version="../v1")
 
 

@@ -239,5 +239,5 @@ class TestLandisKoch:
 
     @pytest.mark.parametrize("kappa", [1.5, -1.2, float("nan"), None, "0.5", True])
     def test_invalid(self, kappa):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="^kappa must be"):
             landis_koch(kappa)

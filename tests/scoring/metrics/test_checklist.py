@@ -111,7 +111,7 @@ def test_invalid_input_raises(groups, message):
 
 @pytest.mark.parametrize(("n", "factor"), [(0, 0.8), (10, 0.0), (10, 1.2), (10, float("nan")), (2.5, 0.8)])
 def test_invalid_clip_factor(n, factor):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=("clip_factor" if n == 10 else "n_items") + " must be"):
         threshold_from_clip_factor(n, factor)
 
 

@@ -21,7 +21,7 @@ def test_match_rate():
     assert match_rate([]) is None
     with pytest.raises(ValueError, match="True/False"):
         match_rate([1, 2])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="flags must contain booleans"):
         match_rate(["yes"])
 
 
@@ -40,7 +40,7 @@ class TestMajorityVote:
     def test_invalid(self):
         with pytest.raises(ValueError, match="empty"):
             majority_vote([])
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="votes must contain only numbers; found None at position 1"):
             majority_vote([True, None])
 
 
@@ -58,9 +58,9 @@ class TestFactualAccuracy:
     def test_invalid(self):
         with pytest.raises(ValueError, match="ties"):
             factual_accuracy([True], ties="ignore")
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="decisions must contain booleans"):
             factual_accuracy([True, "maybe"])
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="decisions must be a sequence of True/False/None; got str"):
             factual_accuracy("TFT")
 
 

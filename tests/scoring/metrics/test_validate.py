@@ -48,7 +48,7 @@ class TestAsBinary:
 
     @pytest.mark.parametrize("value", [[1, 2], ["yes"], [0.5], [None]])
     def test_rejects(self, value):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="^f must contain"):
             as_binary(value, "f")
 
 
@@ -65,7 +65,7 @@ def test_scalar_checks():
     assert check_int(3, "n", low=1) == 3
     assert check_choice("a", "mode", ("a", "b")) == "a"
     for bad in (True, "1", float("nan"), None):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="^t must be (a real number|finite)"):
             check_real(bad, "t")
     with pytest.raises(ValueError, match="> 0"):
         check_real(0.0, "t", low=0.0, low_open=True)

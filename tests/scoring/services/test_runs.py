@@ -157,7 +157,7 @@ def test_cancel_stops_pending_jobs_and_resume_finishes_them(setup, sent, django_
     assert run_progress(run=run)["cancelled"] == 3
     assert [job_execute(job_id=pk, judge=judge) for pk in rest] == ["skipped"] * 3  # workers check before calling
     assert len(judge.calls) == 2
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="is cancelled; only a pending or running run can be cancelled"):
         run_cancel(run=run)
 
     with django_capture_on_commit_callbacks(execute=True):
