@@ -19,4 +19,8 @@ def test_every_model_is_in_the_admin_with_search_and_filters(model):
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_every_admin_changelist_renders_with_a_search(admin_client, model):
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
-    assert admin_client.get(url, {"q": "x"}).status_code == 200
+    response = admin_client.get(url, {"q": "x"})
+    assert response.status_code == 200
+    changelist = response.context["cl"]
+    assert (changelist.model, changelist.query) == (model, "x")
+    assert 'value="x"' in response.content.decode()  # the page shows the search it answered

@@ -15,6 +15,10 @@ def test_workspace_admin_pages_are_read_only_views(admin_client, owner, alice):
     claim = next_item_for(project=project, user=alice)
     label_submit(item=claim.item, annotator=alice, value={"label": "correct"}, client_token=token())
     for model in MODELS:
-        assert admin_client.get(reverse(f"admin:annotation_{model}_changelist")).status_code == 200
+        response = admin_client.get(reverse(f"admin:annotation_{model}_changelist"))
+        assert response.status_code == 200
+        assert response.context["cl"].model._meta.model_name == model
+    labels = admin_client.get(reverse("admin:annotation_label_changelist")).context["cl"]
+    assert [label.pk for label in labels.result_list] == [claim.item.labels.get().pk]
     assert admin_client.get(reverse("admin:annotation_annotationproject_change", args=[project.pk])).status_code == 200
     assert admin_client.get(reverse("admin:annotation_label_add")).status_code == 403

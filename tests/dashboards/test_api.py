@@ -40,9 +40,26 @@ def test_login_required(name):
     assert APIClient().get(reverse(f"api:dashboard-{name}")).status_code == 403
 
 
+# What each endpoint says of an empty database: nothing to show, counted as nothing.
+EMPTY = {
+    "leaderboard": lambda body: body["rows"] == [] and body["n_cards"] == 0,
+    "human": lambda body: body["systems"] == [] and body["n_comparisons"] == 0,
+    "agreement": lambda body: body["judge"]["groups"] == [] and body["iaa"]["projects"] == [],
+    "chart-verdicts": lambda body: body["rows"] == [],
+    "chart-scores": lambda body: body["groups"] == [],
+    "chart-human-vs-automated": lambda body: body["options"] == [] and body["correlation"] is None,
+    "chart-recall-by-quartile": lambda body: body["rows"] == [] and body["n_tasks"] == 0,
+    "chart-coverage-by-window": lambda body: body["series"] == [] and body["n_cards"] == 0,
+    "chart-discipline-heatmap": lambda body: body["rows"] == [] and body["n_cards"] == 0,
+    "judge-sensitivity": lambda body: body["judges"] == [] and body["note"].startswith("0 judge configurations"),
+    "run-progress": lambda body: body["runs"] == [],
+}
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_empty_database(api, name):
-    get(api, name)
+    body = get(api, name)
+    assert EMPTY[name](body), body
 
 
 def test_leaderboard_equals_selector(api):
@@ -120,7 +137,8 @@ def test_new_endpoints_need_login(name):
 
 @pytest.mark.parametrize("name", NEW_NAMES)
 def test_new_endpoints_on_empty_database(api, name):
-    get(api, name)
+    body = get(api, name)
+    assert EMPTY[name](body), body
 
 
 def test_papers_figures_equal_selectors(api):

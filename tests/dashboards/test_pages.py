@@ -43,10 +43,23 @@ def test_login_required(client, name):
     assert response.status_code == 302 and "/login/" in response["Location"]
 
 
+EMPTY_STATES = {
+    "index": "No evaluation run is running.",
+    "leaderboard": "No report-level score card for DeepSynth-Eval yet",
+    "human": "No pairwise preference matches these filters.",
+    "agreement": "No labelled judge verdict yet",
+    "chart_verdicts": "No data for this chart yet.",
+    "chart_scores": "No data for this chart yet.",
+    "chart_human_vs_auto": "No data for this chart yet.",
+}
+
+
 def test_empty_database_renders_every_page(curator_client):
-    for name in ("index", *URLS):
+    assert set(EMPTY_STATES) == {"index", *URLS}
+    for name, says in EMPTY_STATES.items():
         response = curator_client.get(reverse(f"dashboards:{name}"))
         assert response.status_code == 200, name
+        assert says in response.content.decode(), name
 
 
 def test_leaderboard_matches_metrics_on_report_cards(curator_client):

@@ -50,6 +50,7 @@ def test_json_within_the_limit_is_parsed(world):
     body = {"name": "deep enough", "version": "1", "ignored": nested}  # the object itself is one level
     response = client.post("/api/systems/", body, format="json")
     assert response.status_code == 201, response.content
+    assert (response.json()["name"], response.json()["version"]) == ("deep enough", "1")
 
 
 @pytest.mark.parametrize("body", [VERY_DEEP, "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)])
