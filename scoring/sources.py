@@ -161,8 +161,10 @@ def http_fetch(url: str) -> dict | None:
             body = response.read(FETCH_MAX_BYTES)
             content_type = response.headers.get("Content-Type", "")
             charset = response.headers.get_content_charset() or "utf-8"
-    except (URLError, TimeoutError, OSError):
-        return None  # 404s and other HTTP errors are URLErrors too: "not available"
+    except (URLError, TimeoutError, OSError) as exc:
+        # 404s and other HTTP errors are URLErrors too: the source counts as "not available"
+        logger.warning("fetching %s failed (%s): the source counts as not available", url, exc)
+        return None
     decoded = body.decode(charset, errors="replace")
     if "html" in content_type or decoded.lstrip()[:1] == "<":
         title, text = html_to_text(decoded)

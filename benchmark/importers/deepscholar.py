@@ -34,6 +34,7 @@ messages. The data:
 """
 
 import ast
+import logging
 import re
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -59,6 +60,8 @@ from .common import (
 from .deepscholar_outputs import outputs_read
 
 SOURCE = "deepscholar"
+logger = logging.getLogger(__name__)
+
 PAPERS = "papers_with_related_works.csv"
 CITATIONS = "citations.csv"
 STATS = "citation_stats.csv"
@@ -273,6 +276,8 @@ def _nuggets(folder: Path, base: Path, paper_ids: set[str]) -> dict[str, list[tu
             path = nugget_dir / "res.csv"
             read = _nuggets_csv(path, _shown(path, base))
         else:
+            logger.warning("%s: no res.json or res.csv (only %s): no nuggets read from it", _shown(nugget_dir, base),
+                           ", ".join(sorted(p.name for p in nugget_dir.glob("res.*"))))
             continue
         for rec, items in read:
             qid = clean_arxiv_id(rec.text("qid", required=True))

@@ -30,6 +30,7 @@ Options (``JudgeConfig.options``): ``backoff_base_seconds`` (0.5),
 """
 
 import json
+import logging
 import random
 import re
 import threading
@@ -45,6 +46,7 @@ from .steps import (
 )
 from .transport import GiveUp, RetryPolicy, call_with_retries, endpoint_url, make_client
 
+logger = logging.getLogger(__name__)
 _NO_JSON_MODE: set[str] = set()
 _NO_JSON_MODE_LOCK = threading.Lock()
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
@@ -175,6 +177,8 @@ class OpenAIJudge(Judge):
             json_mode = False
             with _NO_JSON_MODE_LOCK:
                 _NO_JSON_MODE.add(self.endpoint)
+            logger.warning("%s refused JSON mode (HTTP %s): its answers are asked for as plain text from now on",
+                           redact(self.endpoint), cause.status_code)
         usage.add(response, requests)
         extra["json_mode"] = json_mode
         choices = getattr(response, "choices", None) or []

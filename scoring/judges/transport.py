@@ -25,6 +25,7 @@ remaining call. Error texts pass through ``endpoints.redact``; the key a request
 the one the settings bind to its URL (``endpoints.key_for``), never another.
 """
 
+import logging
 import random
 import threading
 import time
@@ -43,6 +44,7 @@ from .endpoints import OPENAI_URL, default_url, key_for, normalize_url, redact
 from .slots import SHARED_SLOTS, SlotTimeout
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 429}) | frozenset(range(500, 600))
 FATAL_STATUS = frozenset({401, 403, 404})  # wrong key, forbidden, unknown model: the run should stop
@@ -151,17 +153,18 @@ def retry_after_seconds(headers: Mapping[str, str] | None, *, now: datetime | No
         try:
             return max(0.0, float(millis) / 1000.0)
         except ValueError:
-            pass
+            logger.warning("ignoring an unreadable retry-after-ms header %r", millis[:80])
     value = (headers.get("retry-after") or "").strip()
     if not value:
         return None
     try:
         return max(0.0, float(value))
     except ValueError:
-        pass
+        pass  # not seconds: an HTTP date, tried next
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):
+        logger.warning("ignoring an unreadable Retry-After header %r: backing off on our own schedule", value[:80])
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)

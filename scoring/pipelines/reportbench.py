@@ -34,6 +34,7 @@ verdicts are retried in place; a changed report text is extracted and judged aga
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import defaultdict
 from collections.abc import Sequence
@@ -71,6 +72,8 @@ from .verdicts import (
     upsert_verdicts,
     verdict_fields,
 )
+
+logger = logging.getLogger(__name__)
 
 REFERENCES = "reportbench.references"
 CITED = "reportbench.cited_statements"
@@ -120,12 +123,14 @@ def gold_references(task) -> list[dict]:
 
 
 def parsed_report(report):
-    """The stored parse; a report stored without one (e.g. built directly) is parsed here, no judge involved."""
+    """The stored parse; a report stored without one (e.g. built directly) is parsed here, no judge involved.
+    A stored parse that cannot be read (an older schema, a damaged row) is parsed again, with a warning."""
     if report.parsed:
         try:
             return report_parsed(report)
-        except (KeyError, ValueError, TypeError):
-            pass
+        except (KeyError, ValueError, TypeError) as exc:
+            logger.warning("report %s: its stored parse cannot be read (%s: %s); parsing its text again",
+                           report.pk, type(exc).__name__, exc)
     return parse_report(report.text, format=report.format)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -119,10 +120,14 @@ def site():
     server.shutdown()
 
 
-def test_the_http_fetcher_reduces_html_to_its_visible_text(site):
+def test_the_http_fetcher_reduces_html_to_its_visible_text(site, caplog):
     page = http_fetch(f"{site}/page")
     assert page == {"title": "A Page", "text": "Heading\nFirst & second paragraph.\nThird"}
-    assert http_fetch(f"{site}/nothing-here") is None
+    with caplog.at_level(logging.WARNING, logger="scoring.sources"):
+        assert http_fetch(f"{site}/nothing-here") is None
+    [warning] = caplog.records
+    assert warning.getMessage() == (f"fetching {site}/nothing-here failed (HTTP Error 404: Not Found): "
+                                    "the source counts as not available")
     assert http_fetch(f"{site}/pdf") is None
     assert http_fetch("ftp://example.org/file") is None
     big = http_fetch(f"{site}/big")

@@ -1,5 +1,6 @@
 import csv
 import json
+import logging
 import shutil
 from collections import Counter
 from datetime import date
@@ -316,3 +317,13 @@ def test_an_important_citation_of_an_unknown_paper_is_refused(mini):
     assert_rejected("deepscholar", mini, match=rf"^important_citations\.csv, line {row_line}, field "
                                                r"'parent_paper_arxiv_id': no paper '2501\.00001v1' in "
                                                r"papers_with_related_works\.csv$")
+
+
+def test_a_nugget_folder_without_res_json_or_csv_is_skipped_with_a_warning(mini, caplog):
+    (mini / "gt_nuggets_outputs" / "7").mkdir()
+    (mini / "gt_nuggets_outputs" / "7" / "res.txt").write_text("not nuggets", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="benchmark.importers.deepscholar"):
+        result = run_import("deepscholar", mini)
+    assert result.counts["task"] == {"created": 2}
+    assert [r.getMessage() for r in caplog.records if r.name == "benchmark.importers.deepscholar"] == [
+        "gt_nuggets_outputs/7: no res.json or res.csv (only res.txt): no nuggets read from it"]

@@ -1,6 +1,7 @@
 """The openai backend over real HTTP: the real ``openai`` client against the scripted loopback server."""
 
 import json
+import logging
 import threading
 import time
 
@@ -147,11 +148,14 @@ def test_a_reply_without_the_item_list_twice_is_an_error_naming_the_field(fake_o
     assert not answer.ok and "answer at verdicts" in answer.error and "'none' is not of type 'array'" in answer.error
 
 
-def test_an_endpoint_without_json_mode_is_asked_again_without_it(fake_openai):
+def test_an_endpoint_without_json_mode_is_asked_again_without_it(fake_openai, caplog):
     fake_openai.script(Reply.error(400, "response_format is not supported"), Reply.json(GOOD), Reply.json(GOOD))
     judge = judge_for(make_config(fake_openai))
-    assert judge.answer(group_call()).ok
-    assert judge.answer(group_call()).ok
+    with caplog.at_level(logging.WARNING, logger="scoring.judges.openai_judge"):
+        assert judge.answer(group_call()).ok
+        assert judge.answer(group_call()).ok
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "scoring.judges.openai_judge"]
+    assert warning.endswith("refused JSON mode (HTTP 400): its answers are asked for as plain text from now on")
     first, second, third = fake_openai.chat_requests()
     assert "response_format" in first.body
     assert "response_format" not in second.body and "response_format" not in third.body

@@ -1,3 +1,4 @@
+import logging
 import random
 import threading
 import time
@@ -86,3 +87,13 @@ def test_the_endpoint_limiter_hands_slots_to_waiters_in_arrival_order():
         t.join(5)
     assert order == [0, 1, 2, 3, 4]
     assert limiter.in_flight("http://endpoint") == 0
+
+
+def test_an_unreadable_retry_after_is_ignored_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="scoring.judges.transport"):
+        assert retry_after_seconds({"retry-after": "soon"}) is None
+        assert retry_after_seconds({"retry-after-ms": "later", "retry-after": "3"}) == 3.0
+    assert [r.getMessage() for r in caplog.records] == [
+        "ignoring an unreadable Retry-After header 'soon': backing off on our own schedule",
+        "ignoring an unreadable retry-after-ms header 'later'",
+    ]

@@ -15,7 +15,9 @@ Non-cited statements, repeats = 3: u0 c,c,c → correct; u1 c,i,i → incorrect;
 
 from __future__ import annotations
 
+import logging
 import string
+from types import SimpleNamespace
 import threading
 
 import pytest
@@ -28,7 +30,7 @@ from scoring.models import EvaluationRun, LLMCall, Statement, Verdict
 from scoring.pipelines import PIPELINES
 from scoring.pipelines.reportbench import (
     CITED, CONSISTENCY, FACTUALITY, REFERENCE_KIND, REFERENCE_TITLES, REFERENCES, STEPS, UNCITED, SourceResolver,
-    reference_labels,
+    parsed_report, reference_labels,
 )
 from tests.factories import BibEntryFactory, GoldReferenceFactory, ReportFactory, TaskFactory
 from tests.scoring.services.fakes import judge_config
@@ -377,3 +379,15 @@ def test_the_upstream_reference_match_is_chosen_per_run(case):
     assert predicted and m["tp"] == len(predicted & gold) > 0
     assert m["precision"] == pytest.approx(len(predicted & gold) / len(predicted))
     assert m["recall"] == pytest.approx(len(predicted & gold) / len(gold))
+
+
+def test_a_stored_parse_that_cannot_be_read_is_parsed_again_with_a_warning(caplog):
+    text = "# Title\n\nWidgets improve accuracy [1].\n\n## References\n\n[1] A Widget Paper. https://arxiv.org/abs/2101.00001\n"
+    report = SimpleNamespace(pk=7, text=text, format="markdown", parsed={"schema_version": 999})
+    with caplog.at_level(logging.WARNING, logger="scoring.pipelines.reportbench"):
+        parsed = parsed_report(report)
+    assert parsed == parse_report(text, format="markdown")
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "report 7: its stored parse cannot be read" in record.getMessage()
+    assert "schema_version 999" in record.getMessage()
