@@ -347,7 +347,7 @@ def label_form_context(*, item: AnnotationItem, project: AnnotationProject, targ
 
 def item_context_for(
     *, item: AnnotationItem, user, with_task: bool = False, role: str | None = None, claim: Assignment | None = None,
-    project: AnnotationProject | None = None,
+    project: AnnotationProject | None = None, target: Any = None,
 ) -> dict:
     """Everything the workspace may show ``user`` about ``item``.
 
@@ -366,9 +366,10 @@ def item_context_for(
 
     ``role``: the user's role in the item's project when the caller already resolved it
     (``project_with_role``) in this request; else it is looked up. ``claim``: the user's
-    unexpired claim on the item that ``next_item_for`` just returned (then ``item`` is that
+    unexpired claim on the item that ``claim_next_item`` just returned (then ``item`` is that
     claim's item, read in its transaction, and ``project`` the item's project read in this
-    request: neither is read again); else the item is read afresh.
+    request: neither is read again); else the item is read afresh. ``target``: the item's
+    target row when the caller read it in this request (``item_targets``, for a batch).
     """
     if claim is not None and project is not None and claim.item_id == item.pk and item.project_id == project.pk:
         item.project = project
@@ -380,7 +381,9 @@ def item_context_for(
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
     revealed = not project.blind or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
-    if not revealed:  # blind: revealed by the user's own label; an unlabelled item reads no label
+    # A claim the user holds is one they have not labelled under (a label ends it): nothing to read.
+    held = claim is not None and claim.user_id == user.pk and claim.status == Assignment.Status.ACTIVE
+    if not revealed and not held:  # blind: revealed by the user's own label; an unlabelled item reads no label
         (revealed,) = rawsql.scalar_row(
             f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s)",
             [item.pk, user.pk],
@@ -388,7 +391,8 @@ def item_context_for(
         revealed = bool(revealed)
     labels = list(item.labels.select_related("annotator")) if revealed else []
     own = next((label for label in labels if label.annotator_id == user.pk), None)
-    target = item_target(item)
+    if target is None or target.pk != item.target_id:
+        target = item_target(item)
     context = {
         "project": _project_view(project),
         "role": role,

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from ..assignment import assignment_skip, next_item_for, skips_revisit
+from ..assignment import assignment_skip, claim_next_item, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from ..selectors import (
@@ -119,10 +119,11 @@ def _add_response(request, project, role, item, *, form=None, kind="", added=Non
     return render(request, "annotation/_add_item.html", page, status=status)
 
 
-def _next(request, project, role, *, flash: str = "", status: int = 200):
-    """Claim the user's next item (or keep the held one) and show it."""
+def _next(request, project, role, *, flash: str = "", status: int = 200, holds_claims: bool = True):
+    """Claim the user's next item (or keep the held one) and show it. ``holds_claims=False``:
+    the request just ended the user's claim (``claim_next_items``)."""
     try:
-        assignment = next_item_for(project=project, user=request.user, role=role)
+        assignment = claim_next_item(project=project, user=request.user, role=role, holds_claims=holds_claims)
     except PermissionError as exc:
         return refuse(request, str(exc))
     except ProjectNotOpenError as exc:
@@ -201,7 +202,7 @@ def label_create(request, project_id: int, item_id: int):
     )
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
-    return _next(request, project, role, flash=flash)
+    return _next(request, project, role, flash=flash, holds_claims=False)
 
 
 @require_POST

@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from annotation.assignment import next_item_for
+from annotation.assignment import claim_next_item
 from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
 from annotation.services.errors import ClaimLostError
 from annotation.services.labels import label_submit
@@ -49,7 +49,7 @@ def test_twenty_annotators_at_once_never_exceed_the_overlap():
         try:
             start.wait()
             for _ in range(100):
-                claim = next_item_for(project=project, user=user)
+                claim = claim_next_item(project=project, user=user)
                 if claim is None:
                     break
                 form = uuid.uuid4()
