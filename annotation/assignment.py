@@ -10,15 +10,15 @@ lock. A client may hold up to ``MAX_CLAIMS`` claims in a project (a batch); each
 expires on its own.
 """
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Label
 from .rawsql import rows, table
-from .services.audit import audit_record
+from .services.audit import audit_record, audit_records
 from .services.claims import claims_create, items_with_free_slot
-from .services.errors import AnnotationError
-from .services.labels import require_labeller
+from .services.errors import AnnotationError, ProjectNotOpenError
+from .services.labels import Submission, SubmissionResult, label_submit_many, require_labeller, submissions_open
 from .services.locking import item_lock, lock_clause
 
 MAX_CLAIMS = 50  # items one request may claim (``?count=``); documented in docs/performance.md
@@ -62,9 +62,7 @@ def _usable(claim: Assignment, now) -> bool:
     return claim.expires_at > now and claim.item.status == AnnotationItem.Status.OPEN
 
 
-def claim_next_items(
-    *, project: AnnotationProject, user, role: str | None = None, count: int = 1, holds_claims: bool = True
-) -> list[Assignment]:
+def claim_next_items(*, project: AnnotationProject, user, role: str | None = None, count: int = 1) -> list[Assignment]:
     """Claim the user's next ``count`` items (1..``MAX_CLAIMS``) and return the claims, oldest
     first (``assignment.item``); fewer, or none, when less is left for them. The unexpired
     claims they hold come first: asking again returns them, topped up to ``count``.
@@ -72,36 +70,38 @@ def claim_next_items(
     ``ValueError`` for a count out of range.
 
     ``role``: the user's role, passed by a caller that read ``project`` and the role at the
-    start of this request (``project_with_role``); without it both are read again here.
-    ``holds_claims=False``: the caller just ended the user's claim (a submission), so the
-    read-only look for held claims is skipped; the transaction still reads them."""
+    start of this request (``project_with_role``); without it both are read again here."""
     if not 1 <= count <= MAX_CLAIMS:
         raise ValueError(f"count: claim between 1 and {MAX_CLAIMS} items at once, not {count}")
     if role is None:
         project = AnnotationProject.objects.get(pk=project.pk)
     require_labeller(project=project, user=user, role=role)
-    if holds_claims:
-        # Returning the claims the user holds is a read: it takes no write lock (on SQLite a write
-        # transaction would queue every page load behind every submission).
-        now = timezone.now()
-        held = [claim for claim in _held_claims(project=project, user=user) if _usable(claim, now)]
-        if len(held) >= count:
-            return held[:count]
-    return _claim_more(project=project, user=user, count=count)
+    # Returning the claims the user holds is a read: it takes no write lock (on SQLite a write
+    # transaction would queue every page load behind every submission).
+    now = timezone.now()
+    held = [claim for claim in _held_claims(project=project, user=user) if _usable(claim, now)]
+    if len(held) >= count:
+        return held[:count]
+    with transaction.atomic():
+        return _claim_more(project=project, user=user, count=count)
 
 
-def claim_next_item(*, project: AnnotationProject, user, role: str | None = None,
-                    holds_claims: bool = True) -> Assignment | None:
+def claim_next_item(*, project: AnnotationProject, user, role: str | None = None) -> Assignment | None:
     """The first of ``claim_next_items`` with ``count=1``: the claim held, else a new one; None
     when nothing is left for the user."""
-    claims = claim_next_items(project=project, user=user, role=role, holds_claims=holds_claims)
+    claims = claim_next_items(project=project, user=user, role=role)
     return claims[0] if claims else None
 
 
-@transaction.atomic
-def _claim_more(*, project: AnnotationProject, user, count: int) -> list[Assignment]:
+def _claim_more(
+    *, project: AnnotationProject, user, count: int, held: list[Assignment] | None = None,
+    audit: list[dict] | None = None,
+) -> list[Assignment]:
+    """In the caller's transaction. ``held``: the user's active claims, when the caller read
+    them in it; ``audit``: audit rows of the transaction to write with the claims'."""
     now = timezone.now()
-    held = _held_claims(project=project, user=user)  # again, in the transaction: a second tab may have claimed
+    if held is None:
+        held = _held_claims(project=project, user=user)  # again, in the transaction: a second tab may have claimed
     usable = [claim for claim in held if _usable(claim, now)]
     stale = [claim.pk for claim in held if not _usable(claim, now)]
     if stale:
@@ -118,7 +118,43 @@ def _claim_more(*, project: AnnotationProject, user, count: int) -> list[Assignm
         free = items_with_free_slot(items, now)
         chosen += [item for item in items if item.pk in free]
         passed_over += [item.pk for item in items]
-    return usable + claims_create(project=project, items=chosen, user=user, now=now)
+    return usable + claims_create(project=project, items=chosen, user=user, now=now, audit=audit)
+
+
+def label_submit_and_claim(
+    *, annotator, submission: Submission, project: AnnotationProject | None = None, role: str | None = None,
+    target=None,
+) -> tuple[SubmissionResult, Assignment | None]:
+    """One turn of the annotator loop in one transaction: ``label_submit`` of ``submission``,
+    then, when it was stored (or is a resubmission), ``claim_next_item`` in its project. The
+    rules are theirs; what is saved is a transaction, a read of the user's held claims (they
+    come with the item's claims) and an INSERT (both audit rows in one). Returns the result
+    (its ``error`` unraised: the caller decides) and the next claim, or None."""
+    targets = {submission.item_id: target} if target is not None else None
+    try:
+        with transaction.atomic():
+            batch = submissions_open(annotator=annotator, submissions=[submission], project=project, role=role,
+                                     targets=targets, with_held=True)
+            (result,) = batch.answer_all()
+            if result.error is not None:
+                return result, None
+            audit: list[dict] = []
+            batch.write(audit=audit)
+            project = result.label.project
+            try:
+                require_labeller(project=project, user=annotator, role=result.role)
+            except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
+                audit_records(audit)
+                return result, None
+            claims = _claim_more(project=project, user=annotator, count=1, held=batch.held_claims(project),
+                                 audit=audit)
+            return result, (claims[0] if claims else None)
+    except IntegrityError:
+        # A form's token raced in for another item (see ``label_submit_many``): each step alone.
+        (result,) = label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)
+        if result.error is not None:
+            return result, None
+        return result, claim_next_item(project=result.label.project, user=annotator, role=result.role)
 
 
 def _claim_end(*, assignment: Assignment, user, status: str, action: str) -> Assignment:

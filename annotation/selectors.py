@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Case, Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -170,17 +170,18 @@ def _proposables(kind: str) -> QuerySet:
     return model.objects.select_related("bib_entry") if model is GoldReference else model.objects.all()
 
 
-def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
-    """item id → its target row (benchmark proposable, ``ReportPair`` or ``Verdict``): one query per kind."""
+def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dict[int, Any]:
+    """item id → its target row (benchmark proposable, ``ReportPair`` or ``Verdict``): one query per kind.
+    ``with_text``: a pair's reports come with their parsed outlines (the workspace shows them)."""
     by_kind: dict[str, list[AnnotationItem]] = defaultdict(list)
     for item in items:
         by_kind[item.target_kind].append(item)
     out: dict[int, Any] = {}
     for kind, group in by_kind.items():
         if kind == TargetKind.REPORT_PAIR:
-            rows = ReportPair.objects.select_related("report_left__system", "report_right__system").defer(
-                "report_left__parsed", "report_right__parsed"
-            )
+            rows = ReportPair.objects.select_related("report_left__system", "report_right__system")
+            if not with_text:
+                rows = rows.defer("report_left__parsed", "report_right__parsed")
         elif kind == TargetKind.VERDICT:
             rows = Verdict.objects.select_related("report__system", "judge_config").defer(
                 "report__parsed", "raw_response"
@@ -193,12 +194,12 @@ def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
     return out
 
 
-def item_target(item: AnnotationItem) -> Any:
-    """The target row of one item (None when it was deleted)."""
+def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
+    """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
     model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
     if model is not None and model is not GoldReference:  # a plain row: no related row to read along
         return rawsql.by_pk(model, item.target_id)
-    return item_targets([item])[item.pk]
+    return item_targets([item], with_text=with_text)[item.pk]
 
 
 def _report_brief(report, *, blind: bool) -> dict:
@@ -302,9 +303,11 @@ def _pair_task(task_id: int) -> dict:
     task = Task.objects.select_related("survey").only("key", "title", "survey__title").filter(pk=task_id).first()
     if task is None:
         return {}
-    prompts = TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
-    general = prompts.filter(level=TaskPrompt.Level.GENERAL).values_list("text", flat=True).first()
-    prompt = general or prompts.order_by("pk").values_list("text", flat=True).first()
+    prompt = (  # its general prompt first, else the first one: one query
+        TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
+        .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk")
+        .values_list("text", flat=True).first()
+    )
     title = task.title or task.survey.title
     return {"key": task.key, "title": title, "prompt": prompt or title}
 
@@ -392,7 +395,7 @@ def item_context_for(
     labels = list(item.labels.select_related("annotator")) if revealed else []
     own = next((label for label in labels if label.annotator_id == user.pk), None)
     if target is None or target.pk != item.target_id:
-        target = item_target(item)
+        target = item_target(item, with_text=True)
     context = {
         "project": _project_view(project),
         "role": role,

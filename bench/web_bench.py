@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -48,8 +49,13 @@ from bench.memory import MiB, PeakRss
 from bench.seed_web import SeedSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-SEQUENTIAL_P95_MS = 25.0
+SEQUENTIAL_P95_MS = 15.0  # per labelled item (issue #20)
 CONCURRENT_LOOPS_PER_S = 100.0
+BATCHED_ITEMS_PER_S = 250.0
+QUERY_BUDGETS = {  # issue #20's targets per labelled item
+    "per item, REST (POST /api/labels/ with next)": 12,
+    "per item, REST batch of 10 (claim + submit)": 4,
+}
 CONCURRENT_P95_MS = 150.0
 PAGE_MS = 300.0
 WEB_WORKER_MIB = 256.0
@@ -86,11 +92,13 @@ class WebLoad:
     @property
     def loops_per_run(self) -> int:
         """Items one run consumes (each loop completes one item), with room for a second run."""
-        return 2 * (self.query_loops + self.warmup_loops * (1 + self.annotators) + self.sequential_loops
+        per_mode = (self.warmup_loops * (1 + self.annotators) + self.sequential_loops
                     + self.annotators * self.loops_per_annotator)
+        return 2 * (3 * self.query_loops + 4 * per_mode)  # the modes: workspace, REST, REST batch (2×)
 
 
 FULL = WebLoad(items=100_000, sequential_loops=300, loops_per_annotator=100)
+TEN_THOUSAND = WebLoad(items=10_000, sequential_loops=300, loops_per_annotator=100)
 QUICK = WebLoad(items=10_000, sequential_loops=100, loops_per_annotator=40, page_repeats=10)
 
 
@@ -186,10 +194,10 @@ def _count_queries(load: WebLoad) -> dict:
     User = get_user_model()
     counts: dict[str, int] = {}
 
-    def count(kind: str, client: Client, method: str, path: str, **kwargs):
+    def count(kind: str, client: Client, method: str, path: str, expect: int = 200, **kwargs):
         with CaptureQueriesContext(connection) as queries:
             response = getattr(client, method)(path, secure=True, **kwargs)
-        if response.status_code != 200:
+        if response.status_code != expect:
             raise BenchError(f"{method.upper()} {path}: HTTP {response.status_code}")
         counts[kind] = max(counts.get(kind, 0), len(queries))
         return response.content.decode()
@@ -200,8 +208,23 @@ def _count_queries(load: WebLoad) -> dict:
                   headers={"HX-Request": "true"})
     for _ in range(load.query_loops):
         action, token = label_form(panel)
-        panel = count("loop (htmx POST: label, next item)", probe, "post", action,
+        panel = count("per item, workspace (htmx POST: label, next item)", probe, "post", action,
                       data={"client_token": token, "decision": "accept"}, headers={"HX-Request": "true"})
+    project = info["project_id"]
+    held = json.loads(count("REST claim", probe, "post", f"/api/projects/{project}/next/"))["assignment"]["item"]
+    for _ in range(load.query_loops):
+        body = {"item": held, "value": {"decision": "accept"}, "client_token": str(uuid.uuid4()), "next": True}
+        answer = json.loads(count("per item, REST (POST /api/labels/ with next)", probe, "post", "/api/labels/",
+                                  data=body, content_type="application/json", expect=201))
+        held = answer["next"]["assignment"]["item"]
+    for _ in range(load.query_loops):
+        with CaptureQueriesContext(connection) as queries:
+            claims = json.loads(probe.post(f"/api/projects/{project}/next/?count={BATCH}", secure=True).content)
+            body = [{"item": c["assignment"]["item"], "value": {"decision": "accept"},
+                     "client_token": str(uuid.uuid4())} for c in claims["claims"]]
+            probe.post("/api/labels/batch/", data=body, content_type="application/json", secure=True)
+        kind = f"per item, REST batch of {BATCH} (claim + submit)"
+        counts[kind] = max(counts.get(kind, 0), round(len(queries) / len(body), 1))
     count("pairwise page", probe, "get", f"/annotate/{info['pairwise_project_id']}/")
     curator = Client()
     curator.force_login(User.objects.get(username=info["curator"]))
@@ -286,6 +309,7 @@ class Browser:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         self.cookies: dict[str, str] = {}
         self.panel: str | None = None  # the workspace panel on screen, with its label form
+        self.held: list[int] | None = None  # REST: the item claimed for the next loop
 
     def reconnect(self) -> None:
         """A fresh connection before each phase (the server closes idle keep-alive connections)."""
@@ -342,6 +366,56 @@ class Browser:
         self.panel = panel
         return seconds
 
+    def api(self, method: str, path: str, body) -> tuple[int, object, float]:
+        """A JSON request to the REST API in this browser's session (CSRF from its cookie)."""
+        headers = {"Host": f"127.0.0.1:{self.port}", "X-Forwarded-Proto": "https", "Origin": self.origin,
+                   "Referer": self.origin + "/", "Content-Type": "application/json",
+                   "X-CSRFToken": self.cookies.get("csrftoken", ""),
+                   "Cookie": "; ".join(f"{name}={value}" for name, value in self.cookies.items())}
+        start = time.perf_counter()
+        try:
+            self.connection.request(method, path, body=json.dumps(body), headers=headers)
+            response = self.connection.getresponse()
+            text = response.read().decode()
+        except (http.client.HTTPException, OSError):
+            self.connection.close()
+            raise
+        return response.status, json.loads(text or "null"), time.perf_counter() - start
+
+    def rest_loop(self, project_id: int) -> tuple[float, int]:
+        """REST, one item: ``POST /api/labels/`` with ``"next": true`` (the answer carries the
+        next claim). Seconds and items labelled."""
+        if self.held is None:
+            status, answer, _ = self.api("POST", f"/api/projects/{project_id}/next/", None)
+            if status != 200 or answer["assignment"] is None:
+                raise BenchError(f"claim: HTTP {status}")
+            self.held = [answer["assignment"]["item"]]
+        item, self.held = self.held[0], None
+        status, answer, seconds = self.api("POST", "/api/labels/", {
+            "item": item, "value": {"decision": "accept"}, "client_token": str(uuid.uuid4()), "next": True})
+        if status != 201:
+            raise BenchError(f"label item {item}: HTTP {status} {str(answer)[:200]}")
+        if answer["next"]["assignment"] is not None:
+            self.held = [answer["next"]["assignment"]["item"]]
+        return seconds, 1
+
+    def rest_batch_loop(self, project_id: int) -> tuple[float, int]:
+        """REST, a batch: claim ``BATCH`` items (``?count=``), submit them in one request. The
+        seconds of both requests and the items labelled."""
+        status, answer, claim_seconds = self.api("POST", f"/api/projects/{project_id}/next/?count={BATCH}", None)
+        if status != 200 or not answer["claims"]:
+            raise BenchError(f"claim a batch: HTTP {status}")
+        body = [{"item": c["assignment"]["item"], "value": {"decision": "accept"}, "client_token": str(uuid.uuid4())}
+                for c in answer["claims"]]
+        status, answer, seconds = self.api("POST", "/api/labels/batch/", body)
+        refused = [row for row in (answer or {}).get("results", []) if row["status"] not in (200, 201)]
+        if status != 200 or refused:
+            raise BenchError(f"submit a batch: HTTP {status}, {len(refused)} refused: {str(refused)[:200]}")
+        return claim_seconds + seconds, len(body)
+
+    def workspace_loop(self, project_id: int) -> tuple[float, int]:
+        return self.loop(project_id), 1
+
     def loop(self, project_id: int) -> float:
         """Submit the shown item's label; the response is the next item's panel. Its seconds."""
         if self.panel is None:  # after an error: open the workspace again, outside the loop
@@ -357,19 +431,32 @@ class Browser:
         return seconds
 
 
+BATCH = 10  # items per REST batch loop
+MODES = {  # label → the Browser method of one loop, and how many loops of a phase it runs
+    "workspace": ("workspace_loop", 1),
+    "REST": ("rest_loop", 1),
+    f"REST batch of {BATCH}": ("rest_batch_loop", 1 / 5),
+}
+
+
 @dataclass
 class LoopLog:
     loops: list[float]
     errors: list[str]
+    items: int = 0
+    mode: str = "workspace"
 
     @classmethod
-    def empty(cls) -> "LoopLog":
-        return cls([], [])
+    def empty(cls, mode: str = "workspace") -> "LoopLog":
+        return cls([], [], 0, mode)
 
     def run(self, browser: Browser, project_id: int, count: int) -> None:
-        for _ in range(count):
+        method, share = MODES[self.mode]
+        for _ in range(max(1, round(count * share))):
             try:
-                self.loops.append(browser.loop(project_id))
+                seconds, items = getattr(browser, method)(project_id)
+                self.loops.append(seconds / items)  # per labelled item
+                self.items += items
             except (BenchError, OSError, http.client.HTTPException) as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -383,14 +470,14 @@ def _browsers(port: int, usernames: list[str], password: str) -> list[Browser]:
     return browsers
 
 
-def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad) -> tuple[LoopLog, float]:
+def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad, mode: str) -> tuple[LoopLog, float]:
     """Every annotator warms up, then all start together; returns the log and the wall time."""
-    logs = [LoopLog.empty() for _ in browsers]
+    logs = [LoopLog.empty(mode) for _ in browsers]
     start_together = threading.Barrier(len(browsers) + 1)
 
     def annotate(browser: Browser, log: LoopLog) -> None:
         browser.reconnect()
-        LoopLog.empty().run(browser, project_id, load.warmup_loops)
+        LoopLog.empty(mode).run(browser, project_id, load.warmup_loops)
         start_together.wait()
         log.run(browser, project_id, load.loops_per_annotator)
 
@@ -402,10 +489,11 @@ def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad) -> tupl
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - started
-    merged = LoopLog.empty()
+    merged = LoopLog.empty(mode)
     for log in logs:
         merged.loops += log.loops
         merged.errors += log.errors
+        merged.items += log.items
     return merged, wall
 
 
@@ -436,11 +524,15 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
         with PeakRss(server.process.pid) as memory:
             annotators = _browsers(server.port, prepared["annotators"], prepared["password"])
             first = annotators[0]
-            LoopLog.empty().run(first, project, load.warmup_loops)
-            sequential = LoopLog.empty()
-            first.reconnect()
-            sequential.run(first, project, load.sequential_loops)
-            concurrent, wall = _concurrent(annotators, project, load)
+            modes = {}
+            for mode in MODES:
+                LoopLog.empty(mode).run(first, project, load.warmup_loops)
+                sequential = LoopLog.empty(mode)
+                first.reconnect()
+                sequential.run(first, project, load.sequential_loops)
+                concurrent, wall = _concurrent(annotators, project, load, mode)
+                modes[mode] = {"sequential": asdict(sequential), "concurrent": asdict(concurrent),
+                               "concurrent_wall_seconds": wall}
             curator = _browsers(server.port, [prepared["curator"]], prepared["password"])[0]
             pages = {
                 "workspace page (reload: the held item)": _page_times(first, f"/annotate/{project}/",
@@ -451,7 +543,7 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
             for name, path in DASHBOARDS:
                 pages[f"dashboard {name}"] = _page_times(curator, path, load.page_repeats)
         result.update(
-            sequential=asdict(sequential), concurrent=asdict(concurrent), concurrent_wall_seconds=wall, pages=pages,
+            modes=modes, pages=pages,
             web_worker_peak_rss=memory.peak_of(exclude_root=True), web_tree_peak_rss=memory.peak_total,
         )
     result["check"] = _db("check", env, load)
@@ -459,27 +551,32 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
 
 
 def figures_of(result: dict) -> list[dict]:
-    """The table rows of one database's ``measure`` result."""
+    """The table rows of one database's ``measure`` result: per loop (workspace, REST, REST
+    batch) side by side, times per labelled item."""
     db, load = result["database"], result["load"]
-    seq, conc = result["sequential"], result["concurrent"]
-    ms = [1000 * s for s in seq["loops"]] or [float("nan")]
-    cms = [1000 * s for s in conc["loops"]] or [float("nan")]
     n = load["annotators"]
-    rows = [
-        figure(f"{db}: sequential loop p50", percentile(ms, 50), None, "ms"),
-        figure(f"{db}: sequential loop p95", percentile(ms, 95), SEQUENTIAL_P95_MS, "ms"),
-        figure(f"{db}: sequential loop p99", percentile(ms, 99), None, "ms"),
-        figure(f"{db}: {n} annotators, loops/s", len(conc["loops"]) / result["concurrent_wall_seconds"],
-               CONCURRENT_LOOPS_PER_S, "loops/s", better="higher"),
-        figure(f"{db}: {n} annotators, loop p50", percentile(cms, 50), None, "ms"),
-        figure(f"{db}: {n} annotators, loop p95", percentile(cms, 95), CONCURRENT_P95_MS, "ms"),
-        figure(f"{db}: {n} annotators, loop p99", percentile(cms, 99), None, "ms"),
-        figure(f"{db}: errors (both phases)", len(seq["errors"]) + len(conc["errors"]), 0, "count"),
+    rows = []
+    for mode, measured in result["modes"].items():
+        seq, conc = measured["sequential"], measured["concurrent"]
+        ms = [1000 * s for s in seq["loops"]] or [float("nan")]
+        cms = [1000 * s for s in conc["loops"]] or [float("nan")]
+        batched = mode != "workspace" and mode != "REST"
+        where = f"{db}, {load['items']:,} items, {mode}"
+        rows += [
+            figure(f"{where}: sequential p50 per item", percentile(ms, 50), None, "ms"),
+            figure(f"{where}: sequential p95 per item", percentile(ms, 95), SEQUENTIAL_P95_MS, "ms"),
+            figure(f"{where}: {n} annotators, items/s", conc["items"] / measured["concurrent_wall_seconds"],
+                   BATCHED_ITEMS_PER_S if batched else CONCURRENT_LOOPS_PER_S, "items/s", better="higher"),
+            figure(f"{where}: {n} annotators, p95 per item", percentile(cms, 95), CONCURRENT_P95_MS, "ms"),
+            figure(f"{where}: errors (both phases)", len(seq["errors"]) + len(conc["errors"]), 0, "count"),
+        ]
+    db = f"{db}, {load['items']:,} items"
+    rows += [
         figure(f"{db}: items over their overlap", result["check"]["over_assigned_items"], 0, "count"),
         figure(f"{db}: items whose counter disagrees", result["check"]["miscounted_items"], 0, "count"),
     ]
-    rows += [figure(f"{db}: queries, {kind}", count, None, "queries") for kind, count in result["queries"].items()
-             if not kind.startswith("dashboard")]
+    rows += [figure(f"{db}: queries, {kind}", count, QUERY_BUDGETS.get(kind), "queries")
+             for kind, count in result["queries"].items() if not kind.startswith("dashboard")]
     dashboards = {k: v for k, v in result["queries"].items() if k.startswith("dashboard")}
     if dashboards:
         rows.append(figure(f"{db}: queries, dashboards (most of 7)", max(dashboards.values()), None, "queries"))
@@ -516,9 +613,10 @@ def _ensure_postgres(database_url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def bench_databases(quick: bool) -> dict[str, str]:
-    """The web bench's own databases: never the user's, nor the other benchmarks' ``ses_bench``."""
-    suffix = "_quick" if quick else ""
+def bench_databases(quick: bool, items: int = FULL.items) -> dict[str, str]:
+    """The web bench's own databases: never the user's, nor the other benchmarks' ``ses_bench``
+    (one per size, so that each keeps its seed)."""
+    suffix = "_quick" if quick else ("" if items == FULL.items else f"_{items}")
     databases = {"sqlite": f"sqlite:///{ROOT / 'var' / f'bench_web{suffix}.sqlite3'}"}
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith("postgres"):
@@ -527,27 +625,30 @@ def bench_databases(quick: bool) -> dict[str, str]:
 
 
 def run_figures(*, quick: bool = False) -> list[dict]:
-    load = QUICK if quick else FULL
+    """Every size (10,000 and 100,000 items; ``quick``: 10,000 with fewer loops) on SQLite and,
+    when ``DATABASE_URL`` is a PostgreSQL server, PostgreSQL."""
     rows = []
-    databases = bench_databases(quick)
-    if "postgresql" not in databases:
-        print("    PostgreSQL not measured: DATABASE_URL is not a PostgreSQL server (`make bench` starts one)")
-    for label, url in databases.items():
-        if label == "postgresql":
-            _ensure_postgres(url)
-        work_dir = ROOT / "var" / f"bench-web-{label}"
-        try:
-            result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
-        except StaleSeed as exc:
-            print(f"    {label}: reseeding ({exc})")
-            _drop(url)
-            result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
-        seeded = result["seed"]
-        note = f"seeded in {seeded['seed_seconds']:.0f} s" if seeded["seed_seconds"] else "reused"
-        print(f"    {label}: {seeded['items']:,} items, {seeded['labels']:,} labels ({note}); "
-              f"errors: {(result['sequential']['errors'] + result['concurrent']['errors'])[:3]}", flush=True)
-        (work_dir / "result.json").write_text(json.dumps(result, indent=1))
-        rows += figures_of(result)
+    for load in [QUICK] if quick else [TEN_THOUSAND, FULL]:
+        databases = bench_databases(quick, load.items)
+        if "postgresql" not in databases:
+            print("    PostgreSQL not measured: DATABASE_URL is not a PostgreSQL server (`make bench` starts one)")
+        for label, url in databases.items():
+            if label == "postgresql":
+                _ensure_postgres(url)
+            work_dir = ROOT / "var" / f"bench-web-{label}-{load.items}"
+            try:
+                result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
+            except StaleSeed as exc:
+                print(f"    {label}: reseeding ({exc})")
+                _drop(url)
+                result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
+            seeded = result["seed"]
+            note = f"seeded in {seeded['seed_seconds']:.0f} s" if seeded["seed_seconds"] else "reused"
+            errors = [e for m in result["modes"].values() for e in m["sequential"]["errors"] + m["concurrent"]["errors"]]
+            print(f"    {label}: {seeded['items']:,} items, {seeded['labels']:,} labels ({note}); "
+                  f"errors: {errors[:3]}", flush=True)
+            (work_dir / "result.json").write_text(json.dumps(result, indent=1))
+            rows += figures_of(result)
     return rows
 
 

@@ -21,7 +21,7 @@ from config.parsers import BoundedJSONField
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
-from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items
+from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
 from ..selectors import item_context_for, item_targets, project_progress, project_role, projects_for
 from ..services.labels import Submission, label_submit_many
@@ -283,13 +283,11 @@ class ItemAdjudicateApi(GenericApi):
 # --- Claims -----------------------------------------------------------------------------------
 
 
-def claims_answer(request, project: AnnotationProject, role: str, *, count: int = 1,
-                  holds_claims: bool = True) -> list[dict]:
+def claims_answer(request, project: AnnotationProject, role: str, *, count: int = 1) -> list[dict]:
     """Claim the user's next ``count`` items (or return those held): ``{"assignment", "item"}``
     each, the item as ``item_context_for`` shows it (blind mode)."""
-    claims = claim_next_items(project=project, user=request.user, role=role, count=count,
-                              holds_claims=holds_claims)
-    targets = item_targets([claim.item for claim in claims])
+    claims = claim_next_items(project=project, user=request.user, role=role, count=count)
+    targets = item_targets([claim.item for claim in claims], with_text=True)
     return [
         {"assignment": claim, "item": item_context_for(item=claim.item, user=request.user, role=role, claim=claim,
                                                        project=project, target=targets[claim.item.pk])}
@@ -388,15 +386,21 @@ class LabelListApi(LabellerApi, ListApi):
         item claimed as ``POST /api/projects/<id>/next/`` does (both null when nothing is left)."""
         data = input_of(self, request)
         submission = Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"])
-        (result,) = label_submit_many(annotator=request.user, submissions=[submission])
+        if not data["next"]:
+            (result,) = label_submit_many(annotator=request.user, submissions=[submission])
+            if result.error is not None:
+                raise result.error
+            return Response(self.OutputSerializer(result.label).data, status=status.HTTP_201_CREATED)
+        result, claim = label_submit_and_claim(annotator=request.user, submission=submission)
         if result.error is not None:
             raise result.error
-        label = self.OutputSerializer(result.label).data
-        if not data["next"]:
-            return Response(label, status=status.HTTP_201_CREATED)
-        claims = claims_answer(request, result.label.project, result.role, holds_claims=False)
-        following = NextItemApi.OutputSerializer(claims[0]).data if claims else {"assignment": None, "item": None}
-        return Response({"label": label, "next": following}, status=status.HTTP_201_CREATED)
+        following = {"assignment": None, "item": None}
+        if claim is not None:
+            project = result.label.project
+            following = NextItemApi.OutputSerializer({"assignment": claim, "item": item_context_for(
+                item=claim.item, user=request.user, role=result.role, claim=claim, project=project)}).data
+        return Response({"label": self.OutputSerializer(result.label).data, "next": following},
+                        status=status.HTTP_201_CREATED)
 
 
 class LabelBatchApi(LabellerApi, GenericApi):

@@ -15,14 +15,19 @@ def claim_expire(assignment: Assignment, now: datetime) -> None:
     assignment.save(update_fields=["status", "ended_at"])
 
 
-def active_claims(items: list[AnnotationItem]) -> list[Assignment]:
-    """The items' claims in status active, expired or not (at most k per item): one query."""
+def active_claims(items: list[AnnotationItem], *, user=None, projects: list[int] = ()) -> list[Assignment]:
+    """The items' claims in status active, expired or not (at most k per item): one query.
+    ``user`` and ``projects``: with the user's active claims in those projects too."""
     if not items:
         return []
-    marks = ", ".join(["%s"] * len(items))
+    where = f"item_id IN ({', '.join(['%s'] * len(items))})"
+    params = [item.pk for item in items]
+    if user is not None and projects:
+        where = f"({where} OR (user_id = %s AND project_id IN ({', '.join(['%s'] * len(projects))})))"
+        params += [user.pk, *projects]
     return rawsql.rows(
-        Assignment, f"SELECT * FROM {rawsql.table(Assignment)} WHERE item_id IN ({marks}) AND status = %s",
-        [*(item.pk for item in items), Assignment.Status.ACTIVE],
+        Assignment, f"SELECT * FROM {rawsql.table(Assignment)} WHERE {where} AND status = %s",
+        [*params, Assignment.Status.ACTIVE],
     )
 
 

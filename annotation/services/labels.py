@@ -143,7 +143,7 @@ class _Batch:
     """The state of one ``label_submit_many`` transaction: the locked items, their projects,
     roles, targets, labels and claims, and the answers accepted so far."""
 
-    def __init__(self, *, annotator, submissions, project, role, targets) -> None:
+    def __init__(self, *, annotator, submissions, project, role, targets, with_held: bool = False) -> None:
         self.annotator, self.now = annotator, timezone.now()
         self.tokens = {}
         for index, submission in enumerate(submissions):
@@ -171,8 +171,33 @@ class _Batch:
         tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]
         self.labels = _labels_read(items=list(self.items.values()), annotator=annotator, tokens=tokens) \
             if self.items else []
-        self.claims = active_claims(list(self.items.values()))
+        # ``with_held``: the annotator's other active claims in these projects come along, for the
+        # claim that follows in the same transaction (``label_submit_and_claim``).
+        self.claims = active_claims(list(self.items.values()), user=annotator if with_held else None,
+                                    projects=list(project_ids))
         self.accepted: list[tuple[AnnotationItem, Label, Assignment | None]] = []
+        self.submissions = submissions
+
+    def held_claims(self, project: AnnotationProject) -> list[Assignment]:
+        """The annotator's active claims in ``project`` after ``write`` (``with_held``), oldest
+        first, with their items."""
+        ended = {claim.pk for _, _, claim in self.accepted if claim is not None}
+        held = sorted((c for c in self.claims if c.user_id == self.annotator.pk and c.project_id == project.pk
+                       and c.pk not in ended), key=lambda c: (c.claimed_at, c.pk))
+        unread = [c.item_id for c in held if c.item_id not in self.items]
+        rows = {**AnnotationItem.objects.in_bulk(unread), **self.items} if unread else self.items
+        for claim in held:
+            claim.item = rows[claim.item_id]
+        return held
+
+    def answer_all(self) -> list[SubmissionResult]:
+        results = []
+        for index, submission in enumerate(self.submissions):
+            try:
+                results.append(self.answer(submission, self.tokens[index]))
+            except (ValueError, PermissionError, AnnotationError, AnnotationItem.DoesNotExist) as exc:
+                results.append(SubmissionResult(error=exc))
+        return results
 
     def _own(self) -> list[Label]:
         return [label for label in self.labels if label.annotator_id == self.annotator.pk] + \
@@ -220,10 +245,11 @@ class _Batch:
         self.accepted.append((item, label, claim))
         return SubmissionResult(label=label, created=True, role=self.roles[item.project_id])
 
-    def write(self) -> None:
+    def write(self, *, audit: list[dict] | None = None) -> None:
         """Insert the accepted labels, end their claims, mirror pairwise ones, write their audit
         rows and count them on their items: a few statements whatever their number; an item
-        they complete is settled on its own (``item_complete``)."""
+        they complete is settled on its own (``item_complete``). ``audit``: a list to put the
+        audit rows in, for the caller to write with its own in the same transaction."""
         if not self.accepted:
             return
         # No savepoint around the insert: on a conflict the whole transaction is refused and rolled back.
@@ -235,12 +261,16 @@ class _Batch:
                  if item.project.kind == AnnotationProject.Kind.PAIRWISE]
         if pairs:
             preference_record(rows=pairs)
-        audit_records([
+        rows = [
             dict(actor=self.annotator, action="label.submit", target_kind="annotation_item", target_id=item.pk,
                  project=item.project, before={"labels_done": item.labels_done, "status": item.status},
                  after={"label_id": label.pk, "value": label.value, "labels_done": item.labels_done + 1})
             for item, label, _ in self.accepted
-        ])
+        ]
+        if audit is None:
+            audit_records(rows)
+        else:
+            audit += rows
         counted = []
         for item, label, _ in self.accepted:
             item.labels_done += 1
@@ -254,15 +284,20 @@ class _Batch:
             AnnotationItem.objects.filter(pk__in=counted).update(labels_done=F("labels_done") + 1)
 
 
+def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None, targets=None,
+                     with_held: bool = False) -> _Batch:
+    """Lock and read what ``submissions`` need (call inside a transaction); the caller then
+    calls ``answer_all`` and ``write`` on it. For a service that does more in the same
+    transaction (``label_submit_and_claim``); others call ``label_submit_many``."""
+    return _Batch(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets,
+                  with_held=with_held)
+
+
 def _submit_many(*, annotator, submissions, project, role, targets) -> list[SubmissionResult]:
     with transaction.atomic():
-        batch = _Batch(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets)
-        results = []
-        for index, submission in enumerate(submissions):
-            try:
-                results.append(batch.answer(submission, batch.tokens[index]))
-            except (ValueError, PermissionError, AnnotationError, AnnotationItem.DoesNotExist) as exc:
-                results.append(SubmissionResult(error=exc))
+        batch = submissions_open(annotator=annotator, submissions=submissions, project=project, role=role,
+                                 targets=targets)
+        results = batch.answer_all()
         batch.write()
     return results
 

@@ -19,14 +19,15 @@ from annotation.models import AnnotationItem, AuditEvent, Label
 from tests.annotation_factories import checklist_task, label_all, pairwise_project, verify_project
 
 ACCEPT = {"decision": "accept", "reason": "", "note": "", "edits": {}}
-# Counted with the test's savepoints (2 per transaction; production PostgreSQL issues none).
-# Verify: applying the agreed decision to the benchmark row (lock, update, revision, the
-# task's curation check, their savepoint) costs 7 of them per completed item. Pairwise: the
-# next item's context reads the task, its prompts and both reports' outlines (5 per item).
-# Before issue #20 the REST loop (next, then label) made 42 (verify) and 41 (pairwise); the
-# issue's targets, 12 and 4 per item, are not reached yet (docs/performance.md).
-LABEL_AND_NEXT_MAX_QUERIES = {"verify": 27, "pairwise": 26}
-BATCH_OF_10_MAX_QUERIES_PER_ITEM = {"verify": 9.5, "pairwise": 8.5}
+# Counted as Django counts them in the test, whose transaction turns each of ours into a
+# savepoint (2 queries; on PostgreSQL in production a transaction adds none). Verify: applying
+# the agreed decision to the benchmark row (its savepoint, lock, update, revision, the task's
+# curation check) costs 6 per completed item. Pairwise: the next item's context reads the
+# task and its prompt (2 per item). Before issue #20 the REST loop (next, then label) made 42
+# (verify) and 41 (pairwise) queries per item. The issue's targets, 12 per item and 4 per item
+# in a batch of 10, are not reached yet (docs/performance.md says where the rest goes).
+LABEL_AND_NEXT_MAX_QUERIES = {"verify": 23, "pairwise": 19}
+BATCH_OF_10_MAX_QUERIES_PER_ITEM = {"verify": 9.3, "pairwise": 5.4}
 
 
 def _verify(owner, alice, bob, n):
