@@ -10,11 +10,6 @@ from ..models import AnnotationItem, AnnotationProject, Assignment
 from .audit import audit_record, audit_records
 
 
-def claim_expire(assignment: Assignment, now: datetime) -> None:
-    assignment.status, assignment.ended_at = Assignment.Status.EXPIRED, now
-    assignment.save(update_fields=["status", "ended_at"])
-
-
 def active_claims(items: list[AnnotationItem], *, user=None, projects: list[int] = ()) -> list[Assignment]:
     """The items' claims in status active, expired or not (at most k per item): one query.
     ``user`` and ``projects``: with the user's active claims in those projects too."""
@@ -50,6 +45,7 @@ def items_with_free_slot(items: list[AnnotationItem], now: datetime) -> set[int]
 
 
 def item_has_free_slot(item: AnnotationItem, now: datetime) -> bool:
+    """``items_with_free_slot`` of one item."""
     return item.pk in items_with_free_slot([item], now)
 
 
