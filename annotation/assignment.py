@@ -1,28 +1,34 @@
 """Handing out items: claims held for the project's hold duration, never beyond overlap k.
 
-``next_item_for`` picks, among open items the user has neither labelled nor skipped and that
-still have a free slot (labels + unexpired claims < k), the one closest to completion (fewest
-labels still needed), then the least annotated, then by position. The candidate row is locked
-(PostgreSQL: ``FOR NO KEY UPDATE SKIP LOCKED``; SQLite: the IMMEDIATE transaction) and its
-slots are counted again under the lock before the claim is written, because the candidate
-query's snapshot may predate a concurrent claim. ``label_submit`` takes the same row lock.
+``claim_next_items`` picks, among open items the user has neither labelled, skipped nor holds
+and that still have a free slot (labels + unexpired claims < k), the ones closest to completion
+(fewest labels still needed), then the least annotated, then by position. The candidate rows
+are locked (PostgreSQL: ``FOR NO KEY UPDATE SKIP LOCKED``; SQLite: the IMMEDIATE transaction)
+and their slots are counted again under the lock before the claims are written, because the
+candidate query's snapshot may predate a concurrent claim. ``label_submit`` takes the same row
+lock. A client may hold up to ``MAX_CLAIMS`` claims in a project (a batch); each is held and
+expires on its own.
 """
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Label
-from .rawsql import by_pk, first_row, table
-from .services.audit import audit_record
-from .services.claims import claim_create, claim_expire, item_has_free_slot
-from .services.errors import AnnotationError
-from .services.labels import require_labeller
+from .rawsql import rows, table
+from .services.audit import audit_record, audit_records
+from .services.claims import claims_create, items_with_free_slot
+from .services.errors import AnnotationError, ProjectNotOpenError
+from .services.labels import Submission, SubmissionResult, label_submit_many, require_labeller, submissions_open
 from .services.locking import item_lock, lock_clause
 
+MAX_CLAIMS = 50  # items one request may claim (``?count=``); documented in docs/performance.md
 
-def _first_claimable(*, project: AnnotationProject, user, now, passed_over: list[int]) -> AnnotationItem | None:
-    """The first item in claiming order that the user may take, locked (see the module
-    docstring), or None. Its ORDER BY is the expression index of migration 0005, which the
+
+def _claimable(
+    *, project: AnnotationProject, user, now, passed_over: list[int], limit: int
+) -> list[AnnotationItem]:
+    """The first ``limit`` items in claiming order that the user may take, locked (see the
+    module docstring). Its ORDER BY is the expression index of migration 0005, which the
     database walks instead of sorting the open items."""
     item, assignment, label = table(AnnotationItem), table(Assignment), table(Label)
     passed = f"AND i.id NOT IN ({', '.join(['%s'] * len(passed_over))})" if passed_over else ""
@@ -35,61 +41,120 @@ def _first_claimable(*, project: AnnotationProject, user, now, passed_over: list
           AND NOT EXISTS (SELECT 1 FROM {assignment} s WHERE s.item_id = i.id AND s.user_id = %s AND s.status = %s)
           {passed}
         ORDER BY i.labels_needed - i.labels_done, i.labels_done, i.position, i.id
-        LIMIT 1 {lock_clause(of="i", skip_locked=True)}"""
+        LIMIT %s {lock_clause(of="i", skip_locked=True)}"""
     params = [
         project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, connection.ops.adapt_datetimefield_value(now),
-        user.pk, user.pk, Assignment.Status.SKIPPED, *passed_over,
+        user.pk, user.pk, Assignment.Status.SKIPPED, *passed_over, limit,
     ]
-    return first_row(AnnotationItem, sql, params)
+    return rows(AnnotationItem, sql, params)
 
 
-def _held_claim(*, project: AnnotationProject, user) -> Assignment | None:
-    """The user's active claim in the project (at most one: ``assignment_one_active``), with
-    its item."""
-    held = first_row(
-        Assignment, f"SELECT * FROM {table(Assignment)} WHERE project_id = %s AND user_id = %s AND status = %s",
-        [project.pk, user.pk, Assignment.Status.ACTIVE],
+def _held_claims(*, project: AnnotationProject, user) -> list[Assignment]:
+    """The user's active claims in the project, oldest first, with their items (one query)."""
+    return list(
+        Assignment.objects.select_related("item")
+        .filter(project=project, user=user, status=Assignment.Status.ACTIVE)
+        .order_by("claimed_at", "id")
     )
-    if held is not None:
-        held.item = by_pk(AnnotationItem, held.item_id)
-    return held
 
 
-def next_item_for(*, project: AnnotationProject, user, role: str | None = None) -> Assignment | None:
-    """Claim the user's next item and return the claim (``assignment.item``), or None when
-    nothing is left for them. Asking again while holding an unexpired claim returns that claim.
-    Raises ``PermissionError`` for non-labellers and ``ProjectNotOpenError`` for closed projects.
+def _usable(claim: Assignment, now) -> bool:
+    return claim.expires_at > now and claim.item.status == AnnotationItem.Status.OPEN
+
+
+def claim_next_items(*, project: AnnotationProject, user, role: str | None = None, count: int = 1) -> list[Assignment]:
+    """Claim the user's next ``count`` items (1..``MAX_CLAIMS``) and return the claims, oldest
+    first (``assignment.item``); fewer, or none, when less is left for them. The unexpired
+    claims they hold come first: asking again returns them, topped up to ``count``.
+    Raises ``PermissionError`` for non-labellers, ``ProjectNotOpenError`` for closed projects,
+    ``ValueError`` for a count out of range.
 
     ``role``: the user's role, passed by a caller that read ``project`` and the role at the
     start of this request (``project_with_role``); without it both are read again here."""
+    if not 1 <= count <= MAX_CLAIMS:
+        raise ValueError(f"count: claim between 1 and {MAX_CLAIMS} items at once, not {count}")
     if role is None:
         project = AnnotationProject.objects.get(pk=project.pk)
     require_labeller(project=project, user=user, role=role)
-    # Returning the claim the user holds is a read: it takes no write lock (on SQLite a write
+    # Returning the claims the user holds is a read: it takes no write lock (on SQLite a write
     # transaction would queue every page load behind every submission).
-    held = _held_claim(project=project, user=user)
-    if held is not None and held.expires_at > timezone.now() and held.item.status == AnnotationItem.Status.OPEN:
-        return held
-    return _claim_next(project=project, user=user)
-
-
-@transaction.atomic
-def _claim_next(*, project: AnnotationProject, user) -> Assignment | None:
     now = timezone.now()
-    held = _held_claim(project=project, user=user)  # again, in the transaction: a second tab may have claimed
-    if held is not None:
-        if held.expires_at > now and held.item.status == AnnotationItem.Status.OPEN:
-            return held
-        claim_expire(held, now)
-    passed_over: list[int] = []
-    while True:
-        item = _first_claimable(project=project, user=user, now=now, passed_over=passed_over)
-        if item is None:
-            return None
-        if item_has_free_slot(item, now):
+    held = [claim for claim in _held_claims(project=project, user=user) if _usable(claim, now)]
+    if len(held) >= count:
+        return held[:count]
+    with transaction.atomic():
+        return _claim_more(project=project, user=user, count=count)
+
+
+def claim_next_item(*, project: AnnotationProject, user, role: str | None = None) -> Assignment | None:
+    """The first of ``claim_next_items`` with ``count=1``: the claim held, else a new one; None
+    when nothing is left for the user."""
+    claims = claim_next_items(project=project, user=user, role=role)
+    return claims[0] if claims else None
+
+
+def _claim_more(
+    *, project: AnnotationProject, user, count: int, held: list[Assignment] | None = None,
+    audit: list[dict] | None = None,
+) -> list[Assignment]:
+    """In the caller's transaction. ``held``: the user's active claims, when the caller read
+    them in it; ``audit``: audit rows of the transaction to write with the claims'."""
+    now = timezone.now()
+    if held is None:
+        held = _held_claims(project=project, user=user)  # again, in the transaction: a second tab may have claimed
+    usable = [claim for claim in held if _usable(claim, now)]
+    stale = [claim.pk for claim in held if not _usable(claim, now)]
+    if stale:
+        Assignment.objects.filter(pk__in=stale).update(status=Assignment.Status.EXPIRED, ended_at=now)
+    if len(usable) >= count:
+        return usable[:count]
+    chosen: list[AnnotationItem] = []
+    passed_over = [claim.item_id for claim in usable]
+    while len(chosen) < count - len(usable):
+        items = _claimable(project=project, user=user, now=now, passed_over=passed_over,
+                           limit=count - len(usable) - len(chosen))
+        if not items:
             break
-        passed_over.append(item.pk)
-    return claim_create(project=project, item=item, user=user, now=now)
+        free = items_with_free_slot(items, now)
+        chosen += [item for item in items if item.pk in free]
+        passed_over += [item.pk for item in items]
+    return usable + claims_create(project=project, items=chosen, user=user, now=now, audit=audit)
+
+
+def label_submit_and_claim(
+    *, annotator, submission: Submission, project: AnnotationProject | None = None, role: str | None = None,
+    target=None,
+) -> tuple[SubmissionResult, Assignment | None]:
+    """One turn of the annotator loop in one transaction: ``label_submit`` of ``submission``,
+    then, when it was stored (or is a resubmission), ``claim_next_item`` in its project. The
+    rules are theirs; what is saved is a transaction, a read of the user's held claims (they
+    come with the item's claims) and an INSERT (both audit rows in one). Returns the result
+    (its ``error`` unraised: the caller decides) and the next claim, or None."""
+    targets = {submission.item_id: target} if target is not None else None
+    try:
+        with transaction.atomic():
+            batch = submissions_open(annotator=annotator, submissions=[submission], project=project, role=role,
+                                     targets=targets, with_held=True)
+            (result,) = batch.answer_all()
+            if result.error is not None:
+                return result, None
+            audit: list[dict] = []
+            batch.write(audit=audit)
+            project = result.label.project
+            try:
+                require_labeller(project=project, user=annotator, role=result.role)
+            except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
+                audit_records(audit)
+                return result, None
+            claims = _claim_more(project=project, user=annotator, count=1, held=batch.held_claims(project),
+                                 audit=audit)
+            return result, (claims[0] if claims else None)
+    except IntegrityError:
+        # A form's token raced in for another item (see ``label_submit_many``): each step alone.
+        (result,) = label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)
+        if result.error is not None:
+            return result, None
+        return result, claim_next_item(project=result.label.project, user=annotator, role=result.role)
 
 
 def _claim_end(*, assignment: Assignment, user, status: str, action: str) -> Assignment:

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models import Case, Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -170,17 +170,18 @@ def _proposables(kind: str) -> QuerySet:
     return model.objects.select_related("bib_entry") if model is GoldReference else model.objects.all()
 
 
-def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
-    """item id → its target row (benchmark proposable, ``ReportPair`` or ``Verdict``): one query per kind."""
+def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dict[int, Any]:
+    """item id → its target row (benchmark proposable, ``ReportPair`` or ``Verdict``): one query per kind.
+    ``with_text``: a pair's reports come with their parsed outlines (the workspace shows them)."""
     by_kind: dict[str, list[AnnotationItem]] = defaultdict(list)
     for item in items:
         by_kind[item.target_kind].append(item)
     out: dict[int, Any] = {}
     for kind, group in by_kind.items():
         if kind == TargetKind.REPORT_PAIR:
-            rows = ReportPair.objects.select_related("report_left__system", "report_right__system").defer(
-                "report_left__parsed", "report_right__parsed"
-            )
+            rows = ReportPair.objects.select_related("report_left__system", "report_right__system")
+            if not with_text:
+                rows = rows.defer("report_left__parsed", "report_right__parsed")
         elif kind == TargetKind.VERDICT:
             rows = Verdict.objects.select_related("report__system", "judge_config").defer(
                 "report__parsed", "raw_response"
@@ -193,12 +194,12 @@ def item_targets(items: list[AnnotationItem]) -> dict[int, Any]:
     return out
 
 
-def item_target(item: AnnotationItem) -> Any:
-    """The target row of one item (None when it was deleted)."""
+def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
+    """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
     model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
     if model is not None and model is not GoldReference:  # a plain row: no related row to read along
         return rawsql.by_pk(model, item.target_id)
-    return item_targets([item])[item.pk]
+    return item_targets([item], with_text=with_text)[item.pk]
 
 
 def _report_brief(report, *, blind: bool) -> dict:
@@ -302,9 +303,11 @@ def _pair_task(task_id: int) -> dict:
     task = Task.objects.select_related("survey").only("key", "title", "survey__title").filter(pk=task_id).first()
     if task is None:
         return {}
-    prompts = TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
-    general = prompts.filter(level=TaskPrompt.Level.GENERAL).values_list("text", flat=True).first()
-    prompt = general or prompts.order_by("pk").values_list("text", flat=True).first()
+    prompt = (  # its general prompt first, else the first one: one query
+        TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
+        .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk")
+        .values_list("text", flat=True).first()
+    )
     title = task.title or task.survey.title
     return {"key": task.key, "title": title, "prompt": prompt or title}
 
@@ -347,7 +350,7 @@ def label_form_context(*, item: AnnotationItem, project: AnnotationProject, targ
 
 def item_context_for(
     *, item: AnnotationItem, user, with_task: bool = False, role: str | None = None, claim: Assignment | None = None,
-    project: AnnotationProject | None = None,
+    project: AnnotationProject | None = None, target: Any = None,
 ) -> dict:
     """Everything the workspace may show ``user`` about ``item``.
 
@@ -366,9 +369,10 @@ def item_context_for(
 
     ``role``: the user's role in the item's project when the caller already resolved it
     (``project_with_role``) in this request; else it is looked up. ``claim``: the user's
-    unexpired claim on the item that ``next_item_for`` just returned (then ``item`` is that
+    unexpired claim on the item that ``claim_next_item`` just returned (then ``item`` is that
     claim's item, read in its transaction, and ``project`` the item's project read in this
-    request: neither is read again); else the item is read afresh.
+    request: neither is read again); else the item is read afresh. ``target``: the item's
+    target row when the caller read it in this request (``item_targets``, for a batch).
     """
     if claim is not None and project is not None and claim.item_id == item.pk and item.project_id == project.pk:
         item.project = project
@@ -380,7 +384,9 @@ def item_context_for(
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
     revealed = not project.blind or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
-    if not revealed:  # blind: revealed by the user's own label; an unlabelled item reads no label
+    # A claim the user holds is one they have not labelled under (a label ends it): nothing to read.
+    held = claim is not None and claim.user_id == user.pk and claim.status == Assignment.Status.ACTIVE
+    if not revealed and not held:  # blind: revealed by the user's own label; an unlabelled item reads no label
         (revealed,) = rawsql.scalar_row(
             f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s)",
             [item.pk, user.pk],
@@ -388,7 +394,8 @@ def item_context_for(
         revealed = bool(revealed)
     labels = list(item.labels.select_related("annotator")) if revealed else []
     own = next((label for label in labels if label.annotator_id == user.pk), None)
-    target = item_target(item)
+    if target is None or target.pk != item.target_id:
+        target = item_target(item, with_text=True)
     context = {
         "project": _project_view(project),
         "role": role,

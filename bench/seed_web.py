@@ -176,7 +176,7 @@ def _now():
 
 
 def _prior_labels(*, project, reviewers: list) -> int:
-    """Each item's ``LABELS_PER_ITEM`` earlier labels, as ``next_item_for`` then ``label_submit``
+    """Each item's ``LABELS_PER_ITEM`` earlier labels, as ``claim_next_item`` then ``label_submit``
     would have left them: a submitted claim, the label, the claim and submit audit rows."""
     from annotation.models import AnnotationItem, Assignment, AuditEvent, Label
     from annotation.services.values import value_clean

@@ -27,10 +27,8 @@ serialized writers). Keep-alive needs a threaded worker (``sync`` closes every c
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import re
 import secrets
 import signal
 import socket
@@ -39,17 +37,22 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import asdict, dataclass
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import urlencode
 
 from bench.memory import MiB, PeakRss
 from bench.seed_web import SeedSpec
+from bench.web_client import BATCH, MODES, BenchError, Browser, LoopLog, browsers_login, label_form
 
 ROOT = Path(__file__).resolve().parent.parent
-SEQUENTIAL_P95_MS = 25.0
+SEQUENTIAL_P95_MS = 15.0  # per labelled item (issue #20)
 CONCURRENT_LOOPS_PER_S = 100.0
+BATCHED_ITEMS_PER_S = 250.0
+QUERY_BUDGETS = {  # issue #20's targets per labelled item
+    "per item, REST (POST /api/labels/ with next)": 12,
+    "per item, REST batch of 10 (claim + submit)": 4,
+}
 CONCURRENT_P95_MS = 150.0
 PAGE_MS = 300.0
 WEB_WORKER_MIB = 256.0
@@ -86,16 +89,14 @@ class WebLoad:
     @property
     def loops_per_run(self) -> int:
         """Items one run consumes (each loop completes one item), with room for a second run."""
-        return 2 * (self.query_loops + self.warmup_loops * (1 + self.annotators) + self.sequential_loops
+        per_mode = (self.warmup_loops * (1 + self.annotators) + self.sequential_loops
                     + self.annotators * self.loops_per_annotator)
+        return 2 * (3 * self.query_loops + 4 * per_mode)  # the modes: workspace, REST, REST batch (2×)
 
 
 FULL = WebLoad(items=100_000, sequential_loops=300, loops_per_annotator=100)
+TEN_THOUSAND = WebLoad(items=10_000, sequential_loops=300, loops_per_annotator=100)
 QUICK = WebLoad(items=10_000, sequential_loops=100, loops_per_annotator=40, page_repeats=10)
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 class StaleSeed(BenchError):
@@ -186,10 +187,10 @@ def _count_queries(load: WebLoad) -> dict:
     User = get_user_model()
     counts: dict[str, int] = {}
 
-    def count(kind: str, client: Client, method: str, path: str, **kwargs):
+    def count(kind: str, client: Client, method: str, path: str, expect: int = 200, **kwargs):
         with CaptureQueriesContext(connection) as queries:
             response = getattr(client, method)(path, secure=True, **kwargs)
-        if response.status_code != 200:
+        if response.status_code != expect:
             raise BenchError(f"{method.upper()} {path}: HTTP {response.status_code}")
         counts[kind] = max(counts.get(kind, 0), len(queries))
         return response.content.decode()
@@ -200,8 +201,23 @@ def _count_queries(load: WebLoad) -> dict:
                   headers={"HX-Request": "true"})
     for _ in range(load.query_loops):
         action, token = label_form(panel)
-        panel = count("loop (htmx POST: label, next item)", probe, "post", action,
+        panel = count("per item, workspace (htmx POST: label, next item)", probe, "post", action,
                       data={"client_token": token, "decision": "accept"}, headers={"HX-Request": "true"})
+    project = info["project_id"]
+    held = json.loads(count("REST claim", probe, "post", f"/api/projects/{project}/next/"))["assignment"]["item"]
+    for _ in range(load.query_loops):
+        body = {"item": held, "value": {"decision": "accept"}, "client_token": str(uuid.uuid4()), "next": True}
+        answer = json.loads(count("per item, REST (POST /api/labels/ with next)", probe, "post", "/api/labels/",
+                                  data=body, content_type="application/json", expect=201))
+        held = answer["next"]["assignment"]["item"]
+    for _ in range(load.query_loops):
+        with CaptureQueriesContext(connection) as queries:
+            claims = json.loads(probe.post(f"/api/projects/{project}/next/?count={BATCH}", secure=True).content)
+            body = [{"item": c["assignment"]["item"], "value": {"decision": "accept"},
+                     "client_token": str(uuid.uuid4())} for c in claims["claims"]]
+            probe.post("/api/labels/batch/", data=body, content_type="application/json", secure=True)
+        kind = f"per item, REST batch of {BATCH} (claim + submit)"
+        counts[kind] = max(counts.get(kind, 0), round(len(queries) / len(body), 1))
     count("pairwise page", probe, "get", f"/annotate/{info['pairwise_project_id']}/")
     curator = Client()
     curator.force_login(User.objects.get(username=info["curator"]))
@@ -263,134 +279,14 @@ def stop_group(process: subprocess.Popen) -> None:
             process.wait(10)
 
 
-FORM_ACTION = re.compile(r'<form id="label-form"[^>]*\saction="([^"]+)"')
-CLIENT_TOKEN = re.compile(r'name="client_token" value="([^"]+)"')
-CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
-
-
-def label_form(panel: str) -> tuple[str, str]:
-    """The label form's URL and its ``client_token`` in a workspace panel."""
-    action, token = FORM_ACTION.search(panel), CLIENT_TOKEN.search(panel)
-    if action is None or token is None:
-        raise BenchError("the workspace panel has no label form (nothing left to label?)")
-    return action.group(1), token.group(1)
-
-
-class Browser:
-    """One annotator's browser: a keep-alive connection, its cookies, CSRF from the page, and
-    the headers a TLS-terminating proxy in front of gunicorn would add."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.origin = f"https://127.0.0.1:{port}"
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        self.cookies: dict[str, str] = {}
-        self.panel: str | None = None  # the workspace panel on screen, with its label form
-
-    def reconnect(self) -> None:
-        """A fresh connection before each phase (the server closes idle keep-alive connections)."""
-        self.connection.close()
-
-    def request(self, method: str, path: str, *, data: dict | None = None, htmx: bool = False
-                ) -> tuple[int, str, float]:
-        headers = {"Host": f"127.0.0.1:{self.port}", "X-Forwarded-Proto": "https"}
-        if self.cookies:
-            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
-        if htmx:
-            headers["HX-Request"] = "true"
-        body = None
-        if data is not None:
-            body = urlencode(data)
-            headers.update({"Content-Type": "application/x-www-form-urlencoded", "Origin": self.origin,
-                            "Referer": self.origin + path})
-        start = time.perf_counter()
-        try:
-            self.connection.request(method, path, body=body, headers=headers)
-            response = self.connection.getresponse()
-            text = response.read().decode()
-        except (http.client.HTTPException, OSError):
-            self.connection.close()  # the next request opens a new connection
-            raise
-        elapsed = time.perf_counter() - start
-        for header in response.headers.get_all("Set-Cookie") or []:
-            cookie = SimpleCookie()
-            cookie.load(header)
-            for name, morsel in cookie.items():
-                if morsel["max-age"] == "0":
-                    self.cookies.pop(name, None)
-                else:
-                    self.cookies[name] = morsel.value
-        return response.status, text, elapsed
-
-    def login(self, username: str, password: str) -> None:
-        status, page, _ = self.request("GET", "/login/")
-        csrf = CSRF_FIELD.search(page)
-        if status != 200 or csrf is None:
-            raise BenchError(f"GET /login/: HTTP {status} without a CSRF field")
-        status, _, _ = self.request("POST", "/login/", data={
-            "username": username, "password": password, "csrfmiddlewaretoken": csrf.group(1)})
-        if status != 302 or "sessionid" not in self.cookies:
-            raise BenchError(f"login of {username} failed: HTTP {status}")
-
-    def open_workspace(self, project_id: int) -> float:
-        """The htmx GET of the workspace panel (it claims the first item, or returns the one
-        held); its seconds."""
-        self.panel = None
-        status, panel, seconds = self.request("GET", f"/annotate/{project_id}/", htmx=True)
-        if status != 200:
-            raise BenchError(f"open the workspace: HTTP {status}")
-        self.panel = panel
-        return seconds
-
-    def loop(self, project_id: int) -> float:
-        """Submit the shown item's label; the response is the next item's panel. Its seconds."""
-        if self.panel is None:  # after an error: open the workspace again, outside the loop
-            self.open_workspace(project_id)
-        action, token = label_form(self.panel)
-        csrf = CSRF_FIELD.search(self.panel)
-        self.panel = None
-        status, body, seconds = self.request("POST", action, htmx=True, data={
-            "csrfmiddlewaretoken": csrf.group(1) if csrf else "", "client_token": token, "decision": "accept"})
-        if status != 200 or "Saved your label" not in body:
-            raise BenchError(f"submit {action}: HTTP {status}")
-        self.panel = body
-        return seconds
-
-
-@dataclass
-class LoopLog:
-    loops: list[float]
-    errors: list[str]
-
-    @classmethod
-    def empty(cls) -> "LoopLog":
-        return cls([], [])
-
-    def run(self, browser: Browser, project_id: int, count: int) -> None:
-        for _ in range(count):
-            try:
-                self.loops.append(browser.loop(project_id))
-            except (BenchError, OSError, http.client.HTTPException) as exc:
-                self.errors.append(f"{type(exc).__name__}: {exc}")
-
-
-def _browsers(port: int, usernames: list[str], password: str) -> list[Browser]:
-    browsers = []
-    for username in usernames:
-        browser = Browser(port)
-        browser.login(username, password)
-        browsers.append(browser)
-    return browsers
-
-
-def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad) -> tuple[LoopLog, float]:
+def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad, mode: str) -> tuple[LoopLog, float]:
     """Every annotator warms up, then all start together; returns the log and the wall time."""
-    logs = [LoopLog.empty() for _ in browsers]
+    logs = [LoopLog.empty(mode) for _ in browsers]
     start_together = threading.Barrier(len(browsers) + 1)
 
     def annotate(browser: Browser, log: LoopLog) -> None:
         browser.reconnect()
-        LoopLog.empty().run(browser, project_id, load.warmup_loops)
+        LoopLog.empty(mode).run(browser, project_id, load.warmup_loops)
         start_together.wait()
         log.run(browser, project_id, load.loops_per_annotator)
 
@@ -402,10 +298,11 @@ def _concurrent(browsers: list[Browser], project_id: int, load: WebLoad) -> tupl
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - started
-    merged = LoopLog.empty()
+    merged = LoopLog.empty(mode)
     for log in logs:
         merged.loops += log.loops
         merged.errors += log.errors
+        merged.items += log.items
     return merged, wall
 
 
@@ -434,14 +331,18 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
     with Gunicorn(env, work_dir / "gunicorn.log", workers=load.workers, threads=load.threads) as server:
         project = prepared["project_id"]
         with PeakRss(server.process.pid) as memory:
-            annotators = _browsers(server.port, prepared["annotators"], prepared["password"])
+            annotators = browsers_login(server.port, prepared["annotators"], prepared["password"])
             first = annotators[0]
-            LoopLog.empty().run(first, project, load.warmup_loops)
-            sequential = LoopLog.empty()
-            first.reconnect()
-            sequential.run(first, project, load.sequential_loops)
-            concurrent, wall = _concurrent(annotators, project, load)
-            curator = _browsers(server.port, [prepared["curator"]], prepared["password"])[0]
+            modes = {}
+            for mode in MODES:
+                LoopLog.empty(mode).run(first, project, load.warmup_loops)
+                sequential = LoopLog.empty(mode)
+                first.reconnect()
+                sequential.run(first, project, load.sequential_loops)
+                concurrent, wall = _concurrent(annotators, project, load, mode)
+                modes[mode] = {"sequential": asdict(sequential), "concurrent": asdict(concurrent),
+                               "concurrent_wall_seconds": wall}
+            curator = browsers_login(server.port, [prepared["curator"]], prepared["password"])[0]
             pages = {
                 "workspace page (reload: the held item)": _page_times(first, f"/annotate/{project}/",
                                                                       load.page_repeats),
@@ -451,7 +352,7 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
             for name, path in DASHBOARDS:
                 pages[f"dashboard {name}"] = _page_times(curator, path, load.page_repeats)
         result.update(
-            sequential=asdict(sequential), concurrent=asdict(concurrent), concurrent_wall_seconds=wall, pages=pages,
+            modes=modes, pages=pages,
             web_worker_peak_rss=memory.peak_of(exclude_root=True), web_tree_peak_rss=memory.peak_total,
         )
     result["check"] = _db("check", env, load)
@@ -459,27 +360,32 @@ def measure(*, database_url: str, label: str, load: WebLoad, work_dir: Path) -> 
 
 
 def figures_of(result: dict) -> list[dict]:
-    """The table rows of one database's ``measure`` result."""
+    """The table rows of one database's ``measure`` result: per loop (workspace, REST, REST
+    batch) side by side, times per labelled item."""
     db, load = result["database"], result["load"]
-    seq, conc = result["sequential"], result["concurrent"]
-    ms = [1000 * s for s in seq["loops"]] or [float("nan")]
-    cms = [1000 * s for s in conc["loops"]] or [float("nan")]
     n = load["annotators"]
-    rows = [
-        figure(f"{db}: sequential loop p50", percentile(ms, 50), None, "ms"),
-        figure(f"{db}: sequential loop p95", percentile(ms, 95), SEQUENTIAL_P95_MS, "ms"),
-        figure(f"{db}: sequential loop p99", percentile(ms, 99), None, "ms"),
-        figure(f"{db}: {n} annotators, loops/s", len(conc["loops"]) / result["concurrent_wall_seconds"],
-               CONCURRENT_LOOPS_PER_S, "loops/s", better="higher"),
-        figure(f"{db}: {n} annotators, loop p50", percentile(cms, 50), None, "ms"),
-        figure(f"{db}: {n} annotators, loop p95", percentile(cms, 95), CONCURRENT_P95_MS, "ms"),
-        figure(f"{db}: {n} annotators, loop p99", percentile(cms, 99), None, "ms"),
-        figure(f"{db}: errors (both phases)", len(seq["errors"]) + len(conc["errors"]), 0, "count"),
+    rows = []
+    for mode, measured in result["modes"].items():
+        seq, conc = measured["sequential"], measured["concurrent"]
+        ms = [1000 * s for s in seq["loops"]] or [float("nan")]
+        cms = [1000 * s for s in conc["loops"]] or [float("nan")]
+        batched = mode != "workspace" and mode != "REST"
+        where = f"{db}, {load['items']:,} items, {mode}"
+        rows += [
+            figure(f"{where}: sequential p50 per item", percentile(ms, 50), None, "ms"),
+            figure(f"{where}: sequential p95 per item", percentile(ms, 95), SEQUENTIAL_P95_MS, "ms"),
+            figure(f"{where}: {n} annotators, items/s", conc["items"] / measured["concurrent_wall_seconds"],
+                   BATCHED_ITEMS_PER_S if batched else CONCURRENT_LOOPS_PER_S, "items/s", better="higher"),
+            figure(f"{where}: {n} annotators, p95 per item", percentile(cms, 95), CONCURRENT_P95_MS, "ms"),
+            figure(f"{where}: errors (both phases)", len(seq["errors"]) + len(conc["errors"]), 0, "count"),
+        ]
+    db = f"{db}, {load['items']:,} items"
+    rows += [
         figure(f"{db}: items over their overlap", result["check"]["over_assigned_items"], 0, "count"),
         figure(f"{db}: items whose counter disagrees", result["check"]["miscounted_items"], 0, "count"),
     ]
-    rows += [figure(f"{db}: queries, {kind}", count, None, "queries") for kind, count in result["queries"].items()
-             if not kind.startswith("dashboard")]
+    rows += [figure(f"{db}: queries, {kind}", count, QUERY_BUDGETS.get(kind), "queries")
+             for kind, count in result["queries"].items() if not kind.startswith("dashboard")]
     dashboards = {k: v for k, v in result["queries"].items() if k.startswith("dashboard")}
     if dashboards:
         rows.append(figure(f"{db}: queries, dashboards (most of 7)", max(dashboards.values()), None, "queries"))
@@ -516,9 +422,10 @@ def _ensure_postgres(database_url: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def bench_databases(quick: bool) -> dict[str, str]:
-    """The web bench's own databases: never the user's, nor the other benchmarks' ``ses_bench``."""
-    suffix = "_quick" if quick else ""
+def bench_databases(quick: bool, items: int = FULL.items) -> dict[str, str]:
+    """The web bench's own databases: never the user's, nor the other benchmarks' ``ses_bench``
+    (one per size, so that each keeps its seed)."""
+    suffix = "_quick" if quick else ("" if items == FULL.items else f"_{items}")
     databases = {"sqlite": f"sqlite:///{ROOT / 'var' / f'bench_web{suffix}.sqlite3'}"}
     url = os.environ.get("DATABASE_URL", "")
     if url.startswith("postgres"):
@@ -527,27 +434,30 @@ def bench_databases(quick: bool) -> dict[str, str]:
 
 
 def run_figures(*, quick: bool = False) -> list[dict]:
-    load = QUICK if quick else FULL
+    """Every size (10,000 and 100,000 items; ``quick``: 10,000 with fewer loops) on SQLite and,
+    when ``DATABASE_URL`` is a PostgreSQL server, PostgreSQL."""
     rows = []
-    databases = bench_databases(quick)
-    if "postgresql" not in databases:
-        print("    PostgreSQL not measured: DATABASE_URL is not a PostgreSQL server (`make bench` starts one)")
-    for label, url in databases.items():
-        if label == "postgresql":
-            _ensure_postgres(url)
-        work_dir = ROOT / "var" / f"bench-web-{label}"
-        try:
-            result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
-        except StaleSeed as exc:
-            print(f"    {label}: reseeding ({exc})")
-            _drop(url)
-            result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
-        seeded = result["seed"]
-        note = f"seeded in {seeded['seed_seconds']:.0f} s" if seeded["seed_seconds"] else "reused"
-        print(f"    {label}: {seeded['items']:,} items, {seeded['labels']:,} labels ({note}); "
-              f"errors: {(result['sequential']['errors'] + result['concurrent']['errors'])[:3]}", flush=True)
-        (work_dir / "result.json").write_text(json.dumps(result, indent=1))
-        rows += figures_of(result)
+    for load in [QUICK] if quick else [TEN_THOUSAND, FULL]:
+        databases = bench_databases(quick, load.items)
+        if "postgresql" not in databases:
+            print("    PostgreSQL not measured: DATABASE_URL is not a PostgreSQL server (`make bench` starts one)")
+        for label, url in databases.items():
+            if label == "postgresql":
+                _ensure_postgres(url)
+            work_dir = ROOT / "var" / f"bench-web-{label}-{load.items}"
+            try:
+                result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
+            except StaleSeed as exc:
+                print(f"    {label}: reseeding ({exc})")
+                _drop(url)
+                result = measure(database_url=url, label=label, load=load, work_dir=work_dir)
+            seeded = result["seed"]
+            note = f"seeded in {seeded['seed_seconds']:.0f} s" if seeded["seed_seconds"] else "reused"
+            errors = [e for m in result["modes"].values() for e in m["sequential"]["errors"] + m["concurrent"]["errors"]]
+            print(f"    {label}: {seeded['items']:,} items, {seeded['labels']:,} labels ({note}); "
+                  f"errors: {errors[:3]}", flush=True)
+            (work_dir / "result.json").write_text(json.dumps(result, indent=1))
+            rows += figures_of(result)
     return rows
 
 

@@ -18,6 +18,7 @@ urlpatterns = [
     path("assignments/", views.AssignmentListApi.as_view(), name="assignment-list"),
     path("assignments/<id:pk>/skip/", views.AssignmentSkipApi.as_view(), name="assignment-skip"),
     path("labels/", views.LabelListApi.as_view(), name="label-list"),
+    path("labels/batch/", views.LabelBatchApi.as_view(), name="label-batch"),
     path("gold-labels/", views.GoldLabelListApi.as_view(), name="goldlabel-list"),
     path("preferences/", views.PreferenceListApi.as_view(), name="preference-list"),
     path("dashboards/leaderboard/", dashboards.LeaderboardApi.as_view(), name="dashboard-leaderboard"),

@@ -21,10 +21,10 @@ from config.parsers import BoundedJSONField
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
-from ..assignment import assignment_skip, next_item_for
+from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
-from ..selectors import item_context_for, project_progress, project_role, projects_for
-from ..services.labels import label_submit
+from ..selectors import item_context_for, item_targets, project_progress, project_role, projects_for
+from ..services.labels import Submission, label_submit_many
 from ..services.projects import membership_add, membership_remove, project_create, project_update
 from ..services.review import item_adjudicate
 from .visibility import visible_gold_labels, visible_labels, visible_preferences
@@ -283,20 +283,43 @@ class ItemAdjudicateApi(GenericApi):
 # --- Claims -----------------------------------------------------------------------------------
 
 
+def claims_answer(request, project: AnnotationProject, role: str, *, count: int = 1) -> list[dict]:
+    """Claim the user's next ``count`` items (or return those held): ``{"assignment", "item"}``
+    each, the item as ``item_context_for`` shows it (blind mode)."""
+    claims = claim_next_items(project=project, user=request.user, role=role, count=count)
+    targets = item_targets([claim.item for claim in claims], with_text=True)
+    return [
+        {"assignment": claim, "item": item_context_for(item=claim.item, user=request.user, role=role, claim=claim,
+                                                       project=project, target=targets[claim.item.pk])}
+        for claim in claims
+    ]
+
+
 class NextItemApi(LabellerApi, GenericApi):
     class OutputSerializer(serializers.Serializer):
         assignment = AssignmentOutputSerializer(allow_null=True)
         item = ContextSerializer(allow_null=True)
 
+    class BatchOutputSerializer(serializers.Serializer):
+        claims = serializers.ListField(child=serializers.DictField())
+
     @extend_schema(request=None, responses={200: OutputSerializer})
     def post(self, request, pk: int):
-        """Claim your next item (or get the one you hold); both null when nothing is left for you."""
-        project, _ = member_project(request, pk)
-        assignment = next_item_for(project=project, user=request.user)
-        if assignment is None:
+        """Claim your next item (or get the one you hold); both null when nothing is left for you.
+        ``?count=N`` (1 to 50): claim up to N items at once, each held and reclaimed like one;
+        the answer is then ``{"claims": [{"assignment", "item"}, ...]}`` (fewer, or none, when
+        less is left), the claims you hold first."""
+        project, role = member_project(request, pk)
+        raw = request.query_params.get("count")
+        if raw is not None:
+            if not raw.isdigit() or not 1 <= int(raw) <= MAX_CLAIMS:
+                raise ValueError(f"count: a whole number from 1 to {MAX_CLAIMS}, not {raw!r}")
+            claims = claims_answer(request, project, role, count=int(raw))
+            return Response({"claims": [self.OutputSerializer(claim).data for claim in claims]})
+        claims = claims_answer(request, project, role)
+        if not claims:
             return Response({"assignment": None, "item": None})
-        context = item_context_for(item=assignment.item, user=request.user)
-        return Response(self.OutputSerializer({"assignment": assignment, "item": context}).data)
+        return Response(self.OutputSerializer(claims[0]).data)
 
 
 class AssignmentListApi(ListApi):
@@ -324,20 +347,31 @@ class AssignmentSkipApi(LabellerApi, GenericApi):
 # --- Labels, gold labels, preferences ---------------------------------------------------------
 
 
-class LabelListApi(LabellerApi, ListApi):
-    class InputSerializer(serializers.Serializer):
-        item = serializers.PrimaryKeyRelatedField(queryset=AnnotationItem.objects.all())
-        value = BoundedJSONField()
-        client_token = serializers.UUIDField(help_text="one per form: resubmitting it returns the first label")
+MAX_BATCH = 50  # answers per POST /api/labels/batch/; documented in docs/performance.md
 
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.IntegerField()
-        project = serializers.IntegerField(source="project_id")
-        item = serializers.IntegerField(source="item_id")
-        annotator = serializers.IntegerField(source="annotator_id")
-        annotator_name = serializers.CharField(source="annotator.username")
-        value = serializers.JSONField()
-        created_at = serializers.DateTimeField()
+
+class LabelInputSerializer(serializers.Serializer):
+    item = serializers.IntegerField(min_value=1)
+    value = BoundedJSONField()
+    client_token = serializers.UUIDField(help_text="one per form: resubmitting it returns the first label")
+
+
+class LabelOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    project = serializers.IntegerField(source="project_id")
+    item = serializers.IntegerField(source="item_id")
+    annotator = serializers.IntegerField(source="annotator_id")
+    annotator_name = serializers.CharField(source="annotator.username")
+    value = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+
+class LabelListApi(LabellerApi, ListApi):
+    class InputSerializer(LabelInputSerializer):
+        next = serializers.BooleanField(required=False, default=False,
+                                        help_text="also claim your next item: the answer carries it")
+
+    OutputSerializer = LabelOutputSerializer
 
     filter_fields = {"project": "project_id", "item": "item_id", "annotator": "annotator_id"}
     ordering_fields = ("created_at",)
@@ -347,13 +381,63 @@ class LabelListApi(LabellerApi, ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
-        """Submit your label for an item you may label (final; undo in the workspace)."""
+        """Submit your label for an item you may label (final; undo in the workspace). With
+        ``"next": true`` the answer is ``{"label": ..., "next": {"assignment", "item"}}``, the next
+        item claimed as ``POST /api/projects/<id>/next/`` does (both null when nothing is left)."""
         data = input_of(self, request)
-        member_project(request, data["item"].project_id)
-        label = label_submit(
-            item=data["item"], annotator=request.user, value=data["value"], client_token=data["client_token"]
-        )
-        return Response(self.OutputSerializer(label).data, status=status.HTTP_201_CREATED)
+        submission = Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"])
+        if not data["next"]:
+            (result,) = label_submit_many(annotator=request.user, submissions=[submission])
+            if result.error is not None:
+                raise result.error
+            return Response(self.OutputSerializer(result.label).data, status=status.HTTP_201_CREATED)
+        result, claim = label_submit_and_claim(annotator=request.user, submission=submission)
+        if result.error is not None:
+            raise result.error
+        following = {"assignment": None, "item": None}
+        if claim is not None:
+            project = result.label.project
+            following = NextItemApi.OutputSerializer({"assignment": claim, "item": item_context_for(
+                item=claim.item, user=request.user, role=result.role, claim=claim, project=project)}).data
+        return Response({"label": self.OutputSerializer(result.label).data, "next": following},
+                        status=status.HTTP_201_CREATED)
+
+
+class LabelBatchApi(LabellerApi, GenericApi):
+    class OutputSerializer(serializers.Serializer):
+        results = serializers.ListField(child=serializers.DictField(), help_text=(
+            "one per answer, in order: status (201 stored, 200 resubmitted form, else the status "
+            "POST /api/labels/ would answer), label or error"))
+
+    @extend_schema(request=LabelInputSerializer(many=True), responses={200: OutputSerializer})
+    def post(self, request):
+        """Submit up to 50 answers at once, each the body ``POST /api/labels/`` takes. Each is
+        accepted or refused on its own (a bad one never sinks the others), idempotent by its
+        client_token. The request itself is refused (400) only when it is not a JSON list of at
+        most 50 objects."""
+        answers = request.data
+        if not isinstance(answers, list) or not all(isinstance(answer, dict) for answer in answers):
+            raise ValueError("body: a JSON list of label objects ({item, value, client_token})")
+        if not 1 <= len(answers) <= MAX_BATCH:
+            raise ValueError(f"body: 1 to {MAX_BATCH} answers per request, not {len(answers)}")
+        results: list[dict | None] = [None] * len(answers)
+        submissions, places = [], []
+        for index, answer in enumerate(answers):
+            checked = LabelInputSerializer(data=answer)
+            if not checked.is_valid():
+                results[index] = {"status": 400, "error": checked.errors}
+                continue
+            data = checked.validated_data
+            submissions.append(Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"]))
+            places.append(index)
+        for index, result in zip(places, label_submit_many(annotator=request.user, submissions=submissions)):
+            if result.error is None:
+                results[index] = {"status": 201 if result.created else 200,
+                                  "label": LabelOutputSerializer(result.label).data}
+            else:
+                response = self.handle_exception(result.error)
+                results[index] = {"status": response.status_code, "error": response.data}
+        return Response({"results": results})
 
 
 class GoldLabelListApi(ListApi):

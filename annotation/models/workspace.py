@@ -193,7 +193,7 @@ class AnnotationItem(models.Model):
         ]
         indexes = [
             models.Index(fields=["project", "status", "position"]),
-            # next_item_for's order (fewest labels still needed first): with it the claim query
+            # claim_next_item's order (fewest labels still needed first): with it the claim query
             # walks the index and stops at the first free item instead of sorting every open one
             models.Index(
                 "project", "status", F("labels_needed") - F("labels_done"), "labels_done", "position", "id",
@@ -231,10 +231,8 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["-claimed_at", "-id"]
         constraints = [
-            # One claim at a time per user and project: asking again returns the held claim.
-            models.UniqueConstraint(
-                fields=["project", "user"], condition=Q(status="active"), name="assignment_one_active"
-            ),
+            # No "one active claim per user" constraint: a client may hold a batch of claims
+            # (``claim_next_items``, at most ``MAX_CLAIMS``); overlap k is checked per item.
             models.UniqueConstraint(fields=["item", "user"], condition=Q(status="skipped"), name="assignment_one_skip"),
         ]
         indexes = [

@@ -8,8 +8,11 @@ final. Resubmitting the same form (same ``client_token``) returns the first labe
 """
 
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from benchmark.models import Task
@@ -23,14 +26,22 @@ from ..models import (
     AuditEvent,
     Label,
     PairwisePreference,
+    ProjectMembership,
     ReportPair,
     Role,
 )
-from ..selectors import LABELLING_ROLES, item_target, project_role
-from .audit import audit_record
+from ..selectors import LABELLING_ROLES, is_global_curator, item_target, item_targets, project_role
+from .audit import audit_record, audit_records
 from .claims import active_claims, claim_create, claim_release, item_has_free_slot
-from .errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
-from .locking import item_lock
+from .errors import (
+    AlreadyLabelledError,
+    AnnotationError,
+    ClaimLostError,
+    ItemNotOpenError,
+    ProjectNotOpenError,
+    UndoRefusedError,
+)
+from .locking import item_lock, lock_clause
 from .review import COMPLETED_ITEM_FIELDS, item_complete, task_uncurate
 from .values import value_clean
 
@@ -42,27 +53,6 @@ def _token(client_token) -> uuid.UUID:
         return client_token if isinstance(client_token, uuid.UUID) else uuid.UUID(str(client_token))
     except ValueError as exc:
         raise ValueError(f"client_token: {client_token!r} is not a UUID") from exc
-
-
-def _earlier_submission(*, annotator, token: uuid.UUID, item_id: int) -> Label | None:
-    """The annotator's label made with this form (``token``): a resubmission, returned as is.
-    Raises ``ValueError`` when the token was used on another item and ``AlreadyLabelledError``
-    when the annotator labelled this item with another form. One query for both."""
-    token_db = Label._meta.get_field("client_token").get_db_prep_value(token, connection)
-    earlier = rawsql.rows(
-        Label,
-        f"SELECT * FROM {rawsql.table(Label)} WHERE annotator_id = %s AND (client_token = %s OR item_id = %s)"
-        " ORDER BY id LIMIT 2",
-        [annotator.pk, token_db, item_id],
-    )
-    first = next((label for label in earlier if label.client_token == token), None)
-    if first is not None and first.item_id != item_id:
-        raise ValueError(
-            f"client_token: already used for a label on item {first.item_id}; each form needs its own token"
-        )
-    if first is None and earlier:
-        raise AlreadyLabelledError(f"you already labelled item {item_id}; undo your last label to change it")
-    return first
 
 
 def require_labeller(*, project: AnnotationProject, user, role: str | None = None) -> None:
@@ -82,95 +72,295 @@ def require_labeller(*, project: AnnotationProject, user, role: str | None = Non
         raise ProjectNotOpenError(f"project {project.name!r} is {project.status}; it accepts no labels now")
 
 
-def preference_record(*, label: Label, pair: ReportPair, project: AnnotationProject) -> PairwisePreference:
-    """Mirror a pairwise label as the ``PairwisePreference`` row the metrics read."""
-    value = label.value
-    return PairwisePreference.objects.create(
-        task_id=pair.task_id, report_left_id=value["left_report_id"], report_right_id=value["right_report_id"],
-        annotator_id=label.annotator_id, component=project.component, choice=value["choice"],
-        dimensions=value["dimensions"], reason=value["reason"], seconds_taken=value["seconds_taken"],
-        labeled_at=label.created_at, source=PREFERENCE_SOURCE, external_id=f"label-{label.pk}", project=project,
-        label=label,
+def preference_record(*, rows: list[tuple[Label, ReportPair, AnnotationProject]]) -> list[PairwisePreference]:
+    """Mirror pairwise labels as the ``PairwisePreference`` rows the metrics read (one INSERT)."""
+    return PairwisePreference.objects.bulk_create([
+        PairwisePreference(
+            task_id=pair.task_id, report_left_id=label.value["left_report_id"],
+            report_right_id=label.value["right_report_id"], annotator_id=label.annotator_id,
+            component=project.component, choice=label.value["choice"], dimensions=label.value["dimensions"],
+            reason=label.value["reason"], seconds_taken=label.value["seconds_taken"], labeled_at=label.created_at,
+            source=PREFERENCE_SOURCE, external_id=f"label-{label.pk}", project=project, label=label,
+        )
+        for label, pair, project in rows
+    ])
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One answer: the body ``POST /api/labels/`` takes."""
+
+    item_id: int
+    value: Any
+    client_token: Any
+
+
+@dataclass
+class SubmissionResult:
+    """What became of one ``Submission``: its ``label`` (``created`` False for a resubmission of
+    the same form, which returns the first label), or the ``error`` that refused it. ``role``:
+    the annotator's role in the label's project, as read under the lock (a follow-up claim
+    needs it)."""
+
+    label: Label | None = None
+    created: bool = False
+    error: Exception | None = None
+    role: str | None = None
+
+
+def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]:
+    """Lock the items (in id order, so two batches never wait on each other in a cycle), each
+    with the annotator's membership role in its project as ``my_role``: one query."""
+    item, membership = rawsql.table(AnnotationItem), rawsql.table(ProjectMembership)
+    ids = sorted(set(item_ids))
+    sql = (
+        f"SELECT i.*, (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s)"
+        f" AS my_role FROM {item} i WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause()}"
+    )
+    return {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *ids])}
+
+
+def _labels_read(*, items: list[AnnotationItem], annotator, tokens: list[uuid.UUID]) -> list[Label]:
+    """Every label of the items (at most k each: what completes them) and the annotator's labels
+    made with these forms (``tokens``, resubmissions): one query, under the items' locks."""
+    tokens_db = [Label._meta.get_field("client_token").get_db_prep_value(t, connection) for t in tokens]
+    mine = f" OR (annotator_id = %s AND client_token IN ({', '.join(['%s'] * len(tokens_db))}))" if tokens_db else ""
+    return rawsql.rows(
+        Label,
+        f"SELECT * FROM {rawsql.table(Label)} WHERE item_id IN ({', '.join(['%s'] * len(items))}){mine}"
+        " ORDER BY created_at, id",
+        [*(i.pk for i in items), *([annotator.pk, *tokens_db] if tokens_db else [])],
     )
 
 
-@transaction.atomic
+def _not_found(item_id) -> AnnotationItem.DoesNotExist:
+    # The same words for a missing item and one of a project the user is not in: nothing about
+    # other projects leaks.
+    return AnnotationItem.DoesNotExist(f"item: no annotation item {item_id} in your projects")
+
+
+class _Batch:
+    """The state of one ``label_submit_many`` transaction: the locked items, their projects,
+    roles, targets, labels and claims, and the answers accepted so far."""
+
+    def __init__(self, *, annotator, submissions, project, role, targets, with_held: bool = False) -> None:
+        self.annotator, self.now = annotator, timezone.now()
+        self.tokens = {}
+        for index, submission in enumerate(submissions):
+            try:
+                self.tokens[index] = _token(submission.client_token)
+            except ValueError as exc:
+                self.tokens[index] = exc
+        wanted = [s.item_id for s in submissions if isinstance(s.item_id, int)]
+        self.items = _locked_items(item_ids=wanted, annotator=annotator) if wanted else {}
+        project_ids = {item.project_id for item in self.items.values()}
+        self.projects = {project.pk: project} if project is not None and project_ids == {project.pk} else \
+            AnnotationProject.objects.in_bulk(project_ids)
+        self.roles = {}
+        for pid in project_ids:
+            mine = next(i.my_role for i in self.items.values() if i.project_id == pid)
+            self.roles[pid] = role if role is not None and project is not None and pid == project.pk else mine
+            if self.roles[pid] is None and is_global_curator(annotator):
+                self.roles[pid] = Role.CURATOR
+        for item in self.items.values():
+            item.project = self.projects[item.project_id]
+        targets = {pk: t for pk, t in (targets or {}).items() if pk in self.items
+                   and t is not None and t.pk == self.items[pk].target_id}
+        missing = [item for pk, item in self.items.items() if pk not in targets]
+        self.targets = {**(item_targets(missing) if missing else {}), **targets}
+        tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]
+        self.labels = _labels_read(items=list(self.items.values()), annotator=annotator, tokens=tokens) \
+            if self.items else []
+        # ``with_held``: the annotator's other active claims in these projects come along, for the
+        # claim that follows in the same transaction (``label_submit_and_claim``).
+        self.claims = active_claims(list(self.items.values()), user=annotator if with_held else None,
+                                    projects=list(project_ids))
+        self.accepted: list[tuple[AnnotationItem, Label, Assignment | None]] = []
+        self.submissions = submissions
+
+    def held_claims(self, project: AnnotationProject) -> list[Assignment]:
+        """The annotator's active claims in ``project`` after ``write`` (``with_held``), oldest
+        first, with their items."""
+        ended = {claim.pk for _, _, claim in self.accepted if claim is not None}
+        held = sorted((c for c in self.claims if c.user_id == self.annotator.pk and c.project_id == project.pk
+                       and c.pk not in ended), key=lambda c: (c.claimed_at, c.pk))
+        unread = [c.item_id for c in held if c.item_id not in self.items]
+        rows = {**AnnotationItem.objects.in_bulk(unread), **self.items} if unread else self.items
+        for claim in held:
+            claim.item = rows[claim.item_id]
+        return held
+
+    def answer_all(self) -> list[SubmissionResult]:
+        results = []
+        for index, submission in enumerate(self.submissions):
+            try:
+                results.append(self.answer(submission, self.tokens[index]))
+            except (ValueError, PermissionError, AnnotationError, AnnotationItem.DoesNotExist) as exc:
+                results.append(SubmissionResult(error=exc))
+        return results
+
+    def _own(self) -> list[Label]:
+        return [label for label in self.labels if label.annotator_id == self.annotator.pk] + \
+            [label for _, label, _ in self.accepted]
+
+    def answer(self, submission: Submission, token) -> SubmissionResult:
+        """Check one answer against the rules of ``label_submit``; an accepted one joins
+        ``accepted`` (written by ``write``)."""
+        if isinstance(token, Exception):
+            raise token
+        item = self.items.get(submission.item_id)
+        if item is None or self.roles.get(item.project_id) is None:
+            raise _not_found(submission.item_id)
+        own = self._own()
+        first = next((label for label in own if label.client_token == token), None)
+        if first is not None and first.item_id != item.pk:
+            raise ValueError(
+                f"client_token: already used for a label on item {first.item_id}; each form needs its own token"
+            )
+        if first is not None:
+            first.project = item.project
+            return SubmissionResult(label=first, role=self.roles[item.project_id])
+        if any(label.item_id == item.pk for label in own):
+            raise AlreadyLabelledError(f"you already labelled item {item.pk}; undo your last label to change it")
+        project = item.project
+        require_labeller(project=project, user=self.annotator, role=self.roles[item.project_id])
+        if item.status != AnnotationItem.Status.OPEN:
+            raise ItemNotOpenError(f"item {item.pk} already has all {item.labels_needed} labels it needs")
+        value = submission.value
+        if project.blind and isinstance(value, dict) and value.get("judge_correct") is not None:
+            # Checked against the hidden verdict, the claim would answer whether it holds: an oracle.
+            raise ValueError("value.judge_correct: not accepted in a blind project; send your label, the server compares it")
+        clean = value_clean(project=project, target=self.targets.get(item.pk), value=value)
+        claims = [claim for claim in self.claims if claim.item_id == item.pk]
+        claim = next((c for c in claims if c.user_id == self.annotator.pk), None)
+        if claim is None or claim.expires_at <= self.now:
+            others = sum(1 for c in claims if c.user_id != self.annotator.pk and c.expires_at > self.now)
+            if item.labels_done + others >= item.labels_needed:
+                raise ClaimLostError(
+                    f"your hold on item {item.pk} expired and its {item.labels_needed} slots are taken; "
+                    "your label was not saved — ask for the next item"
+                )
+        label = Label(project=project, item=item, annotator=self.annotator, value=clean, client_token=token,
+                      assignment=claim, created_at=self.now)
+        self.accepted.append((item, label, claim))
+        return SubmissionResult(label=label, created=True, role=self.roles[item.project_id])
+
+    def write(self, *, audit: list[dict] | None = None) -> None:
+        """Insert the accepted labels, end their claims, mirror pairwise ones, write their audit
+        rows and count them on their items: a few statements whatever their number; an item
+        they complete is settled on its own (``item_complete``). ``audit``: a list to put the
+        audit rows in, for the caller to write with its own in the same transaction."""
+        if not self.accepted:
+            return
+        # No savepoint around the insert: on a conflict the whole transaction is refused and rolled back.
+        Label.objects.bulk_create([label for _, label, _ in self.accepted])
+        claims = [claim.pk for _, _, claim in self.accepted if claim is not None]
+        if claims:
+            Assignment.objects.filter(pk__in=claims).update(status=Assignment.Status.SUBMITTED, ended_at=self.now)
+        pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
+                 if item.project.kind == AnnotationProject.Kind.PAIRWISE]
+        if pairs:
+            preference_record(rows=pairs)
+        rows = [
+            dict(actor=self.annotator, action="label.submit", target_kind="annotation_item", target_id=item.pk,
+                 project=item.project, before={"labels_done": item.labels_done, "status": item.status},
+                 after={"label_id": label.pk, "value": label.value, "labels_done": item.labels_done + 1})
+            for item, label, _ in self.accepted
+        ]
+        if audit is None:
+            audit_records(rows)
+        else:
+            audit += rows
+        counted = []
+        for item, label, _ in self.accepted:
+            item.labels_done += 1
+            if item.labels_done < item.labels_needed:
+                counted.append(item.pk)
+                continue
+            labels = [earlier for earlier in self.labels if earlier.item_id == item.pk] + [label]
+            item_complete(item=item, actor=self.annotator, target=self.targets.get(item.pk), labels=labels)
+            item.save(update_fields=["labels_done", *COMPLETED_ITEM_FIELDS])
+        if counted:  # the counter moves in the database: no read-modify-write of a stale copy
+            AnnotationItem.objects.filter(pk__in=counted).update(labels_done=F("labels_done") + 1)
+
+
+def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None, targets=None,
+                     with_held: bool = False) -> _Batch:
+    """Lock and read what ``submissions`` need (call inside a transaction); the caller then
+    calls ``answer_all`` and ``write`` on it. For a service that does more in the same
+    transaction (``label_submit_and_claim``); others call ``label_submit_many``."""
+    return _Batch(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets,
+                  with_held=with_held)
+
+
+def _submit_many(*, annotator, submissions, project, role, targets) -> list[SubmissionResult]:
+    with transaction.atomic():
+        batch = submissions_open(annotator=annotator, submissions=submissions, project=project, role=role,
+                                 targets=targets)
+        results = batch.answer_all()
+        batch.write()
+    return results
+
+
+def label_submit_many(
+    *, annotator, submissions: list[Submission], project: AnnotationProject | None = None, role: str | None = None,
+    targets: dict | None = None,
+) -> list[SubmissionResult]:
+    """Store ``annotator``'s answers, each accepted or refused on its own (a refused one never
+    sinks the others), in one transaction and a few statements whatever their number.
+
+    Per answer, exactly the rules of ``label_submit``: the item is locked; the label ends the
+    annotator's claim, bumps ``labels_done``, completes the item at k labels (verify: applies an
+    agreed decision; disagreement: adjudication queue), mirrors a pairwise label as a
+    ``PairwisePreference`` row and writes its audit row. Idempotent per ``client_token``: a
+    resubmitted form returns its first label (``created`` False).
+
+    Errors (``SubmissionResult.error``): ``ValueError`` (invalid value, naming the field, or a
+    reused token), ``AnnotationItem.DoesNotExist`` (no such item in the annotator's projects),
+    ``PermissionError``, ``ProjectNotOpenError``, ``ItemNotOpenError``, ``AlreadyLabelledError``,
+    ``ClaimLostError``.
+
+    ``project`` and ``role``: the items' project and the annotator's role in it, when the caller
+    read them in this request; ``targets``: item id → target row read in this request (a
+    verify decision is still applied against the version the reviewers saw: ``proposable_update``
+    re-reads the row under its lock).
+    """
+    if not submissions:
+        return []
+    try:
+        return _submit_many(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets)
+    except IntegrityError:
+        # A form's token raced in for another item between our read and our insert; the batch
+        # rolled back. Each answer again on its own, so only that one is refused.
+        if len(submissions) == 1:
+            return [SubmissionResult(error=ValueError(
+                "client_token: already used for another label; each form needs its own token"))]
+        return [
+            label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)[0]
+            for submission in submissions
+        ]
+
+
 def label_submit(
     *, item: AnnotationItem, annotator, value: dict, client_token, project: AnnotationProject | None = None,
     role: str | None = None, target=None,
 ) -> Label:
-    """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels.
-
-    Ends the annotator's claim, bumps ``labels_done`` under the item's row lock, completes the
-    item at k labels (verify: applies an agreed decision; disagreement: adjudication queue),
-    mirrors pairwise labels as ``PairwisePreference`` rows, and writes the audit row — all in
-    one transaction. Idempotent per ``client_token``.
+    """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels:
+    ``label_submit_many`` with one answer, whose error is raised. Returns the label (the first
+    one for a resubmitted form).
 
     Raises ``ValueError`` (invalid value, naming the field, or a reused token),
     ``PermissionError``, ``ProjectNotOpenError``, ``ItemNotOpenError`` (item already complete),
     ``AlreadyLabelledError`` (a different earlier submission), ``ClaimLostError`` (the claim
-    expired and the item's slots were given to others).
-
-    ``project`` and ``role``: the item's project and the annotator's role in it, when the
-    caller (a view) read them at the start of this request; else they are looked up.
-    ``target``: the item's target row when the caller read it in this request to check the
-    form; a verify decision is still applied against the version the reviewers saw
-    (``proposable_update`` re-reads the row under its lock), so an older copy cannot slip in.
+    expired and the item's slots were given to others), ``AnnotationItem.DoesNotExist``.
     """
-    token = _token(client_token)
-    locked = item_lock(item_id=item.pk)
-    if project is not None and project.pk == locked.project_id:
-        locked.project = project
-    else:
-        project, role = locked.project, None
-    # Under the lock: a concurrent submission of the same form has committed by now.
-    first = _earlier_submission(annotator=annotator, token=token, item_id=locked.pk)
-    if first is not None:
-        return first
-    require_labeller(project=project, user=annotator, role=role)
-    if locked.status != AnnotationItem.Status.OPEN:
-        raise ItemNotOpenError(f"item {locked.pk} already has all {locked.labels_needed} labels it needs")
-    if target is None or target.pk != locked.target_id:
-        target = item_target(locked)
-    if project.blind and isinstance(value, dict) and value.get("judge_correct") is not None:
-        # Checked against the hidden verdict, the claim would answer whether it holds: an oracle.
-        raise ValueError("value.judge_correct: not accepted in a blind project; send your label, the server compares it")
-    clean = value_clean(project=project, target=target, value=value)
-    now = timezone.now()
-    claims = active_claims(locked)
-    own = next((claim for claim in claims if claim.user_id == annotator.pk), None)
-    if own is None or own.expires_at <= now:
-        others = sum(1 for claim in claims if claim.user_id != annotator.pk and claim.expires_at > now)
-        if locked.labels_done + others >= locked.labels_needed:
-            raise ClaimLostError(
-                f"your hold on item {locked.pk} expired and its {locked.labels_needed} slots are taken; "
-                "your label was not saved — ask for the next item"
-            )
-    # No savepoint around the insert: on a conflict the whole submission is refused and rolled back.
-    try:
-        label = Label.objects.create(
-            project=project, item=locked, annotator=annotator, value=clean, client_token=token, assignment=own,
-            created_at=now,
-        )
-    except IntegrityError as exc:  # the same token raced in for another item
-        raise ValueError("client_token: already used for another label; each form needs its own token") from exc
-    if own is not None:
-        own.status, own.ended_at = Assignment.Status.SUBMITTED, now
-        own.save(update_fields=["status", "ended_at"])
-    if project.kind == AnnotationProject.Kind.PAIRWISE:
-        preference_record(label=label, pair=target, project=project)
-    before = {"labels_done": locked.labels_done, "status": locked.status}
-    locked.labels_done += 1
-    audit_record(
-        actor=annotator, action="label.submit", target_kind="annotation_item", target_id=locked.pk, project=project,
-        before=before, after={"label_id": label.pk, "value": clean, "labels_done": locked.labels_done},
+    (result,) = label_submit_many(
+        annotator=annotator, submissions=[Submission(item_id=item.pk, value=value, client_token=client_token)],
+        project=project, role=role, targets={item.pk: target} if target is not None else None,
     )
-    changed = ["labels_done"]
-    if locked.labels_done == locked.labels_needed:
-        item_complete(item=locked, actor=annotator, target=target)
-        changed += COMPLETED_ITEM_FIELDS
-    locked.save(update_fields=changed)
-    return label
+    if result.error is not None:
+        raise result.error
+    return result.label
 
 
 def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment | None:
@@ -187,14 +377,13 @@ def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment
 
 def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> Assignment | None:
     """Reserve the undone item for the annotator again (under the item's lock), so the
-    workspace shows it as theirs. Same rules as ``next_item_for``: one claim per user and
-    project (the claim they held meanwhile is released, and may be offered to them again
-    after this item), never beyond overlap k, nothing in a paused or closed project."""
+    workspace shows it as theirs (first). Same rules as ``claim_next_item``: the claims they
+    held meanwhile are released (and may be offered to them again after this item), never
+    beyond overlap k, nothing in a paused or closed project."""
     now = timezone.now()
     if project.status != AnnotationProject.Status.OPEN or not item_has_free_slot(item, now):
         return None
-    held = Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.ACTIVE).first()
-    if held is not None:
+    for held in Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.ACTIVE):
         claim_release(assignment=held, user=annotator, now=now)
     return claim_create(project=project, item=item, user=annotator, now=now)
 

@@ -62,14 +62,15 @@ _UNREAD = object()
 COMPLETED_ITEM_FIELDS = ("status", "completed_at", "disagreement", "conflict", "applied_revision", "target_version")
 
 
-def item_complete(*, item: AnnotationItem, actor, target=_UNREAD) -> None:
+def item_complete(*, item: AnnotationItem, actor, target=_UNREAD, labels: list[Label] | None = None) -> None:
     """Called under the item's lock when its last label arrived (the caller saves the item's
     ``COMPLETED_ITEM_FIELDS``). ``target``: the item's target row when the caller read it under
-    the same lock."""
+    the same lock; ``labels``: the item's labels in order, when the caller read them under it."""
     project = item.project
-    labels = rawsql.rows(
-        Label, f"SELECT * FROM {rawsql.table(Label)} WHERE item_id = %s ORDER BY created_at, id", [item.pk]
-    )
+    if labels is None:
+        labels = rawsql.rows(
+            Label, f"SELECT * FROM {rawsql.table(Label)} WHERE item_id = %s ORDER BY created_at, id", [item.pk]
+        )
     if target is _UNREAD:
         target = item_target(item)
     judge_label = target.label if project.kind == AnnotationProject.Kind.AGREEMENT and target is not None else None

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from ..assignment import assignment_skip, next_item_for, skips_revisit
+from ..assignment import assignment_skip, claim_next_item, label_submit_and_claim, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from ..selectors import (
@@ -23,7 +23,7 @@ from ..selectors import (
 )
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
-from ..services.labels import label_submit, label_undo_last
+from ..services.labels import Submission, label_submit_many, label_undo_last
 from . import display
 from .access import alert, item_in, project_for, refuse
 
@@ -122,7 +122,7 @@ def _add_response(request, project, role, item, *, form=None, kind="", added=Non
 def _next(request, project, role, *, flash: str = "", status: int = 200):
     """Claim the user's next item (or keep the held one) and show it."""
     try:
-        assignment = next_item_for(project=project, user=request.user, role=role)
+        assignment = claim_next_item(project=project, user=request.user, role=role)
     except PermissionError as exc:
         return refuse(request, str(exc))
     except ProjectNotOpenError as exc:
@@ -178,18 +178,25 @@ def label_create(request, project_id: int, item_id: int):
     form = label_form_for(label_form_context(item=item, project=project, target=target), data=request.POST)
     if not form.is_valid():
         return _render(request, project, role, item=item, form=form, status=422)
-    try:
-        label_submit(
-            item=item, annotator=request.user, value=form.value(), client_token=form.cleaned_data["client_token"],
-            project=project, role=role, target=target,
+    submission = Submission(item_id=item.pk, value=form.value(), client_token=form.cleaned_data["client_token"])
+    # An htmx submission answers with the next item: the label and its claim in one transaction.
+    # Agreement items show the judge's verdict next, without JavaScript a redirect follows.
+    follow = bool(request.htmx) and project.kind != Kind.AGREEMENT
+    if follow:
+        result, claim = label_submit_and_claim(
+            annotator=request.user, submission=submission, project=project, role=role, target=target
         )
-    except ValueError as exc:
-        service_error_attach(form, exc)
+    else:
+        (result,) = label_submit_many(
+            annotator=request.user, submissions=[submission], project=project, role=role, targets={item.pk: target}
+        )
+    if isinstance(result.error, ValueError):
+        service_error_attach(form, result.error)
         return _render(request, project, role, item=item, form=form, status=422)
-    except PermissionError as exc:
-        return refuse(request, str(exc))
-    except AnnotationError as exc:
-        form.add_error(None, str(exc))
+    if isinstance(result.error, PermissionError):
+        return refuse(request, str(result.error))
+    if result.error is not None:  # AnnotationError (the item is ours: item_in read it)
+        form.add_error(None, str(result.error))
         return _render(request, project, role, item=item, form=form, status=409)
     if project.kind == Kind.AGREEMENT:  # show the judge's verdict now that the label is committed
         flash = "Saved. Here is what the judge said."
@@ -201,7 +208,9 @@ def label_create(request, project_id: int, item_id: int):
     )
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
-    return _next(request, project, role, flash=flash)
+    if claim is None:
+        return _render(request, project, role, flash=flash)
+    return _render(request, project, role, item=claim.item, claim=claim, flash=flash)
 
 
 @require_POST

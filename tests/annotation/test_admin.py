@@ -1,7 +1,7 @@
 import pytest
 from django.urls import reverse
 
-from annotation.assignment import next_item_for
+from annotation.assignment import claim_next_item
 from annotation.services.labels import label_submit
 from tests.annotation_factories import agreement_project, token
 
@@ -12,7 +12,7 @@ MODELS = ("annotationproject", "annotationitem", "assignment", "label", "goldlab
 
 def test_workspace_admin_pages_are_read_only_views(admin_client, owner, alice):
     project = agreement_project(owner, [alice])
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     label_submit(item=claim.item, annotator=alice, value={"label": "correct"}, client_token=token())
     for model in MODELS:
         response = admin_client.get(reverse(f"admin:annotation_{model}_changelist"))

@@ -9,10 +9,10 @@ from django.db import connection
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from annotation.assignment import next_item_for
+from annotation.assignment import claim_next_item, claim_next_items
 from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
 from annotation.services.errors import ClaimLostError
-from annotation.services.labels import label_submit
+from annotation.services.labels import Submission, label_submit, label_submit_many
 from tests.annotation_factories import annotator, curator, pairwise_project
 
 ANNOTATORS = 20
@@ -29,8 +29,44 @@ def over_committed_items() -> list[int]:
     )
 
 
+def _single(project, user, rng) -> list[int] | None:
+    """One item: claim, label, send the same form again (same label, no new row)."""
+    claim = claim_next_item(project=project, user=user)
+    if claim is None:
+        return None
+    form = uuid.uuid4()
+    value = {"choice": rng.choice(["left", "right", "tie"]), "seconds_taken": rng.random() * 60}
+    try:
+        label = label_submit(item=claim.item, annotator=user, value=value, client_token=form)
+    except ClaimLostError:
+        return []
+    again = label_submit(item=claim.item, annotator=user, value=value, client_token=form)
+    assert again.pk == label.pk
+    return [label.pk]
+
+
+def _batch(project, user, rng) -> list[int] | None:
+    """Up to 3 items: claim them at once, submit them at once, then the same batch again."""
+    claims = claim_next_items(project=project, user=user, count=3)
+    if not claims:
+        return None
+    answers = [
+        Submission(item_id=claim.item_id, client_token=uuid.uuid4(),
+                   value={"choice": rng.choice(["left", "right", "tie"]), "seconds_taken": rng.random() * 60})
+        for claim in claims
+    ]
+    results = label_submit_many(annotator=user, submissions=answers)
+    for result in results:
+        assert result.error is None or isinstance(result.error, ClaimLostError), result.error
+    again = label_submit_many(annotator=user, submissions=answers)
+    stored = [r.label.pk for r in results if r.error is None]
+    assert [r.label.pk for r in again if r.error is None] == stored and not any(r.created for r in again)
+    return stored
+
+
+@pytest.mark.parametrize("work_on", [_single, _batch], ids=["one item at a time", "batches of 3"])
 @pytest.mark.django_db(transaction=True)
-def test_twenty_annotators_at_once_never_exceed_the_overlap():
+def test_twenty_annotators_at_once_never_exceed_the_overlap(work_on):
     owner = curator()
     users = [annotator(f"annotator{n:02d}") for n in range(ANNOTATORS)]
     # 5 tasks × 3 systems → 6 ordered pairs each: 30 items, k = 3.
@@ -49,20 +85,11 @@ def test_twenty_annotators_at_once_never_exceed_the_overlap():
         try:
             start.wait()
             for _ in range(100):
-                claim = next_item_for(project=project, user=user)
-                if claim is None:
+                stored = work_on(project, user, rng)
+                if stored is None:
                     break
-                form = uuid.uuid4()
-                value = {"choice": rng.choice(["left", "right", "tie"]), "seconds_taken": rng.random() * 60}
-                try:
-                    label = label_submit(item=claim.item, annotator=user, value=value, client_token=form)
-                except ClaimLostError:
-                    continue
-                # The browser sends the same form again: same label, no new row.
-                again = label_submit(item=claim.item, annotator=user, value=value, client_token=form)
-                assert again.pk == label.pk
                 with lock:
-                    submitted.append(label.pk)
+                    submitted.extend(stored)
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             with lock:
                 errors.append(exc)

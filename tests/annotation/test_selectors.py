@@ -1,6 +1,6 @@
 import pytest
 
-from annotation.assignment import assignment_skip, next_item_for
+from annotation.assignment import assignment_skip, claim_next_item
 from annotation.selectors import adjudication_queue, item_context_for, project_progress, projects_for
 from annotation.services.labels import label_submit
 from annotation.services.projects import membership_add
@@ -99,10 +99,10 @@ def test_progress_per_role_with_bounded_queries(owner, alice, bob, django_assert
     viewer = UserFactory(username="viewer")
     membership_add(project=project, user=viewer, role="viewer", actor=owner)
     for user in (alice, bob):
-        claim = next_item_for(project=project, user=user)
+        claim = claim_next_item(project=project, user=user)
         label_submit(item=claim.item, annotator=user, value={"label": "correct"}, client_token=token())
-    assignment_skip(assignment=next_item_for(project=project, user=alice), user=alice)
-    next_item_for(project=project, user=bob)
+    assignment_skip(assignment=claim_next_item(project=project, user=alice), user=alice)
+    claim_next_item(project=project, user=bob)
 
     with django_assert_max_num_queries(8):
         everyone = project_progress(project=project, user=owner)
@@ -121,7 +121,7 @@ def test_progress_per_role_with_bounded_queries(owner, alice, bob, django_assert
 
 def test_context_carries_the_users_claim_for_the_countdown(owner, alice, bob):
     project = agreement_project(owner, [alice, bob])
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     assert item_context_for(item=claim.item, user=alice)["claim"]["expires_at"] == claim.expires_at
     assert item_context_for(item=claim.item, user=bob)["claim"] is None
 

@@ -131,6 +131,12 @@ API = {
                                              "client_token": str(uuid.uuid4())},
                     # ann_b labels item B; curators do not label in a blind project.
                     (403, 404, 201, 403, 403, 403))],
+    # Answers are refused one by one inside a 200 (tests/api/test_label_batch.py checks them);
+    # viewers and anonymous users are refused the request.
+    # (The answer names no item: labelling item B here would take it from the label-list row.)
+    "label-batch": [("post", None, lambda w: [{"item": 10**9, "value": {"decision": "accept"},
+                                               "client_token": str(uuid.uuid4())}],
+                     (403, 200, 200, 403, 200, 200))],
     "goldlabel-list": [("get", None, None, READ)],
     "preference-list": [("get", None, None, READ)],
     # The dashboards' figures: any signed-in user (agreement shows only the projects one curates).

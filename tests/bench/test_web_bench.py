@@ -13,37 +13,61 @@ from django.db.models import Count
 
 from annotation.models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label
 from bench import seed_web
-from bench.web_bench import WebLoad, _db, figures_of, measure, server_environment
+from bench.web_bench import BATCH, MODES, WebLoad, _db, figures_of, measure, server_environment
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-TINY = WebLoad(items=200, sequential_loops=8, loops_per_annotator=4, warmup_loops=1, page_repeats=2, query_loops=2,
+TINY = WebLoad(items=1000, sequential_loops=8, loops_per_annotator=4, warmup_loops=1, page_repeats=2, query_loops=2,
                dashboard_tasks=2, workers=1, threads=4)
 SEEDED = TINY.items * seed_web.LABELS_PER_ITEM
-# the probe's instrumented loops, everyone's warm-up (the first annotator warms up twice), the
-# sequential loops and the concurrent ones
-LOOPS = (TINY.query_loops + TINY.warmup_loops * (1 + TINY.annotators) + TINY.sequential_loops
-         + TINY.annotators * TINY.loops_per_annotator)
+
+
+def _loops(count: int, share: float) -> int:
+    return max(1, round(count * share))  # as LoopLog.run
+
+
+def _items(mode: str, *, first: bool) -> int:
+    """Items one annotator labels in a mode: warm-ups (the first annotator warms up twice: alone,
+    then with the others), its sequential loops (first only) and its concurrent ones."""
+    _, share = MODES[mode]
+    per_loop = BATCH if "batch" in mode else 1
+    loops = _loops(TINY.warmup_loops, share) * (2 if first else 1) + _loops(TINY.loops_per_annotator, share)
+    return per_loop * (loops + (_loops(TINY.sequential_loops, share) if first else 0))
+
+
+# the probe's instrumented loops, then every annotator's in every mode
+LOOPS = TINY.query_loops * (2 + BATCH) + sum(
+    _items(mode, first=True) + (TINY.annotators - 1) * _items(mode, first=False) for mode in MODES
+)
 
 
 def _assert_report_shape(result: dict, label: str) -> None:
-    assert result["sequential"]["errors"] == [] and result["concurrent"]["errors"] == []
-    assert len(result["sequential"]["loops"]) == TINY.sequential_loops
-    assert len(result["concurrent"]["loops"]) == TINY.annotators * TINY.loops_per_annotator
+    for mode, measured in result["modes"].items():
+        assert measured["sequential"]["errors"] == [] and measured["concurrent"]["errors"] == [], mode
+        share = MODES[mode][1]
+        assert len(measured["sequential"]["loops"]) == _loops(TINY.sequential_loops, share)
+        assert len(measured["concurrent"]["loops"]) == TINY.annotators * _loops(TINY.loops_per_annotator, share)
     assert result["check"]["over_assigned_items"] == 0
     assert result["check"]["miscounted_items"] == 0
     rows = {row["figure"]: row for row in figures_of(result)}
-    for name in ("sequential loop p95", "8 annotators, loops/s", "8 annotators, loop p95", "errors (both phases)",
-                 "items over their overlap", "queries, open workspace (htmx GET)",
-                 "queries, loop (htmx POST: label, next item)", "workspace page (reload: the held item) p95",
-                 "pairwise page p95", "dashboard agreement p95", "web worker peak RSS (gunicorn worker, under load)"):
-        assert f"{label}: {name}" in rows, name
-    assert rows[f"{label}: errors (both phases)"]["value"] == 0
-    assert rows[f"{label}: items over their overlap"]["value"] == 0
-    assert rows[f"{label}: 8 annotators, loops/s"]["better"] == "higher"
-    assert rows[f"{label}: 8 annotators, loops/s"]["value"] > 0
-    assert rows[f"{label}: queries, loop (htmx POST: label, next item)"]["value"] > 0
-    assert 20 < rows[f"{label}: web worker peak RSS (gunicorn worker, under load)"]["value"] < 4096
+    where = f"{label}, {TINY.items:,} items"
+    for mode in MODES:
+        for name in ("sequential p50 per item", "sequential p95 per item", "8 annotators, items/s",
+                     "8 annotators, p95 per item", "errors (both phases)"):
+            assert f"{where}, {mode}: {name}" in rows, (mode, name)
+        assert rows[f"{where}, {mode}: errors (both phases)"]["value"] == 0
+        assert rows[f"{where}, {mode}: 8 annotators, items/s"]["better"] == "higher"
+        assert rows[f"{where}, {mode}: 8 annotators, items/s"]["value"] > 0
+    for name in ("items over their overlap", "queries, open workspace (htmx GET)",
+                 "queries, per item, workspace (htmx POST: label, next item)",
+                 "queries, per item, REST (POST /api/labels/ with next)",
+                 f"queries, per item, REST batch of {BATCH} (claim + submit)",
+                 "workspace page (reload: the held item) p95", "pairwise page p95", "dashboard agreement p95",
+                 "web worker peak RSS (gunicorn worker, under load)"):
+        assert f"{where}: {name}" in rows, name
+    assert rows[f"{where}: items over their overlap"]["value"] == 0
+    assert rows[f"{where}: queries, per item, workspace (htmx POST: label, next item)"]["value"] > 0
+    assert 20 < rows[f"{where}: web worker peak RSS (gunicorn worker, under load)"]["value"] < 4096
     assert len([name for name in rows if ": dashboard " in name]) == 7
 
 
@@ -67,10 +91,9 @@ def test_web_bench_on_the_postgresql_test_database(tmp_path):
     assert AuditEvent.objects.filter(project=project, action="label.submit").count() == SEEDED + LOOPS
     assert Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED).count() == SEEDED + LOOPS
     first, *others = seed_web.annotator_names(TINY.annotators)
-    assert Label.objects.filter(annotator__username=first).count() == (
-        2 * TINY.warmup_loops + TINY.sequential_loops + TINY.loops_per_annotator)
+    assert Label.objects.filter(annotator__username=first).count() == sum(_items(m, first=True) for m in MODES)
     for name in others:
-        assert Label.objects.filter(annotator__username=name).count() == TINY.warmup_loops + TINY.loops_per_annotator
+        assert Label.objects.filter(annotator__username=name).count() == sum(_items(m, first=False) for m in MODES)
 
     again = _db("prepare", server_environment(database_url=url, work_dir=tmp_path), TINY)
     assert again["state"] == "seeded" and again["seed_seconds"] is None  # reused, not seeded twice

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.assignment import next_item_for
+from annotation.assignment import claim_next_item
 from annotation.models import AnnotationItem, GoldLabel, Label, PairwisePreference, Role
 from annotation.services.labels import label_submit
 from annotation.services.projects import membership_add, project_create
@@ -287,7 +287,7 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
 
     # A second annotator disagrees on the item the judge called omitted.
     for _ in range(3):
-        item = next_item_for(project=agreement, user=world["ann2"]).item
+        item = claim_next_item(project=agreement, user=world["ann2"]).item
         judge_label = Verdict.objects.get(pk=item.target_id).label
         label = "correct" if judge_label == "omitted" else judge_label
         label_submit(item=item, annotator=world["ann2"], value={"label": label, "correction": "It is in §4."},

@@ -2,7 +2,7 @@ import uuid
 
 import pytest
 
-from annotation.assignment import assignment_skip, next_item_for
+from annotation.assignment import assignment_skip, claim_next_item
 from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
 from annotation.services import labels as labels_module
 from annotation.services.audit import audit_record
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 def test_resubmitting_the_same_form_returns_the_first_label(owner, alice):
     project = agreement_project(owner, [alice], overlap=2)
-    item = next_item_for(project=project, user=alice).item
+    item = claim_next_item(project=project, user=alice).item
     form = uuid.uuid4()
     first = label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=form)
     again = label_submit(item=item, annotator=alice, value={"label": "omitted"}, client_token=str(form))
@@ -53,7 +53,7 @@ def test_a_token_racing_in_for_another_item_is_refused_and_nothing_of_it_is_stor
     first, second = project.items.order_by("position")[:2]
     form = token()
     label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=form)
-    monkeypatch.setattr(labels_module, "_earlier_submission", lambda **kwargs: None)  # the race's blind spot
+    monkeypatch.setattr(labels_module, "_labels_read", lambda **kwargs: [])  # the race's blind spot
     with pytest.raises(ValueError, match="already used for another label"):
         label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
     second.refresh_from_db()
@@ -140,7 +140,7 @@ def test_a_label_in_a_blind_project_is_final(owner, alice, kind):
         project, value = pairwise_project(owner, [alice]), {"choice": "left"}
     else:
         project, value = agreement_project(owner, [alice]), {"label": "correct"}
-    item = next_item_for(project=project, user=alice).item
+    item = claim_next_item(project=project, user=alice).item
     label_submit(item=item, annotator=alice, value=value, client_token=token())
     with pytest.raises(UndoRefusedError, match=f"your label on item {item.position} is final: this project is blind"):
         label_undo_last(annotator=alice, project=project)
@@ -150,7 +150,7 @@ def test_a_label_in_a_blind_project_is_final(owner, alice, kind):
 
 def test_a_skip_in_a_blind_project_can_be_undone(owner, alice):
     project = agreement_project(owner, [alice])
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     assignment_skip(assignment=claim, user=alice)
     assert label_undo_last(annotator=alice, project=project).action == "assignment.skip_undo"
 
@@ -233,7 +233,7 @@ def test_audit_rows_roll_back_with_a_failed_transaction(owner, alice, monkeypatc
 
 def test_audit_rows_exist_for_each_change(owner, alice):
     project = agreement_project(owner, [alice])
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     label = label_submit(item=claim.item, annotator=alice, value={"label": "correct"}, client_token=token())
     event = AuditEvent.objects.get(action="label.submit")
     assert (event.actor, event.project, event.target_kind) == (alice, project, "annotation_item")
@@ -256,7 +256,7 @@ def test_audit_refuses_to_write_outside_a_transaction():
 
 def test_undo_removes_the_label_and_its_counter(owner, alice):
     project = pairwise_project(owner, [alice], overlap=2, blind=False)
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     label_submit(item=claim.item, annotator=alice, value={"choice": "left"}, client_token=token())
     event = label_undo_last(annotator=alice, project=project)
     assert event.action == "label.undo" and event.before["value"]["choice"] == "left"
@@ -264,7 +264,7 @@ def test_undo_removes_the_label_and_its_counter(owner, alice):
     assert item.labels_done == 0 and not Label.objects.exists() and not PairwisePreference.objects.exists()
     assert Assignment.objects.get(pk=claim.pk).status == Assignment.Status.UNDONE
     # The item is offered again so the annotator can redo it.
-    assert next_item_for(project=project, user=alice).item == item
+    assert claim_next_item(project=project, user=alice).item == item
     assert label_undo_last(annotator=alice, project=project) is None
 
 
@@ -279,12 +279,12 @@ def test_undo_reopens_a_completed_item(owner, alice, bob):
 
 def test_undo_of_a_skip_offers_the_item_again(owner, alice):
     project = agreement_project(owner, [alice], labels=["correct"], blind=False)
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     assignment_skip(assignment=claim, user=alice)
-    assert next_item_for(project=project, user=alice) is None
+    assert claim_next_item(project=project, user=alice) is None
     event = label_undo_last(annotator=alice, project=project)
     assert event.action == "assignment.skip_undo"
-    assert next_item_for(project=project, user=alice).item == claim.item
+    assert claim_next_item(project=project, user=alice).item == claim.item
 
 
 def test_undo_is_refused_once_adjudicated(owner, alice, bob):
@@ -342,9 +342,9 @@ def test_paused_projects_accept_no_labels(owner, alice):
 
 def test_undoing_a_label_reserves_the_item_again_and_releases_the_claim_held_meanwhile(owner, alice, bob):
     project = agreement_project(owner, [alice, bob], overlap=2, blind=False)
-    first = next_item_for(project=project, user=alice).item
+    first = claim_next_item(project=project, user=alice).item
     label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=token())
-    held = next_item_for(project=project, user=alice)
+    held = claim_next_item(project=project, user=alice)
     assert held.item != first
 
     label_undo_last(annotator=alice, project=project)
@@ -356,22 +356,22 @@ def test_undoing_a_label_reserves_the_item_again_and_releases_the_claim_held_mea
     assert actions == ["assignment.claim", "assignment.release", "label.undo"]
     # the released item comes back after this one
     label_submit(item=first, annotator=alice, value={"label": "omitted"}, client_token=token())
-    assert next_item_for(project=project, user=alice).item == held.item
+    assert claim_next_item(project=project, user=alice).item == held.item
 
 
 def test_undoing_a_skip_reserves_the_item_again_unless_its_slots_are_taken(owner, alice, bob, carol):
     project = agreement_project(owner, [alice, bob, carol], labels=["correct"] * 2, overlap=1, blind=False)
-    skipped = next_item_for(project=project, user=alice)
+    skipped = claim_next_item(project=project, user=alice)
     assignment_skip(item=skipped.item, user=alice)
     label_undo_last(annotator=alice, project=project)
     claim = Assignment.objects.get(project=project, user=alice, status=Assignment.Status.ACTIVE)
     assert claim.item == skipped.item
 
     assignment_skip(item=skipped.item, user=alice)
-    other = next_item_for(project=project, user=bob)  # overlap 1: bob takes the only slot of one item
+    other = claim_next_item(project=project, user=bob)  # overlap 1: bob takes the only slot of one item
     while other.item != skipped.item:
         assignment_skip(item=other.item, user=bob)
-        other = next_item_for(project=project, user=bob)
+        other = claim_next_item(project=project, user=bob)
     label_undo_last(annotator=alice, project=project)
     assert not Assignment.objects.filter(item=skipped.item, user=alice, status=Assignment.Status.ACTIVE).exists()
     assert Assignment.objects.filter(item=skipped.item, status=Assignment.Status.ACTIVE).count() == 1
@@ -379,7 +379,7 @@ def test_undoing_a_skip_reserves_the_item_again_unless_its_slots_are_taken(owner
 
 def test_undo_reserves_nothing_in_a_paused_project(owner, alice):
     project = agreement_project(owner, [alice], overlap=1, blind=False)
-    item = next_item_for(project=project, user=alice).item
+    item = claim_next_item(project=project, user=alice).item
     label_submit(item=item, annotator=alice, value={"label": "correct"}, client_token=token())
     project_set_status(project=project, status="paused", actor=owner)
     label_undo_last(annotator=alice, project=project)
@@ -392,7 +392,7 @@ def test_undo_reserves_nothing_in_a_paused_project(owner, alice):
 def test_a_reject_for_reason_other_needs_a_note(owner, alice):
     task, _ = checklist_task(1)
     project = verify_project(owner, [alice], tasks=[task])
-    item = next_item_for(project=project, user=alice).item
+    item = claim_next_item(project=project, user=alice).item
     for note in ("", "   "):
         with pytest.raises(ValueError, match=r"^value\.note: "):
             label_submit(item=item, annotator=alice, value={"decision": "reject", "reason": "other", "note": note},

@@ -168,15 +168,15 @@ def test_agreement_label_set_must_offer_a_choice(owner):
 
 
 def test_removing_a_member_releases_their_claims(owner, alice):
-    from annotation.assignment import next_item_for
+    from annotation.assignment import claim_next_item
 
     project = pairwise_project(owner, [alice])
-    claim = next_item_for(project=project, user=alice)
+    claim = claim_next_item(project=project, user=alice)
     membership_remove(project=project, user=alice, actor=owner)
     claim.refresh_from_db()
     assert claim.status == "released"
     with pytest.raises(PermissionError, match=r"alice may not label items of project 'pairwise' \(role: not a member\)"):
-        next_item_for(project=project, user=alice)
+        claim_next_item(project=project, user=alice)
 
 
 # --- Editing ---------------------------------------------------------------------------------
