@@ -202,7 +202,8 @@ def item_target(item: AnnotationItem) -> Any:
 
 
 def _report_brief(report, *, blind: bool) -> dict:
-    return {"report_id": report.pk, "system": None if blind else str(report.system)}
+    return {"report_id": report.pk, "system": None if blind else str(report.system),
+            "system_label": None if blind else report.system.label}
 
 
 def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False, label_set: dict | None = None) -> dict:
