@@ -25,7 +25,7 @@ from annotation.models import AnnotationItem, AnnotationProject, GoldLabel, Labe
 from benchmark import tasks as benchmark_tasks
 from benchmark.models import ChecklistItem, ExportJob, ImportJob, Report, Task, TaskSet
 from scoring import tasks as scoring_tasks
-from scoring.models import EvaluationRun, JudgeConfig, ProposalBatch, Verdict
+from scoring.models import EvaluationRun, JudgeConfig, Verdict
 from tests.support.axe import assert_accessible
 from tests.support.browser import SCREENSHOTS
 from tests.support.workers import deliver_on_threads
