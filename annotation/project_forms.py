@@ -8,7 +8,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib.auth import get_user_model
 
-from benchmark.forms import TaskFilterForm, TaskPickerForm
+from benchmark.forms import SystemsField, TaskFilterForm, TaskPickerForm
 from benchmark.models import System, Task, TaskSet
 from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
@@ -57,7 +57,7 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         choices=[(kind, TargetKind(kind).label) for kind in VERIFY_TARGETS], required=False,
         widget=forms.CheckboxSelectMultiple, label="Item kinds (verify)", help_text="none ticked: every kind",
     )
-    systems = forms.ModelMultipleChoiceField(
+    systems = SystemsField(
         queryset=System.objects.order_by("name", "version"), required=False, widget=forms.CheckboxSelectMultiple,
         label="Systems (pairwise, agreement)", help_text="none ticked: every system",
     )

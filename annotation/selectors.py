@@ -203,7 +203,8 @@ def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
 
 
 def _report_brief(report, *, blind: bool) -> dict:
-    return {"report_id": report.pk, "system": None if blind else str(report.system)}
+    return {"report_id": report.pk, "system": None if blind else str(report.system),
+            "system_label": None if blind else report.system.label}
 
 
 def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False, label_set: dict | None = None) -> dict:

@@ -4,7 +4,7 @@ from django.contrib.contenttypes.admin import GenericTabularInline
 from django.core.exceptions import ValidationError
 
 from . import models
-from .services.systems import system_alias_delete, system_alias_set, system_alias_validate
+from .services.systems import system_alias_delete, system_alias_set, system_alias_validate, system_display_name_set
 
 PROPOSABLE_FILTERS = ("origin", "review_status")
 
@@ -125,9 +125,25 @@ class RubricCriterionAdmin(ProposableAdmin):
 
 @admin.register(models.System)
 class SystemAdmin(admin.ModelAdmin):
-    list_display = ("name", "version", "base_model", "workflow")
+    """Curators name systems for people here (the display name, through its service with a revision);
+    the identifying fields come from imports and are only changed by superusers."""
+
+    list_display = ("name", "version", "display_name", "label", "base_model", "workflow")
     list_filter = ("workflow",)
-    search_fields = ("name", "base_model")
+    search_fields = ("name", "display_name", "base_model")
+    inlines = [RevisionInline]
+
+    def get_readonly_fields(self, request, obj=None):
+        if request.user.is_superuser:
+            return ()
+        return ("name", "version", "base_model", "workflow", "description")
+
+    def save_model(self, request, obj, form, change):
+        display_name = obj.display_name
+        if change:  # the display name through its service; anything else a superuser changed as usual
+            obj.display_name = form.initial.get("display_name", "")
+        super().save_model(request, obj, form, change)
+        system_display_name_set(system=obj, display_name=display_name, actor=request.user)
 
 
 class SystemAliasForm(forms.ModelForm):

@@ -9,6 +9,13 @@ from .selectors import task_list
 TASKS_SHOWN = 500  # a task picker lists at most this many matches; narrow the filters for more
 
 
+class SystemsField(forms.ModelMultipleChoiceField):
+    """Systems to tick, each named for people (``System.label``), its identifier in the value."""
+
+    def label_from_instance(self, obj) -> str:
+        return obj.label
+
+
 class TaskFilterForm(forms.Form):
     """A task picker's filters: a GET form above the form that picks, which keeps them in its URL."""
 

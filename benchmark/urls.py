@@ -1,12 +1,13 @@
 from django.urls import path
 
-from . import views, views_exports, views_imports, views_proposals, views_tasksets
+from . import views, views_exports, views_imports, views_proposals, views_survey_text, views_tasksets
 
 app_name = "benchmark"
 urlpatterns = [
     path("tasks/", views.task_list, name="task_list"),
     path("tasks/<id:task_id>/", views.task_detail, name="task_detail"),
     path("tasks/<id:task_id>/propose/", views_proposals.task_propose, name="task_propose"),
+    path("tasks/<id:task_id>/survey-text/", views_survey_text.task_survey_text, name="task_survey_text"),
     path("reports/<id:report_id>/", views.report_detail, name="report_detail"),
     path("task-sets/", views_exports.taskset_list, name="taskset_list"),
     path("task-sets/new/", views_tasksets.taskset_new, name="taskset_new"),

@@ -11,6 +11,7 @@ from . import selectors
 from .models import Protocol, Report, Task
 from .rendering import markdown_to_safe_html
 from .views_proposals import proposal_panel
+from .views_survey_text import SurveyTextForm
 
 
 @login_required
@@ -47,7 +48,9 @@ def task_detail(request, task_id: int):
         raise Http404("No such task")
     hidden = set(hidden_reports(request.user).values_list("pk", flat=True))  # blind pairs name no system
     reports = [report for report in task.reports.all() if report.pk not in hidden]
+    survey_text_form = SurveyTextForm() if is_global_curator(request.user) else None
     return render(request, "benchmark/task_detail.html", {"task": task, "reports": reports,
+                                                          "survey_text_form": survey_text_form,
                                                           **proposal_panel(request, task)})
 
 

@@ -6,6 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Exists, OuterRef
 
+from benchmark.forms import SystemsField
 from benchmark.models import Protocol, Report, System, Task, TaskSet
 
 from .judges import endpoints
@@ -45,7 +46,7 @@ class RunCreateForm(forms.Form):
         queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
         error_messages={"invalid_choice": "task %(value)s is not a task of the chosen protocol"},
     )
-    systems = forms.ModelMultipleChoiceField(
+    systems = SystemsField(
         queryset=System.objects.none(), widget=forms.CheckboxSelectMultiple,
         error_messages={
             "required": "choose at least one system to evaluate",

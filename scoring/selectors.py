@@ -255,7 +255,7 @@ def reports_missing(*, tasks, systems) -> list[tuple[str, list[str]]]:
     have = set(Report.objects.filter(task__in=tasks, system__in=systems).values_list("task_id", "system_id"))
     missing = []
     for task in sorted(tasks, key=lambda task: task.key):
-        absent = [str(system) for system in systems if (task.pk, system.pk) not in have]
+        absent = [system.label for system in systems if (task.pk, system.pk) not in have]
         if absent:
             missing.append((task.key, absent))
     return missing

@@ -21,6 +21,7 @@ from django.db.models.functions import Cast
 from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
 from annotation.selectors import is_global_curator
 from annotation.services.values import consensus_key, label_numbers
+from benchmark.naming import system_label
 from scoring import metrics as m
 from scoring.models import Verdict
 
@@ -362,7 +363,8 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     verdicts = {
         row[0]: row for row in Verdict.objects.filter(pk__in=items.values("target_id")).values_list(
             "id", "judge_config_id", "judge_config__name", "step", "label", "report__system__name", "report_id",
-            "target_kind", "target_id", "target_key", "prompt_version", "created_at",
+            "target_kind", "target_id", "target_key", "prompt_version", "created_at", "report__system__version",
+            "report__system__display_name",
         )
     }
     groups: dict[tuple, dict] = {}
@@ -370,7 +372,8 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
         verdict = verdicts.get(verdict_id)
         if verdict is None:
             continue
-        _, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key, version, made = verdict
+        (_, config_id, config_name, step, judge_label, system, report_id, t_kind, t_id, t_key, version, made,
+         system_version, system_display_name) = verdict
         group = groups.setdefault((config_name, step), {"judge": config_name, "judge_id": config_id, "step": step,
                                                          "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0,
                                                          "declared": set()})
@@ -388,7 +391,8 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
             group["unlabelled"] += 1
             continue
         group["pairs"].append({"item_id": item_id, "project_id": project_id, "project": project_name,
-                               "judge": judge_label, "reference": reference, "source": source, "system": system,
+                               "judge": judge_label, "reference": reference, "source": source,
+                               "system": system_label(system, system_version, system_display_name),
                                "report_id": report_id, "target": f"{t_kind} #{t_id}{' ' + t_key if t_key else ''}",
                                "prompt_version": version, "made": made})
     out = []

@@ -17,6 +17,7 @@ import numpy as np
 from django.db.models import Max
 
 from benchmark.models import GoldReference, Protocol, ReviewStatus
+from benchmark.naming import system_label
 from config.converters import id_from_text
 from scoring import metrics as m
 from scoring.models import JudgeConfig, Verdict
@@ -34,7 +35,6 @@ from .selectors import (
     _report_cards,
     metric_label,
     precision_over_cards,
-    system_label,
 )
 
 QUARTILES = (1, 2, 3, 4)
@@ -58,7 +58,7 @@ def id_param(name: str, raw: str) -> int | None:
 
 
 def _system_order(cards: list[CardRow]) -> dict[int, str]:
-    names = {c.system_id: system_label(c.system_name, c.system_version) for c in cards}
+    names = {c.system_id: system_label(c.system_name, c.system_version, c.system_display_name) for c in cards}
     return dict(sorted(names.items(), key=lambda kv: kv[1]))
 
 

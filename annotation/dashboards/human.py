@@ -15,10 +15,11 @@ from django.db.models import Count
 from annotation.models import AnnotationProject, PairwisePreference
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
+from benchmark.naming import system_label
 from scoring import metrics as m
 
 from .agreement import agreement_stats
-from .selectors import N_RESAMPLES, leaderboard, system_label
+from .selectors import N_RESAMPLES, leaderboard
 
 # --------------------------------------------------------------------------- scope
 
@@ -72,6 +73,8 @@ class PreferenceRow(NamedTuple):
     left: int
     right: int
     discipline: str | None
+    left_display_name: str
+    right_display_name: str
 
 
 def preference_sources() -> list[dict]:
@@ -105,7 +108,7 @@ def _preference_rows(scope: Scope) -> list[PreferenceRow]:
         "report_left__system_id", "report_left__system__name", "report_left__system__version",
         "report_right__system_id", "report_right__system__name", "report_right__system__version",
         "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
-        "task__survey__discipline__name",
+        "task__survey__discipline__name", "report_left__system__display_name", "report_right__system__display_name",
     )))
 
 
@@ -133,7 +136,8 @@ def imported_agreement() -> list[dict]:
             "source", "component", "report_left__system_id", "report_left__system__name", "report_left__system__version",
             "report_right__system_id", "report_right__system__name", "report_right__system__version",
             "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
-            "task__survey__discipline__name"):
+            "task__survey__discipline__name", "report_left__system__display_name",
+            "report_right__system__display_name"):
         groups[(row[0], row[1])].append(PreferenceRow._make(row[2:]))
     return [{"source": src, "component": comp, "n": len(group), **_pair_agreement(group)}
             for (src, comp), group in sorted(groups.items())]
@@ -177,8 +181,8 @@ def _rank(rows: list[PreferenceRow], n_resamples: int) -> dict:
     """Bradley–Terry strengths of the systems in ``rows`` (see ``human_ranking``)."""
     names: dict[int, str] = {}
     for r in rows:
-        names[r.left_system] = system_label(r.left_name, r.left_version)
-        names[r.right_system] = system_label(r.right_name, r.right_version)
+        names[r.left_system] = system_label(r.left_name, r.left_version, r.left_display_name)
+        names[r.right_system] = system_label(r.right_name, r.right_version, r.right_display_name)
     ids = sorted(names, key=lambda i: names[i])
     index = {sid: i for i, sid in enumerate(ids)}
     comparisons, clusters, wins, losses, ties = [], [], Counter(), Counter(), Counter()

@@ -20,6 +20,7 @@ import numpy as np
 from django.db.models import Count
 
 from benchmark.models import Protocol, TaskSet
+from benchmark.naming import system_label
 from scoring import metrics as m
 from scoring.models import EvaluationRun, ScoreCard, Verdict
 
@@ -65,10 +66,6 @@ _ACRONYMS = {"rams": "RAMS", "tams": "TAMS", "tp": "TP", "f1": "F1", "iaa": "IAA
 def metric_label(key: str) -> str:
     words = key.split("_")
     return " ".join(_ACRONYMS.get(w, w.capitalize() if i == 0 else w) for i, w in enumerate(words))
-
-
-def system_label(name: str, version: str = "") -> str:
-    return f"{name} {version}".strip()
 
 
 def _number(value: Any) -> float | None:
@@ -149,6 +146,7 @@ class CardRow(NamedTuple):
     judge_config_id: int
     prompt_version: str
     discipline: str | None
+    system_display_name: str
 
 
 def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_id: int | None = None,
@@ -168,6 +166,7 @@ def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_i
         "run__protocol", "run_id", "run__judge_config__name", "system_id", "system__name", "system__version",
         "report__task_id", "report__task__key", "metrics", "items_judged", "items_failed", "report_id",
         "run__judge_config_id", "run__judge_config__prompt_version", "report__task__survey__discipline__name",
+        "system__display_name",
     )
     seen: set[tuple] = set()
     out = []
@@ -195,10 +194,11 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
     keys: set[str] = set()
     runs: set[int] = set()
     judges: set[str] = set()
-    for _protocol, run_id, judge, system_id, name, version, task_id, _key, metrics, judged, failed, *_ in cards:
+    for card in cards:
+        _protocol, run_id, judge, system_id, name, version, task_id, _key, metrics, judged, failed, *_ = card
         runs.add(run_id)
         judges.add(judge)
-        scores = systems.setdefault(system_id, SystemScores(system_id, system_label(name, version)))
+        scores = systems.setdefault(system_id, SystemScores(system_id, system_label(name, version, card.system_display_name)))
         scores.tasks.add(task_id)
         scores.items_judged += judged
         scores.items_failed += failed
@@ -398,12 +398,13 @@ def verdict_breakdown(*, protocol: str, run_id: int | None = None) -> dict:
             return {"protocol": protocol, "labels": [], "rows": []}
         verdicts = verdicts.filter(judge_config_id=run["judge_config_id"], report__score_cards__run_id=run_id)
     counts = (
-        verdicts.values_list("report__system__name", "report__system__version", "label", "error")
+        verdicts.values_list("report__system__name", "report__system__version", "report__system__display_name",
+                             "label", "error")
         .annotate(n=Count("pk")).order_by()
     )
     per_system: dict[str, Counter] = defaultdict(Counter)
-    for name, version, label, error, n in counts:
-        per_system[system_label(name, version)]["(failed)" if error or not label else label] += n
+    for name, version, display_name, label, error, n in counts:
+        per_system[system_label(name, version, display_name)]["(failed)" if error or not label else label] += n
     seen = {label for c in per_system.values() for label in c}
     labels = [l for l in VERDICT_ORDER if l in seen] + sorted(seen - set(VERDICT_ORDER) - {"(failed)"})
     if "(failed)" in seen:

@@ -23,10 +23,9 @@ from typing import NamedTuple
 from django.db.models import Count, Exists, Min, OuterRef, Q
 
 from benchmark.models import Protocol, Report
+from benchmark.naming import system_label
 from config.converters import id_from_text
 from scoring.models import JudgeConfig, Verdict
-
-from .selectors import system_label
 
 CONFIDENCE_BELOW = 0.6
 LOOK_NEXT_LIMIT = 100
@@ -139,10 +138,10 @@ def look_next(*, protocol: str = "", judge_id: int | None = None, confidence_bel
     counts = Counter(reason for item in items for reason in item["reasons"])
     top = items[:limit]
     reports = {row[0]: row for row in Report.objects.filter(pk__in={i["report_id"] for i in top}).values_list(
-        "pk", "system__name", "system__version", "task_id", "task__key")}
+        "pk", "system__name", "system__version", "task_id", "task__key", "system__display_name")}
     for item in top:
-        _, name, version, task_id, task_key = reports[item["report_id"]]
-        item.update(system=system_label(name, version), task_id=task_id, task=task_key)
+        _, name, version, task_id, task_key, display_name = reports[item["report_id"]]
+        item.update(system=system_label(name, version, display_name), task_id=task_id, task=task_key)
     return {"items": top, "n_flagged": len(items), "limit": limit, "protocol": protocol, "judge_id": judge_id,
             "confidence_below": confidence_below, "judges": judges,
             "n_judges_disagree": counts["judges disagree"], "n_repeats_disagree": counts["repeats disagree"],

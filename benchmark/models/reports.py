@@ -4,6 +4,7 @@ import re
 
 from django.db import models
 
+from ..naming import system_label
 from .base import TimeStamped
 from .tasks import Task
 
@@ -22,6 +23,9 @@ class System(TimeStamped):
     base_model = models.CharField(max_length=200, blank=True)
     workflow = models.CharField(max_length=30, choices=Workflow.choices, default=Workflow.OTHER)
     description = models.TextField(blank=True)
+    display_name = models.CharField(
+        max_length=200, blank=True,
+        help_text="how pages name the system; empty: its name in words (benchmark.naming)")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["name", "version"], name="system_unique_name_version")]
@@ -29,6 +33,11 @@ class System(TimeStamped):
 
     def __str__(self) -> str:
         return f"{self.name} {self.version}".strip()
+
+    @property
+    def label(self) -> str:
+        """What people read (``benchmark.naming.system_label``); ``str()`` stays the identifier."""
+        return system_label(self.name, self.version, self.display_name)
 
 
 _SEPARATORS = re.compile(r"[\s_\-]+")

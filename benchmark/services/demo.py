@@ -8,6 +8,11 @@ with both human annotation files (100 preferences); and one task set per protoco
 (``demo-<protocol>``, not frozen) holding its demo tasks, to export and evaluate. Accounts
 are not created here.
 
+DeepSynth-Eval's release names each gold survey by arXiv id only, with no text, so the
+proposal stages would have nothing to read: its surveys get the outline the release implies,
+their checklist's topic anchors (level 1, which the paper's §3.2 synthesizes from the survey's
+section headers) with their sub-groups (level 2), recorded as a ``survey_text`` revision.
+
 Every importer updates instead of duplicating and writes only what changed, so a
 second ``demo_load`` changes nothing.
 """
@@ -19,7 +24,8 @@ from django.db import transaction
 from ..datasets import DatasetsMissing, dataset_path
 from ..importers.base import ImportFailed, ImportResult, read_jsonl
 from ..importers.catalogue import run_import
-from ..models import Protocol, Task, TaskSet
+from ..models import ChecklistGroup, Protocol, Task, TaskSet
+from .survey_text import SurveyText, survey_text_set
 from .tasksets import taskset_create
 
 REPORTBENCH = "reportbench/ReportBench_v1.1.jsonl"
@@ -59,6 +65,7 @@ def demo_load(*, datasets_dir: str | Path) -> ImportResult:
         result = run_import(name, datasets / relative, **options)
         result.messages = [f"[{name}] {message}" for message in result.messages]
         total.merge(result)
+    demo_outlines(total)
     keys = {"reportbench": set(reportbench_demo_keys(datasets / REPORTBENCH))}
     for protocol in Protocol.values:
         tasks = Task.objects.filter(protocol=protocol)
@@ -73,3 +80,27 @@ def demo_load(*, datasets_dir: str | Path) -> ImportResult:
                        description=f"The demo's {Protocol(protocol).label} tasks, from the public release.")
         total.add("task set", "created")
     return total
+
+
+def _checklist_outline(task: Task) -> list:
+    outline = []
+    for group in task.checklist_groups.filter(kind=ChecklistGroup.Kind.GENERAL).order_by("position", "pk"):
+        outline.append([1, group.name])
+        subgroups = group.items.order_by("position", "pk").values_list("subgroup", flat=True)
+        outline += [[2, name] for name in dict.fromkeys(subgroups) if name]
+    return outline
+
+
+def demo_outlines(result: ImportResult) -> None:
+    """Give DeepSynth surveys without any text the outline of their checklist's topics (module docstring)."""
+    tasks = Task.objects.filter(protocol=Protocol.DEEPSYNTH).select_related("survey").order_by("key")
+    for task in tasks:
+        survey = task.survey
+        if survey.outline or survey.content or survey.full_text:
+            continue
+        outline = _checklist_outline(task)
+        if outline and survey_text_set(
+            survey=survey, text=SurveyText(outline=outline), actor_label="demo",
+            note="outline from the DeepSynth-Eval checklist: topic anchors and their sub-groups",
+        ):
+            result.add("survey outline", "updated")

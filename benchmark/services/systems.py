@@ -52,6 +52,22 @@ def system_alias_delete(*, alias: SystemAlias, actor=None, actor_label: str = ""
     alias.delete()
 
 
+@transaction.atomic
+def system_display_name_set(*, system: System, display_name: str, actor=None, actor_label: str = "") -> bool:
+    """Name the system for people (empty: its name in words, ``benchmark.naming``), with its revision
+    row; the identifier is untouched. False when nothing changed."""
+    display_name = " ".join(display_name.split())
+    row = System.objects.select_for_update().get(pk=system.pk)
+    if row.display_name == display_name:
+        return False
+    before = {"display_name": row.display_name}
+    row.display_name = system.display_name = display_name
+    row.save(update_fields=["display_name", "updated_at"])
+    revision_record(obj=row, action="system:display_name", actor=actor, actor_label=actor_label, before=before,
+                    after={"display_name": display_name})
+    return True
+
+
 def system_names_resolve(names: Iterable[str]) -> dict[str, str]:
     """``{released name: the name imports store it under}``; bounded queries for any number of names."""
     names = set(names)

@@ -153,12 +153,12 @@ def test_the_form_offers_what_fits_the_protocol_and_htmx_swaps_the_choices(curat
     rb_system = ReportFactory(task=rb_task).system
     page = curator_client.get(reverse("runs:new")).content.decode()
     assert "2312.04861" not in page and setup["checklists"][0].task.key in page
-    assert str(rb_system) not in page and "scripted-judge" in page and "[heuristic]" in page
+    assert rb_system.label not in page and "scripted-judge" in page and "[heuristic]" in page
     fragment = curator_client.get(reverse("runs:new"), {"protocol": "reportbench"}, HTTP_HX_REQUEST="true")
     body = fragment.content.decode()
     assert fragment.status_code == 200 and "<html" not in body and body.lstrip().startswith('<div id="run-choices">')
-    assert "2312.04861" in body and str(rb_system) in body
-    assert setup["checklists"][0].task.key not in body and str(setup["systems"][0]) not in body
+    assert "2312.04861" in body and rb_system.label in body
+    assert setup["checklists"][0].task.key not in body and setup["systems"][0].label not in body
 
 
 @pytest.mark.parametrize(
@@ -442,7 +442,7 @@ def test_the_form_names_tasks_lacking_reports_before_starting(curator_client, se
     response = _post(curator_client, data)
     assert response.status_code == 400
     html = response.content.decode()
-    assert f"<li><strong>partial</strong>: {setup['systems'][1]}</li>" in html
+    assert f"<li><strong>partial</strong>: {setup['systems'][1].label}</li>" in html
     assert "1 task lacks reports of some chosen systems" in response.context["form"].errors["accept_missing"][0]
     assert not EvaluationRun.objects.exists()
     with django_capture_on_commit_callbacks(execute=True):

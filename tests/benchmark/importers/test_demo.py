@@ -1,3 +1,4 @@
+import json
 from io import StringIO
 
 import pytest
@@ -7,6 +8,8 @@ from django.core.management import call_command
 from annotation.models import PairwisePreference
 from benchmark.models import Discipline, GoldReference, Protocol, Report, Task, TaskSet
 from benchmark.services.demo import demo_load
+from scoring.services.proposals import propose
+from tests.annotation_factories import JudgeConfigFactory
 
 from . import model_counts
 
@@ -45,6 +48,17 @@ def test_demo_load_is_complete_and_idempotent(datasets):
     assert sorted(sets) == ["demo-deepscholar", "demo-deepsynth", "demo-reportbench", "demo-surveylens"]
     assert sets["demo-reportbench"].tasks.count() == 10 and sets["demo-surveylens"].tasks.count() == 11
     assert result.counts["task set"] == {"created": 4}
+    # DeepSynth ships no survey text: each survey's outline is its checklist's topic groups and their
+    # sub-groups, in file order (read here from the release itself).
+    assert result.counts["survey outline"] == {"updated": 4}
+    for line in (datasets / "deepsynth-eval" / "example_gen_result.jsonl").read_text().splitlines():
+        data = json.loads(line)
+        expected = []
+        for group in (g for g in data["checklist"] if not g.get("strict")):
+            expected.append([1, group["group_name"]])
+            expected += [[2, sub["sub_group_name"]] for sub in group["sub_groups"] if sub["sub_group_name"]]
+        survey = Task.objects.get(protocol=Protocol.DEEPSYNTH, key=str(data["task_id"])).survey
+        assert survey.outline == expected and len(expected) > 10
 
     # A second load (through the command, which calls the same service) changes nothing.
     counts, stamps = model_counts(), _stamps()
@@ -54,6 +68,13 @@ def test_demo_load_is_complete_and_idempotent(datasets):
     assert _stamps() == stamps
     assert "task: 88 unchanged" in out.getvalue() and "task set: 4 unchanged" in out.getvalue()
     assert " created" not in out.getvalue() and " updated" not in out.getvalue()
+
+    # With that outline, "Propose with LLM" works on a demo DeepSynth task with the offline judge.
+    task = Task.objects.get(protocol=Protocol.DEEPSYNTH, key="0")
+    summary = propose(tasks=[task], stages=["topic_groups"], judge_config=JudgeConfigFactory(name="offline"))
+    subgroups = sum(1 for level, _ in task.survey.outline if level == 2)
+    assert [o.status for o in summary.outcomes] == ["proposed"]
+    assert summary.proposed == {"checklist_item": subgroups}
 
 
 def test_demo_accounts_open_a_project_of_each_kind_for_both_annotators(datasets):
