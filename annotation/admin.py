@@ -3,14 +3,6 @@ from django.contrib import admin
 from . import models
 
 
-@admin.register(models.AnnotatorProfile)
-class AnnotatorProfileAdmin(admin.ModelAdmin):
-    list_display = ("user", "role", "external_id")
-    list_filter = ("role", "disciplines")
-    search_fields = ("user__username", "external_id")
-    filter_horizontal = ("disciplines",)
-
-
 @admin.register(models.PairwisePreference)
 class PairwisePreferenceAdmin(admin.ModelAdmin):
     list_display = ("task", "annotator", "report_left", "report_right", "choice", "component", "labeled_at")
@@ -126,3 +118,11 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_filter = ("status", "event", "webhook__project")
     list_select_related = ("webhook",)
     search_fields = ("webhook__url", "event", "last_error")
+
+
+@admin.register(models.ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "kind", "status", "requested_by", "progress_done", "progress_total", "filename")
+    list_filter = ("kind", "status")
+    search_fields = ("filename", "requested_by__username", "error")
+    readonly_fields = [f.name for f in models.ExportJob._meta.fields]  # jobs change only through their worker

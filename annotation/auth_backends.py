@@ -6,7 +6,7 @@ importers resolve released system names through — are theirs by role: this bac
 Django's permission checks for exactly those models, and nothing else.
 """
 
-from .selectors import is_global_curator
+from core.accounts import is_global_curator
 
 # app_label -> model names a curator views, adds, changes and deletes in the admin
 CURATED_IN_ADMIN = {"benchmark": ("systemalias",)}

@@ -27,7 +27,8 @@ from benchmark.spreadsheet import csv_writer
 
 from .api.visibility import blind_items, visible_gold_labels, visible_labels
 from .models import AnnotationProject, AuditEvent, GoldLabel, Label, Role
-from .selectors import is_global_curator, project_role
+from core.accounts import is_global_curator
+from .selectors import project_role
 
 FORMATS = ("jsonl", "csv")
 CHUNK = 1000

@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
+from core.accounts import is_global_curator
 from benchmark.models import (
     SETTLED_STATUSES,
     ChecklistGroup,
@@ -33,7 +34,6 @@ from .models import (
     VERIFY_TARGETS,
     AnnotationItem,
     AnnotationProject,
-    AnnotatorProfile,
     Assignment,
     AuditEvent,
     Label,
@@ -47,13 +47,6 @@ LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)
 
 
 # --- Roles --------------------------------------------------------------------------------
-
-
-def is_global_curator(user) -> bool:
-    """Superusers and users whose ``AnnotatorProfile.role`` is curator."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return user.is_superuser or AnnotatorProfile.objects.filter(user=user, role=Role.CURATOR).exists()
 
 
 def project_role(*, project: AnnotationProject, user) -> str | None:

@@ -24,6 +24,7 @@ class DisciplineAdmin(admin.ModelAdmin):
     list_display = ("name", "code", "taxonomy")
     list_filter = ("taxonomy",)
     search_fields = ("name", "code")
+    filter_horizontal = ("annotators",)
 
 
 @admin.register(models.BibEntry)
@@ -196,14 +197,6 @@ class RevisionAdmin(admin.ModelAdmin):
     list_filter = ("action", "content_type")
     search_fields = ("actor__username", "actor_label", "note")
     readonly_fields = [f.name for f in models.Revision._meta.fields]
-
-
-@admin.register(models.ExportJob)
-class ExportJobAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "kind", "status", "requested_by", "progress_done", "progress_total", "filename")
-    list_filter = ("kind", "status")
-    search_fields = ("filename", "requested_by__username", "error")
-    readonly_fields = [f.name for f in models.ExportJob._meta.fields]  # jobs change only through their worker
 
 
 @admin.register(models.ImportJob)

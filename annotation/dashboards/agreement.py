@@ -19,7 +19,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 from annotation.services.values import consensus_key, label_numbers
 from scoring import metrics as m
 from scoring.models import Verdict

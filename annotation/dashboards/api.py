@@ -9,9 +9,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 from benchmark.models import Protocol
-from config.converters import id_from_text
+from core.converters import id_from_text
 
 from . import figures as figure_selectors
 from . import progress, triage

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from django.db.models import Count, Exists, Min, OuterRef, Q
 
 from benchmark.models import Protocol, Report
-from config.converters import id_from_text
+from core.converters import id_from_text
 from scoring.models import JudgeConfig, Verdict
 
 from .selectors import system_label

@@ -10,12 +10,12 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 from annotation.services.projects import project_from_verdicts
-from annotation.views.access import refuse
+from core.http import refuse
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
-from config.converters import MAX_ID, id_from_text
+from core.converters import MAX_ID, id_from_text
 
 from . import charts, figures, progress, triage
 from . import agreement as agreement_selectors

@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.models import Role
 from benchmark.models import (
     ChecklistGroup,
     ChecklistItem,
@@ -27,7 +28,6 @@ from benchmark.models import (
     TimeStamped,
 )
 
-from .people import Role
 from .preferences import PairwisePreference
 
 

@@ -15,8 +15,8 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from annotation.api.visibility import hidden_reports
-from config.parsers import BoundedJSONField, BoundedJSONParser
+from core.blind import blind_restrict
+from core.parsers import BoundedJSONField, BoundedJSONParser
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, run_import
@@ -379,7 +379,7 @@ class ReportListApi(ListApi):
     ordering_fields = ("submitted_at", "created_at", "task", "system")
 
     def get_queryset(self):  # blind mode: no system of a report a blind pair still hides from the user
-        reports = Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
+        reports = blind_restrict("report", Report.objects.all(), self.request.user)
         return reports.defer("text", "parsed").order_by("task_id", "system_id")
 
     @extend_schema(
@@ -429,7 +429,7 @@ class ReportDetailApi(DetailApi):
             exclude = ["parsed"]
 
     def get_queryset(self):
-        return Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
+        return blind_restrict("report", Report.objects.all(), self.request.user)
 
 
 # --- Imports ----------------------------------------------------------------------------------

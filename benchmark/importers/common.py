@@ -26,7 +26,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.utils import timezone
 
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 from ..models import (
     BibEntry,

@@ -38,7 +38,7 @@ from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 from ..exporters.native import (
     BIB_FIELDS,

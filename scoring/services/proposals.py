@@ -70,7 +70,7 @@ from benchmark.services.history import proposable_update, revision_record, snaps
 from scoring.judges import JudgeAnswer, JudgeCall, judge_for, record_call
 from scoring.judges.endpoints import redact
 from scoring.judges.lexical import content_words
-from scoring.metrics.references import normalize_title
+from core.text import normalize_title
 from scoring.models import JudgeConfig, LLMCall, ProposalBatch
 
 logger = logging.getLogger(__name__)

@@ -46,14 +46,14 @@ from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from annotation.services.webhooks import webhooks_fire_run_finished
 from benchmark.models import Report, System, Task, TaskSet
-from scoring.broker import broker_address
+from core.broker import BrokerUnavailable, broker_address
 from scoring.judges.endpoints import redact
 from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
 from scoring.selectors import run_failure_account
+from scoring.signals import run_finished
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +69,6 @@ _LOCK_NAMESPACE = 0x5E5 << 40
 
 class JudgeUnavailable(RuntimeError):
     """The judge backends are not installed (``scoring.judges.judge_for`` is missing)."""
-
-
-class BrokerUnavailable(RuntimeError):
-    """The jobs are stored, but their messages could not be sent; recovery sends them later."""
-
-    def __init__(self, message: str, *, run_ids: Sequence[int]) -> None:
-        super().__init__(message)
-        self.run_ids = list(run_ids)
 
 
 # --- creating and steering runs ----------------------------------------------------------
@@ -335,7 +327,7 @@ def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> E
         logger.exception("scoring halted run %s failed", run.pk)
     run.status, run.error, run.finished_at = Run.FAILED, f"stopped: {reason}", now
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
-    webhooks_fire_run_finished(run=run)
+    run_finished.send(sender=EvaluationRun, run=run)
     return run
 
 
@@ -504,7 +496,7 @@ def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
         run.error = redact(run_failure_account(run=run, total=total, failed=failed, items_failed=items_failed))
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
-    webhooks_fire_run_finished(run=run)
+    run_finished.send(sender=EvaluationRun, run=run)
     return run
 
 

@@ -12,9 +12,9 @@ from annotation.exporters import LABEL_COLUMNS, annotation_export_scope, csv_val
 from annotation.models import AnnotationItem, AnnotationProject, AuditEvent, GoldLabel, Label
 from annotation.services.projects import membership_remove
 from annotation.services.review import item_adjudicate
-from benchmark.models import ExportJob
-from benchmark.services.exports import annotations_bundle_write, export_file, export_get, export_request
-from benchmark.tasks import run_export
+from annotation.models import ExportJob
+from annotation.services.exports import annotations_bundle_write, export_file, export_get, export_request
+from annotation.tasks import run_export
 from tests.annotation_factories import annotator, checklist_task, curator, label_all, verify_project
 
 pytestmark = pytest.mark.django_db
@@ -123,7 +123,7 @@ def test_outsiders_and_all_projects_are_refused(world):
 
 def test_an_annotators_job_runs_and_the_file_is_theirs_while_they_are_members(world, monkeypatch,
                                                                              django_capture_on_commit_callbacks):
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda job_id: run_export(job_id))
+    monkeypatch.setattr("annotation.tasks.run_export.delay", lambda job_id: run_export(job_id))
     with django_capture_on_commit_callbacks(execute=True):
         job = export_request(user=world["ann1"], kind="annotations",
                              parameters={"project": world["project"].pk, "format": "csv"})

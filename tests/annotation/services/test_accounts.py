@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from annotation.models import AnnotatorProfile, AuditEvent, Role
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 from annotation.services.accounts import account_create, account_invite
 from tests.annotation_factories import annotator
 from tests.factories import UserFactory

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.models import AuditEvent
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
