@@ -91,15 +91,6 @@ class ReportPairAdmin(ReadOnlyAdmin):
     search_fields = ("task__key", "project__name")
 
 
-@admin.register(models.AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("at", "actor", "action", "target_kind", "target_id", "project")
-    list_filter = ("action", "target_kind")
-    list_select_related = ("actor", "project")
-    search_fields = ("actor__username", "action")
-    date_hierarchy = "at"
-
-
 # --- Webhooks: subscriptions are configuration (editable); deliveries are a read-only log.
 
 

@@ -35,7 +35,6 @@ from .models import (
     AnnotationItem,
     AnnotationProject,
     Assignment,
-    AuditEvent,
     Label,
     ProjectMembership,
     ReportPair,
@@ -558,16 +557,3 @@ def task_curation_status(*, task: Task) -> dict:
         "curatable": total > 0 and settled == total, "kinds": kinds,
     }
 
-
-def audit_events(
-    *, project: AnnotationProject | None = None, target_kind: str = "", target_id: int | None = None, limit: int = 100
-) -> list[AuditEvent]:
-    """The most recent audit rows, newest first, filtered by project and/or target."""
-    events = AuditEvent.objects.select_related("actor")
-    if project is not None:
-        events = events.filter(project=project)
-    if target_kind:
-        events = events.filter(target_kind=target_kind)
-    if target_id is not None:
-        events = events.filter(target_id=target_id)
-    return list(events.order_by("-at", "-id")[:limit])

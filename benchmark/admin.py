@@ -3,6 +3,8 @@ from django.contrib import admin
 from django.contrib.contenttypes.admin import GenericTabularInline
 from django.core.exceptions import ValidationError
 
+from core.models import AuditLog
+
 from . import models
 from .services.systems import system_alias_delete, system_alias_set, system_alias_validate
 
@@ -10,7 +12,7 @@ PROPOSABLE_FILTERS = ("origin", "review_status")
 
 
 class RevisionInline(GenericTabularInline):
-    model = models.Revision
+    model = AuditLog
     ct_field = "content_type"
     ct_fk_field = "object_id"
     extra = 0
@@ -189,14 +191,6 @@ class TaskSetAdmin(admin.ModelAdmin):
     search_fields = ("name", "description")
     filter_horizontal = ("tasks",)
     exclude = ("snapshot",)
-
-
-@admin.register(models.Revision)
-class RevisionAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "action", "content_type", "object_id", "actor", "actor_label")
-    list_filter = ("action", "content_type")
-    search_fields = ("actor__username", "actor_label", "note")
-    readonly_fields = [f.name for f in models.Revision._meta.fields]
 
 
 @admin.register(models.ImportJob)

@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from benchmark.models import ChecklistItem, ConstraintQuestion, Nugget, Origin, RubricCriterion, Task, TaskPrompt

@@ -14,13 +14,13 @@ from django.utils import timezone
 
 from benchmark.models import Task
 from benchmark.services.history import StaleEditError, proposable_update
+from core.models import AuditLog as AuditEvent  # the one trail; the old name stays in this module's hints
 
 from .. import rawsql
 from ..models import (
     AnnotationItem,
     AnnotationProject,
     Assignment,
-    AuditEvent,
     Label,
     PairwisePreference,
     ReportPair,
