@@ -35,6 +35,7 @@ run: install
 
 test: install $(NODE_STAMP)
 	scripts/ensure-chromium.sh
+	$(VENV)/bin/lint-imports  # the layers of pyproject.toml: an upward import fails the build
 	scripts/with-postgres.sh $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install

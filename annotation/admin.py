@@ -3,14 +3,6 @@ from django.contrib import admin
 from . import models
 
 
-@admin.register(models.AnnotatorProfile)
-class AnnotatorProfileAdmin(admin.ModelAdmin):
-    list_display = ("user", "role", "external_id")
-    list_filter = ("role", "disciplines")
-    search_fields = ("user__username", "external_id")
-    filter_horizontal = ("disciplines",)
-
-
 @admin.register(models.PairwisePreference)
 class PairwisePreferenceAdmin(admin.ModelAdmin):
     list_display = ("task", "annotator", "report_left", "report_right", "choice", "component", "labeled_at")
@@ -99,15 +91,6 @@ class ReportPairAdmin(ReadOnlyAdmin):
     search_fields = ("task__key", "project__name")
 
 
-@admin.register(models.AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
-    list_display = ("at", "actor", "action", "target_kind", "target_id", "project")
-    list_filter = ("action", "target_kind")
-    list_select_related = ("actor", "project")
-    search_fields = ("actor__username", "action")
-    date_hierarchy = "at"
-
-
 # --- Webhooks: subscriptions are configuration (editable); deliveries are a read-only log.
 
 
@@ -126,3 +109,11 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
     list_filter = ("status", "event", "webhook__project")
     list_select_related = ("webhook",)
     search_fields = ("webhook__url", "event", "last_error")
+
+
+@admin.register(models.ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "kind", "status", "requested_by", "progress_done", "progress_total", "filename")
+    list_filter = ("kind", "status")
+    search_fields = ("filename", "requested_by__username", "error")
+    readonly_fields = [f.name for f in models.ExportJob._meta.fields]  # jobs change only through their worker

@@ -6,7 +6,7 @@ importers resolve released system names through, and the systems' display names 
 role: this backend answers Django's permission checks for exactly those models and actions.
 """
 
-from .selectors import is_global_curator
+from core.accounts import is_global_curator
 
 _ACTIONS = ("view", "add", "change", "delete")
 # app_label -> {model name: the actions a curator has on it in the admin}; systems come from imports,

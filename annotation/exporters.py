@@ -26,8 +26,12 @@ from django.db.models import Q, QuerySet
 from benchmark.spreadsheet import csv_writer
 
 from .api.visibility import blind_items, visible_gold_labels, visible_labels
-from .models import AnnotationProject, AuditEvent, GoldLabel, Label, Role
-from .selectors import is_global_curator, project_role
+from core.accounts import is_global_curator
+from core.models import AuditLog
+
+from .models import AnnotationProject, GoldLabel, Label, Role
+from .selectors import project_role
+from .services.audit import audit_kind
 
 FORMATS = ("jsonl", "csv")
 CHUNK = 1000
@@ -48,7 +52,7 @@ class AnnotationScope:
     projects: list[AnnotationProject]
     labels: QuerySet[Label]
     gold_labels: QuerySet[GoldLabel]
-    audit_events: QuerySet[AuditEvent] | None  # None: not theirs to see
+    audit_events: QuerySet[AuditLog] | None  # None: not theirs to see
 
     @property
     def name(self) -> str:
@@ -66,7 +70,7 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         return AnnotationScope(
             projects, Label.objects.exclude(Q(item__in=blind) & ~Q(annotator=user)),
             GoldLabel.objects.exclude(item__in=blind),
-            AuditEvent.objects.filter(project__isnull=False).exclude(project__in=blind.values("project")),
+            AuditLog.objects.filter(project_id__isnull=False).exclude(project_id__in=blind.values("project")),
         )
     project = AnnotationProject.objects.filter(pk=project_id).first()
     role = project_role(project=project, user=user) if project else None
@@ -74,7 +78,7 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
     if role == Role.CURATOR:
         return AnnotationScope([project], Label.objects.filter(project=project),
-                               GoldLabel.objects.filter(item__project=project), AuditEvent.objects.filter(project=project))
+                               GoldLabel.objects.filter(item__project=project), AuditLog.objects.filter(project_id=project.pk))
     return AnnotationScope([project], visible_labels(user).filter(project=project),
                            visible_gold_labels(user).filter(item__project=project), None)
 
@@ -111,13 +115,14 @@ def gold_rows(gold_labels: QuerySet[GoldLabel]) -> Iterator[dict]:
         }
 
 
-def audit_rows(events: QuerySet[AuditEvent]) -> Iterator[dict]:
-    for event in events.select_related("actor", "project").order_by("at", "pk").iterator(chunk_size=CHUNK):
+def audit_rows(events: QuerySet[AuditLog]) -> Iterator[dict]:
+    names = dict(AnnotationProject.objects.values_list("pk", "name"))
+    for event in events.select_related("actor").order_by("created_at", "pk").iterator(chunk_size=CHUNK):
         yield {
-            "event_id": event.pk, "at": _time(event.at),
-            "actor": event.actor.get_username() if event.actor_id else None, "action": event.action,
-            "project_id": event.project_id, "project": event.project.name if event.project_id else None,
-            "target_kind": event.target_kind, "target_id": event.target_id,
+            "event_id": event.pk, "at": _time(event.created_at),
+            "actor": event.actor.get_username() if event.actor_id else (event.actor_label or None),
+            "action": event.action, "project_id": event.project_id, "project": names.get(event.project_id),
+            "target_kind": audit_kind(event), "target_id": event.object_id,
             "before": event.before, "after": event.after,
         }
 

@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
+from core.accounts import is_global_curator
 from benchmark.models import (
     SETTLED_STATUSES,
     ChecklistGroup,
@@ -33,9 +34,7 @@ from .models import (
     VERIFY_TARGETS,
     AnnotationItem,
     AnnotationProject,
-    AnnotatorProfile,
     Assignment,
-    AuditEvent,
     Label,
     ProjectMembership,
     ReportPair,
@@ -47,13 +46,6 @@ LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)
 
 
 # --- Roles --------------------------------------------------------------------------------
-
-
-def is_global_curator(user) -> bool:
-    """Superusers and users whose ``AnnotatorProfile.role`` is curator."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return user.is_superuser or AnnotatorProfile.objects.filter(user=user, role=Role.CURATOR).exists()
 
 
 def project_role(*, project: AnnotationProject, user) -> str | None:
@@ -573,16 +565,3 @@ def task_curation_status(*, task: Task) -> dict:
         "curatable": total > 0 and settled == total, "kinds": kinds,
     }
 
-
-def audit_events(
-    *, project: AnnotationProject | None = None, target_kind: str = "", target_id: int | None = None, limit: int = 100
-) -> list[AuditEvent]:
-    """The most recent audit rows, newest first, filtered by project and/or target."""
-    events = AuditEvent.objects.select_related("actor")
-    if project is not None:
-        events = events.filter(project=project)
-    if target_kind:
-        events = events.filter(target_kind=target_kind)
-    if target_id is not None:
-        events = events.filter(target_id=target_id)
-    return list(events.order_by("-at", "-id")[:limit])

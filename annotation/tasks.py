@@ -1,6 +1,8 @@
 """Celery tasks of the annotation app: each takes ids, loads, calls one service, handles retry.
 
-``refresh_project_agreement`` recomputes a project's cached agreement figures when the
+``run_export`` is enqueued per export job by ``annotation.services.exports.export_request``
+(its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
+run). ``refresh_project_agreement`` recomputes a project's cached agreement figures when the
 dashboard found them stale. ``deliver_webhook`` is enqueued per delivery by ``annotation.services.webhooks.webhooks_fire``
 after the transaction commits. A failed attempt is retried with exponential backoff and
 jitter until the delivery's ``MAX_ATTEMPTS`` (counted on the row, so redeliveries after a
@@ -10,7 +12,8 @@ worker crash count too); the service then marks it failed.
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from .models import WebhookDelivery
+from .models import ExportJob, WebhookDelivery
+from .services.exports import export_execute
 from .services.webhooks import MAX_ATTEMPTS, webhook_backoff, webhook_deliver
 
 
@@ -35,3 +38,14 @@ def refresh_project_agreement(project_id: int) -> str:
     from .dashboards.agreement import project_agreement_refresh
 
     return "refreshed" if project_agreement_refresh(project_id=project_id) is not None else "missing"
+
+
+@shared_task(
+    name="benchmark.run_export", bind=True, acks_late=True, autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=8,
+)
+def run_export(self, job_id: int) -> str:
+    try:
+        return export_execute(job_id=job_id, worker=self.request.hostname or "").status
+    except ExportJob.DoesNotExist:
+        return "missing"  # deleted (cancelled) before a worker got to it

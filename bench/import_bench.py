@@ -10,7 +10,8 @@ def _empty_benchmark_tables() -> None:
     from django.db import transaction
 
     from annotation.models import PairwisePreference
-    from benchmark.models import BibEntry, Discipline, Report, Revision, Survey, System, Task
+    from benchmark.models import BibEntry, Discipline, Report, Survey, System, Task
+    from core.models import AuditLog
 
     with transaction.atomic():
         PairwisePreference.objects.all().delete()
@@ -20,7 +21,7 @@ def _empty_benchmark_tables() -> None:
         BibEntry.objects.all().delete()
         System.objects.all().delete()
         Discipline.objects.all().delete()
-        Revision.objects.all().delete()
+        AuditLog.objects.all().delete()
 
 
 def _full_import(name: str, relative: str):

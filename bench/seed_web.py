@@ -178,9 +178,12 @@ def _now():
 def _prior_labels(*, project, reviewers: list) -> int:
     """Each item's ``LABELS_PER_ITEM`` earlier labels, as ``claim_next_item`` then ``label_submit``
     would have left them: a submitted claim, the label, the claim and submit audit rows."""
-    from annotation.models import AnnotationItem, Assignment, AuditEvent, Label
+    from django.contrib.contenttypes.models import ContentType
+
+    from annotation.models import AnnotationItem, Assignment, Label
     from annotation.services.values import value_clean
     from benchmark.models import Nugget
+    from core.models import AuditLog
 
     adapt = _Adapt()
     items = list(AnnotationItem.objects.filter(project=project).order_by("position").values_list("pk", "target_id"))
@@ -217,20 +220,22 @@ def _prior_labels(*, project, reviewers: list) -> int:
         for i, j, item_id, n, claimed, ended in slots()
     ))
 
+    item_type = ContentType.objects.get_for_model(AnnotationItem).pk
+
     def audit_rows() -> Iterator[tuple]:
         for i, j, item_id, n, claimed, ended in slots():
             actor = reviewers[j].pk
             claim_after = json.dumps({"assignment_id": first_assignment + n,
                                       "expires_at": (claimed + hold).isoformat()})
-            yield (actor, "assignment.claim", "annotation_item", item_id, project.pk, None, claim_after,
+            yield (actor, "", "assignment.claim", item_type, item_id, project.pk, None, claim_after, "",
                    adapt.time(claimed))
             value = reject_json if mixed(i, j) else accept_json
             submit_after = (f'{{"label_id": {first_label + n}, "value": {value}, "labels_done": {j + 1}}}')
-            yield (actor, "label.submit", "annotation_item", item_id, project.pk,
-                   f'{{"labels_done": {j}, "status": "open"}}', submit_after, adapt.time(ended))
+            yield (actor, "", "label.submit", item_type, item_id, project.pk,
+                   f'{{"labels_done": {j}, "status": "open"}}', submit_after, "", adapt.time(ended))
 
-    bulk_insert(AuditEvent, ["actor", "action", "target_kind", "target_id", "project", "before", "after", "at"],
-                audit_rows())
+    bulk_insert(AuditLog, ["actor", "actor_label", "action", "content_type", "object_id", "project_id", "before",
+                           "after", "note", "created_at"], audit_rows())
     _sequences_reset([Assignment, Label])
     AnnotationItem.objects.filter(project=project).update(labels_done=k)
     return len(items) * k

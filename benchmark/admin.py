@@ -3,6 +3,8 @@ from django.contrib import admin
 from django.contrib.contenttypes.admin import GenericTabularInline
 from django.core.exceptions import ValidationError
 
+from core.models import AuditLog
+
 from . import models
 from .services.systems import system_alias_delete, system_alias_set, system_alias_validate, system_display_name_set
 
@@ -10,7 +12,7 @@ PROPOSABLE_FILTERS = ("origin", "review_status")
 
 
 class RevisionInline(GenericTabularInline):
-    model = models.Revision
+    model = AuditLog
     ct_field = "content_type"
     ct_fk_field = "object_id"
     extra = 0
@@ -24,6 +26,7 @@ class DisciplineAdmin(admin.ModelAdmin):
     list_display = ("name", "code", "taxonomy")
     list_filter = ("taxonomy",)
     search_fields = ("name", "code")
+    filter_horizontal = ("annotators",)
 
 
 @admin.register(models.BibEntry)
@@ -204,22 +207,6 @@ class TaskSetAdmin(admin.ModelAdmin):
     search_fields = ("name", "description")
     filter_horizontal = ("tasks",)
     exclude = ("snapshot",)
-
-
-@admin.register(models.Revision)
-class RevisionAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "action", "content_type", "object_id", "actor", "actor_label")
-    list_filter = ("action", "content_type")
-    search_fields = ("actor__username", "actor_label", "note")
-    readonly_fields = [f.name for f in models.Revision._meta.fields]
-
-
-@admin.register(models.ExportJob)
-class ExportJobAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "kind", "status", "requested_by", "progress_done", "progress_total", "filename")
-    list_filter = ("kind", "status")
-    search_fields = ("filename", "requested_by__username", "error")
-    readonly_fields = [f.name for f in models.ExportJob._meta.fields]  # jobs change only through their worker
 
 
 @admin.register(models.ImportJob)

@@ -1,7 +1,6 @@
 """Celery tasks of the benchmark app: each takes ids, loads, calls one service, handles retry.
 
-``run_export`` is enqueued per export job by ``benchmark.services.exports.export_request``,
-``run_import_job`` per import job by ``benchmark.services.imports.import_request``, after the
+``run_import_job`` is enqueued per import job by ``benchmark.services.imports.import_request``, after the
 transaction commits. Only transient database errors are retried; any other failure
 is recorded on the job with its reason by the service.
 """
@@ -9,20 +8,8 @@ is recorded on the job with its reason by the service.
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from .models import ExportJob, ImportJob
-from .services.exports import export_execute
+from .models import ImportJob
 from .services.imports import import_execute
-
-
-@shared_task(
-    name="benchmark.run_export", bind=True, acks_late=True, autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2, retry_backoff_max=60, retry_jitter=True, max_retries=8,
-)
-def run_export(self, job_id: int) -> str:
-    try:
-        return export_execute(job_id=job_id, worker=self.request.hostname or "").status
-    except ExportJob.DoesNotExist:
-        return "missing"  # deleted (cancelled) before a worker got to it
 
 
 @shared_task(

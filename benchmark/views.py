@@ -1,17 +1,35 @@
+from collections.abc import Callable
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
-from annotation.api.visibility import hidden_reports
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
+from core.blind import blind_restrict
 
 from . import selectors
 from .models import Protocol, Report, Task
 from .rendering import markdown_to_safe_html
-from .views_proposals import proposal_panel
 from .views_survey_text import SurveyTextForm
+
+
+# Parts of the task page that apps above benchmark show (scoring's proposal panel): each
+# registers a function (request, task) -> template context when it is ready.
+_TASK_PAGE_PANELS: list[Callable] = []
+
+
+def task_page_panel_register(panel: Callable) -> None:
+    if panel not in _TASK_PAGE_PANELS:  # ready() may run again (tests)
+        _TASK_PAGE_PANELS.append(panel)
+
+
+def _panels(request, task: Task) -> dict:
+    context: dict = {}
+    for panel in _TASK_PAGE_PANELS:
+        context.update(panel(request, task))
+    return context
 
 
 @login_required
@@ -46,19 +64,20 @@ def task_detail(request, task_id: int):
         task = selectors.task_detail(task_id=task_id)
     except Task.DoesNotExist:
         raise Http404("No such task")
-    hidden = set(hidden_reports(request.user).values_list("pk", flat=True))  # blind pairs name no system
-    reports = [report for report in task.reports.all() if report.pk not in hidden]
+    shown = set(blind_restrict("report", task.reports.all(), request.user).values_list("pk", flat=True))
+    reports = [report for report in task.reports.all() if report.pk in shown]  # blind pairs name no system
     survey_text_form = SurveyTextForm() if is_global_curator(request.user) else None
     return render(request, "benchmark/task_detail.html", {"task": task, "reports": reports,
                                                           "survey_text_form": survey_text_form,
-                                                          **proposal_panel(request, task)})
+                                                          **_panels(request, task)})
 
 
 @login_required
 def report_detail(request, report_id: int):
     try:
         report = selectors.report_detail(report_id=report_id)
-        if hidden_reports(request.user).filter(pk=report.pk).exists():  # its system is what a blind pair hides
+        if not blind_restrict("report", Report.objects.filter(pk=report.pk), request.user).exists():
+            # its system is what a blind pair hides
             raise Report.DoesNotExist
     except Report.DoesNotExist:
         raise Http404("No such report")

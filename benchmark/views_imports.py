@@ -4,8 +4,8 @@ or every error. Curators only; the job's life is ``benchmark.services.imports``'
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 
-from annotation.selectors import is_global_curator
-from annotation.views.access import refuse
+from core.accounts import is_global_curator
+from core.http import refuse
 
 from .forms import ImportForm
 from .models import ImportJob

@@ -7,8 +7,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
-from annotation.views.access import refuse
+from core.accounts import is_global_curator
+from core.http import refuse
 
 from .importers.base import ImportFailed
 from .models import Task

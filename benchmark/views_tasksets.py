@@ -1,20 +1,53 @@
-"""Making task sets in the browser: a new set from picked or filtered tasks, freezing a version,
-and starting the next one. Curators only (the API's ``CuratorWrites`` rule); the rules live in
+"""Task sets in the browser: the list and a set's page (tasks, versions, hash, changelog, export
+form), a new set from picked or filtered tasks, freezing a version, and starting the next one. Curators only (the API's ``CuratorWrites`` rule); the rules live in
 ``benchmark.services.tasksets``, whose refusals come back as a message or a field error."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
-from annotation.views.access import refuse
+from core.accounts import is_global_curator
+from core.http import refuse
 
 from .forms import TASKS_SHOWN, TaskFilterForm, TaskSetCreateForm
 from .models import TaskSet
+from .services.bundles import taskset_changes, taskset_formats_for
 from .services.tasksets import TaskSetError, taskset_create, taskset_freeze, taskset_new_version
 
 CURATORS_ONLY = "Only curators make, freeze or version task sets."
+
+
+@login_required
+def taskset_list(request):
+    task_sets = TaskSet.objects.select_related("frozen_by").annotate(n_tasks=Count("tasks")).order_by("name", "-version")
+    context = {"task_sets": task_sets, "can_create": is_global_curator(request.user)}
+    return render(request, "benchmark/tasksets/list.html", context)
+
+
+@login_required
+def taskset_detail(request, task_set_id: int):
+    task_set = get_object_or_404(TaskSet.objects.select_related("frozen_by", "previous"), pk=task_set_id)
+    versions = TaskSet.objects.filter(name=task_set.name).select_related("frozen_by").order_by("-version")
+    against_id = request.GET.get("against", "")
+    against = versions.exclude(pk=task_set.pk).filter(pk=against_id).first() if against_id.isdigit() else None
+    try:
+        changes, changes_error = taskset_changes(task_set=task_set, against=against), ""
+    except TaskSetError as exc:
+        changes, changes_error = None, str(exc)
+    context = {
+        "task_set": task_set,
+        "tasks": task_set.tasks.order_by("protocol", "key"),
+        "versions": versions,
+        "against": against,
+        "is_latest": task_set.version == versions[0].version,
+        "changes": changes,
+        "changes_error": changes_error,
+        "formats": taskset_formats_for(task_set),
+        "can_export": is_global_curator(request.user),
+    }
+    return render(request, "benchmark/tasksets/detail.html", context)
 
 
 @login_required

@@ -29,7 +29,7 @@ from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.throttling import BaseThrottle
 
-from config.parsers import BoundedJSONParser
+from core.parsers import BoundedJSONParser
 
 DEFAULT_LIMIT = 10
 DEFAULT_WINDOW = 15 * 60

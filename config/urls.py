@@ -4,7 +4,6 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 from django.views.generic import RedirectView
 
-from config import converters  # noqa: F401 (registers <id:>, used by every app's routes)
 from config import views as config_views
 from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
@@ -25,6 +24,8 @@ urlpatterns = [
     path("invite/done/", auth_views.PasswordResetCompleteView.as_view(
         template_name="registration/invite_done.html"), name="invite_done"),
     path("benchmark/", include("benchmark.urls")),
+    path("benchmark/", include("scoring.proposal_urls")),  # pages of the apps above benchmark
+    path("benchmark/", include("annotation.export_urls")),  # under their original paths
     path("annotate/", include("annotation.urls")),
     path("dashboards/", include("annotation.dashboards.urls")),
     path("runs/", include("scoring.urls")),

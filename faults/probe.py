@@ -99,7 +99,7 @@ def seed_export(*, tasks: int) -> dict:
 def export_state(*, job_id: int) -> dict:
     from django.conf import settings
 
-    from benchmark.models import ExportJob
+    from annotation.models import ExportJob
 
     job = ExportJob.objects.get(pk=job_id)
     folder = settings.VAR_DIR / "exports"

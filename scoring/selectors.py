@@ -11,7 +11,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce
 
-from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, is_headline_metric, metric_label
+from scoring.metric_names import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, is_headline_metric, metric_label
 from benchmark.models import Report, System, TaskSet
 
 from .models import EvaluationRun, LLMCall, RunJob, ScoreCard, Verdict

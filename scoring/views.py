@@ -2,7 +2,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
-from .broker import broker_check
+from core.broker import broker_check
 from .workers import live_workers
 
 

@@ -6,8 +6,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
-from annotation.views.access import refuse
+from core.accounts import is_global_curator
+from core.http import refuse
 
 from .forms import JudgeConfigForm
 from .models import JudgeConfig

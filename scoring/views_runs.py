@@ -10,18 +10,17 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
-from annotation.views.access import refuse
+from core.accounts import is_global_curator
+from core.http import refuse
 
 from . import selectors
 from .forms import RunCreateForm
 from .models import EvaluationRun
-from .services.runs import BrokerUnavailable, run_cancel, run_create, run_resume, run_start
+from .services.runs import BrokerUnavailable, run_cancel, run_launch, run_resume, run_start
 from .workers import live_workers
 
 RUNS_PER_PAGE = 25
@@ -52,8 +51,7 @@ def run_new(request):
         form = RunCreateForm(request.POST)
         if form.is_valid():
             try:
-                with transaction.atomic():  # a run that cannot start is not kept half-made
-                    run = run_start(run=run_create(**form.service_arguments(), actor=request.user))
+                run = run_launch(**form.service_arguments(), actor=request.user)
             except ValidationError as exc:
                 form.attach_service_error(exc)
             except BrokerUnavailable as exc:  # committed: the run exists and starts once the broker answers

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from benchmark import models
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 
 class UserFactory(factory.django.DjangoModelFactory):

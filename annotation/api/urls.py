@@ -2,9 +2,12 @@ from django.urls import path
 
 from annotation.dashboards import api as dashboards
 
-from . import views
+from . import exports, views
 
 urlpatterns = [
+    path("exports/", exports.ExportListApi.as_view(), name="export-list"),
+    path("exports/<id:pk>/", exports.ExportDetailApi.as_view(), name="export-detail"),
+    path("exports/<id:pk>/download/", exports.ExportDownloadApi.as_view(), name="export-download"),
     path("projects/", views.ProjectListApi.as_view(), name="project-list"),
     path("projects/<id:pk>/", views.ProjectDetailApi.as_view(), name="project-detail"),
     path("projects/<id:pk>/members/", views.ProjectMemberListApi.as_view(), name="project-members"),

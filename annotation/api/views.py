@@ -17,7 +17,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from benchmark.api.common import DetailApi, GenericApi, LabellerWrites, ListApi, input_of
-from config.parsers import BoundedJSONField
+from core.parsers import BoundedJSONField
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 

@@ -29,7 +29,8 @@ from ..models import (
     Role,
     TargetKind,
 )
-from ..selectors import is_global_curator, projects_for
+from core.accounts import is_global_curator
+from ..selectors import projects_for
 
 
 def _project_ids(user) -> tuple[list[int], list[int]]:

@@ -19,7 +19,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 from annotation.services.values import consensus_key, label_numbers
 from benchmark.naming import system_label
 from scoring import metrics as m
@@ -283,7 +283,7 @@ def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None 
     return rows
 
 
-def _iaa_key(project_id: int) -> str:
+def iaa_cache_key(project_id: int) -> str:
     return f"dashboards:iaa:3:{project_id}"
 
 
@@ -292,8 +292,8 @@ def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
     level = project["label_level"]
     numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
     stats = ratings_stats(ratings, level=level, numbers=numbers)
-    cache.set(_iaa_key(project["id"]), {"fingerprint": fingerprint, "stats": stats}, timeout=IAA_CACHE_SECONDS)
-    cache.delete(_iaa_key(project["id"]) + ":refreshing")
+    cache.set(iaa_cache_key(project["id"]), {"fingerprint": fingerprint, "stats": stats}, timeout=IAA_CACHE_SECONDS)
+    cache.delete(iaa_cache_key(project["id"]) + ":refreshing")
     return stats
 
 
@@ -311,26 +311,22 @@ def inter_annotator(*, user) -> dict:
 
     A project's figures are cached with the fingerprint of its labels (``_curated_projects``).
     Unchanged: served from the cache, no query of its labels. Changed since: the cached figures
-    are served at once, marked with how many labels they are of, and one refresh per project
-    is queued for a worker (``annotation.refresh_project_agreement``) — at 1M labels a
-    recomputation takes seconds, too long for a page. Never computed, or no worker alive:
-    computed here."""
+    are served at once, marked with how many labels they are of (``stale_of_labels``), and the
+    caller asks for a refresh (``agreement_refresh_request``: a write, so not done in this read)
+    — at 1M labels a recomputation takes seconds, too long for a page. Never computed, or no
+    worker alive: computed here."""
     from scoring.workers import live_workers
 
     projects = _curated_projects(user, with_fingerprint=True)
-    cached = cache.get_many([_iaa_key(p["id"]) for p in projects])
+    cached = cache.get_many([iaa_cache_key(p["id"]) for p in projects])
     out, workers_alive = [], None
     for project in projects:
         fingerprint = [project.pop("n_labels") or 0, project.pop("last_label") or 0]
-        entry = cached.get(_iaa_key(project["id"]))
+        entry = cached.get(iaa_cache_key(project["id"]))
         if entry is not None and entry["fingerprint"] != fingerprint:
             if workers_alive is None:
                 workers_alive = bool(live_workers())
             if workers_alive:
-                if cache.add(_iaa_key(project["id"]) + ":refreshing", 1, timeout=IAA_REFRESH_SECONDS):
-                    from annotation.tasks import refresh_project_agreement
-
-                    refresh_project_agreement.delay(project["id"])
                 project["stale_of_labels"] = entry["fingerprint"][0]
                 out.append((project, entry["stats"]))
                 continue

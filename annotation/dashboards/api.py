@@ -9,9 +9,10 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.selectors import is_global_curator
+from annotation.services.agreement import agreement_refresh_request
 from benchmark.models import Protocol
-from config.converters import id_from_text
+from core.accounts import is_global_curator
+from core.converters import id_from_text
 
 from . import figures as figure_selectors
 from . import progress, triage
@@ -97,8 +98,9 @@ class AgreementApi(DashboardApi):
         return super().get(request)
 
     def figures(self, request):
-        return {"judge": agreement_selectors.judge_agreement(user=request.user),
-                "iaa": agreement_selectors.inter_annotator(user=request.user),
+        iaa = agreement_selectors.inter_annotator(user=request.user)
+        agreement_refresh_request(projects=iaa["projects"])
+        return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": iaa,
                 "imported": human_selectors.imported_agreement()}
 
 

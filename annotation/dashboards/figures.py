@@ -18,22 +18,20 @@ from django.db.models import Max
 
 from benchmark.models import GoldReference, Protocol, ReviewStatus
 from benchmark.naming import system_label
-from config.converters import id_from_text
+from core.converters import id_from_text
 from scoring import metrics as m
 from scoring.models import JudgeConfig, Verdict
 from scoring.pipelines.reportbench import REFERENCE_KIND
 
+from scoring.metric_names import NOT_METRICS, PERCENT_PROTOCOLS, metric_label, ordered_metrics
+
 from .selectors import (
     N_RESAMPLES,
-    NOT_METRICS,
-    PERCENT_PROTOCOLS,
     POOLED_METRICS,
     CardRow,
     _interval,
     _number,
-    _ordered_metrics,
     _report_cards,
-    metric_label,
     precision_over_cards,
 )
 
@@ -200,7 +198,7 @@ def _metric_keys(cards: list[CardRow], protocol: str) -> list[str]:
     if any(all(_number((c.metrics or {}).get(k)) is not None for k in RUBRIC_COMPONENTS) for c in cards):
         keys.add(RUBRIC_OVERALL)
     ordered = sorted(keys, key=lambda k: (k != RUBRIC_OVERALL, not k.startswith("rubric_"), k))
-    return _ordered_metrics(protocol, ordered) if protocol not in (Protocol.SURVEYLENS, Protocol.SURVEYSCOPE) else ordered
+    return ordered_metrics(protocol, ordered) if protocol not in (Protocol.SURVEYLENS, Protocol.SURVEYSCOPE) else ordered
 
 
 def discipline_heatmap(*, protocol: str = Protocol.SURVEYLENS, metric: str = "", run_id: int | None = None,
@@ -296,7 +294,7 @@ def judge_sensitivity(*, protocol: str, judge_a: int | None = None, judge_b: int
         for config in (judge_a, judge_b):
             keys |= {k for k, v in (side[config][key].metrics or {}).items()
                      if k not in NOT_METRICS and _number(v) is not None}
-    for metric in _ordered_metrics(protocol, sorted(keys)):
+    for metric in ordered_metrics(protocol, sorted(keys)):
         systems = []
         for sid, name in names.items():
             # tasks where both judges produced a number, so the two means are over the same reports

@@ -22,29 +22,9 @@ from django.db.models import Count
 from benchmark.models import Protocol, TaskSet
 from benchmark.naming import system_label
 from scoring import metrics as m
+from scoring.metric_names import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, metric_label
 from scoring.models import EvaluationRun, ScoreCard, Verdict
 
-# Columns shown first for a protocol; any other numeric key of the cards follows, sorted.
-# Each protocol's headline metrics, in the papers' order: what the leaderboard and the rankings
-# compare. A key ending in "*" stands for every stored key with that prefix. The run pages show
-# every stored key.
-PREFERRED_METRICS: dict[str, tuple[str, ...]] = {
-    Protocol.DEEPSYNTH: ("overall", "general", "constraint", "precision"),
-    Protocol.REPORTBENCH: ("precision", "recall", "references", "match_rate", "factual_accuracy"),
-    Protocol.DEEPSCHOLAR: ("organization", "nugget_coverage", "relevance_rate", "reference_coverage",
-                           "document_importance", "citation_precision", "claim_coverage", "geometric_mean"),
-    Protocol.SURVEYLENS: ("rubric_outline", "rubric_content", "rubric_reference", "rams_outline", "rams_content",
-                          "rams_reference", "tams_outline", "tams_content", "tams_reference"),
-    # SciSage Table 4's quality columns in its order: Language, Critical, Section (1–5 section-level
-    # structure), Document (``structure``); then any task-specific dimension.
-    Protocol.SURVEYSCOPE: ("reference_tp", "reference_f1", "quality_mean", "quality_language", "quality_critical",
-                           "quality_section_structure", "quality_structure", "quality_*", "win_rate_vs_human"),
-}
-# Keys of ``ScoreCard.metrics`` that are counts or bookkeeping, not scores.
-NOT_METRICS = frozenset(
-    {"correct", "omitted", "incorrect", "groups", "groups_scored", "items", "repeats", "reports", "reports_with"}
-)
-PERCENT_PROTOCOLS = frozenset({Protocol.DEEPSYNTH})  # DeepSynth-Eval reports in percent, the rest on 0–1
 # Metrics computed from a system's other metric means, never averaged over tasks: DeepScholar's
 # Table 2 geometric mean (``geometric_means_over_common``, as the run's system cards compute it).
 DERIVED_METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -58,14 +38,6 @@ SIGNIFICANCE = 0.05
 MIN_TEST_TASKS = 5  # no best-vs-second test on fewer shared tasks
 N_RESAMPLES = 1000
 VERDICT_ORDER = ("correct", "omitted", "incorrect")
-
-
-_ACRONYMS = {"rams": "RAMS", "tams": "TAMS", "tp": "TP", "f1": "F1", "iaa": "IAA"}
-
-
-def metric_label(key: str) -> str:
-    words = key.split("_")
-    return " ".join(_ACRONYMS.get(w, w.capitalize() if i == 0 else w) for i, w in enumerate(words))
 
 
 def _number(value: Any) -> float | None:
@@ -211,25 +183,6 @@ def _collect(cards: list[tuple]) -> tuple[list[str], dict[int, SystemScores], se
             keys.add(key)
             scores.values[key][task_id] = number
     return sorted(keys), systems, runs, judges
-
-
-def _ordered_metrics(protocol: str, keys: list[str]) -> list[str]:
-    """The protocol's headline metrics among ``keys`` in their order, then the other keys."""
-    preferred: list[str] = []
-    for name in PREFERRED_METRICS.get(protocol, ()):
-        found = [k for k in keys if k.startswith(name[:-1])] if name.endswith("*") else [name] if name in keys else []
-        preferred += [k for k in found if k not in preferred]
-    return preferred + [k for k in keys if k not in preferred]
-
-
-def headline_metrics(protocol: str, keys: list[str]) -> list[str]:
-    """Only the headline metrics when the protocol names them and the cards hold any; else every key."""
-    ordered = _ordered_metrics(protocol, keys)
-    return [k for k in ordered if is_headline_metric(protocol, k)] or ordered
-
-
-def is_headline_metric(protocol: str, key: str) -> bool:
-    return any(key.startswith(n[:-1]) if n.endswith("*") else key == n for n in PREFERRED_METRICS.get(protocol, ()))
 
 
 def _best_vs_second(metric: str, ranked: list[SystemScores]) -> dict | None:

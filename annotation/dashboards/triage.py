@@ -24,7 +24,7 @@ from django.db.models import Count, Exists, Min, OuterRef, Q
 
 from benchmark.models import Protocol, Report
 from benchmark.naming import system_label
-from config.converters import id_from_text
+from core.converters import id_from_text
 from scoring.models import JudgeConfig, Verdict
 
 CONFIDENCE_BELOW = 0.6

@@ -10,12 +10,13 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
+from annotation.services.agreement import agreement_refresh_request
 from annotation.services.projects import project_from_verdicts
-from annotation.views.access import refuse
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
-from config.converters import MAX_ID, id_from_text
+from core.accounts import is_global_curator
+from core.converters import MAX_ID, id_from_text
+from core.http import refuse
 
 from . import charts, figures, progress, triage
 from . import agreement as agreement_selectors
@@ -122,6 +123,7 @@ def human_ranking(request):
 def agreement(request):
     judge = agreement_selectors.judge_agreement(user=request.user)
     iaa = agreement_selectors.inter_annotator(user=request.user)
+    agreement_refresh_request(projects=iaa["projects"])
     if _wants_csv(request):
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
                   "labels", "prompt_version"]

@@ -5,7 +5,8 @@ re-exported here, so ``from annotation.models import X`` keeps working and Djang
 models under the ``annotation`` app as before (no migration change).
 """
 
-from .people import AnnotatorProfile, Role
+from core.models import AnnotatorProfile, Role  # re-exported: the workspace's roles are the global ones
+from .exports import ExportJob
 from .preferences import PairwisePreference
 from .webhooks import Webhook, WebhookDelivery, WebhookEvent  # noqa: F401 (re-exported)
 from .workspace import (
@@ -14,7 +15,6 @@ from .workspace import (
     AnnotationItem,
     AnnotationProject,
     Assignment,
-    AuditEvent,
     GoldLabel,
     Label,
     ProjectMembership,
@@ -24,12 +24,12 @@ from .workspace import (
 
 __all__ = [
     "DEFAULT_HOLD",
+    "ExportJob",
     "VERIFY_TARGETS",
     "AnnotationItem",
     "AnnotationProject",
     "AnnotatorProfile",
     "Assignment",
-    "AuditEvent",
     "GoldLabel",
     "Label",
     "PairwisePreference",

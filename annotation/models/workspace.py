@@ -1,17 +1,17 @@
 """The annotation workspace: an ``AnnotationProject`` holds ``AnnotationItem`` rows (one per
 thing to label), annotators claim items through ``Assignment`` rows, submit ``Label`` rows, and
-curators settle disagreements with a ``GoldLabel``. Every change writes an ``AuditEvent`` in
-the same transaction (see ``annotation.services``).
+curators settle disagreements with a ``GoldLabel``. Every change writes a ``core.AuditLog`` row
+in the same transaction (see ``annotation.services.audit``).
 """
 
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from core.models import Role
 from benchmark.models import (
     ChecklistGroup,
     ChecklistItem,
@@ -27,7 +27,6 @@ from benchmark.models import (
     TimeStamped,
 )
 
-from .people import Role
 from .preferences import PairwisePreference
 
 
@@ -179,8 +178,8 @@ class AnnotationItem(models.Model):
     disagreement = models.BooleanField(default=False)
     conflict = models.TextField(blank=True)
     target_version = models.PositiveIntegerField(null=True, blank=True)
-    applied_revision = models.ForeignKey(
-        "benchmark.Revision", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    applied_revision = models.ForeignKey(  # the audit row of the decision applied to the benchmark row
+        "core.AuditLog", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -286,27 +285,3 @@ class GoldLabel(models.Model):
 
     def __str__(self) -> str:
         return f"gold for item {self.item_id}"
-
-
-class AuditEvent(models.Model):
-    """Who did what to which row, with before/after; written in the same transaction as the change."""
-
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    action = models.CharField(max_length=50, db_index=True)
-    target_kind = models.CharField(max_length=40)
-    target_id = models.BigIntegerField(null=True, blank=True)
-    project = models.ForeignKey(
-        AnnotationProject, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit_events"
-    )
-    before = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
-    after = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["target_kind", "target_id"]), models.Index(fields=["project", "at"])]
-
-    def __str__(self) -> str:
-        return f"{self.action} {self.target_kind}#{self.target_id} by {self.actor_id}"

@@ -12,7 +12,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from ..models import AnnotatorProfile, Role
-from ..selectors import is_global_curator
+from core.accounts import is_global_curator
 from .audit import audit_record
 
 # Roles create_account offers; a viewer is an account whose profile role is changed in the admin.

@@ -1,7 +1,7 @@
 """Adding a missing item: a reviewer of a verify project proposes a benchmark row the task lacks.
 
 The row is created as a human proposal (origin ``human``, ``proposed_by`` the user, review
-status ``proposed``) with its ``Revision`` and ``AuditEvent``, and it becomes an item of the
+status ``proposed``) with its one audit row, and it becomes an item of the
 same project so it goes through the same two-stage review as the machine's proposals — all in
 one transaction.
 """
@@ -26,7 +26,8 @@ from benchmark.models import (
     TaskPrompt,
 )
 from benchmark.services.bibliography import bib_entries_upsert
-from benchmark.services.history import revision_record, snapshot
+from benchmark.services.history import snapshot
+from core.audit import audit_log_record
 
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from .audit import audit_record
@@ -133,8 +134,8 @@ def proposable_add(*, task: Task, kind: str, fields: dict[str, Any], actor, proj
     ``fields`` are the row's fields (``ADD_FIELDS``): a checklist item names its ``group`` (an
     id or a group of the task); a gold reference gives its publication (``title`` required, the
     entry is reused when it is already known, see ``bib_entries_upsert``). The row gets origin
-    ``human``, ``proposed_by`` the user's name, status ``proposed``, a ``Revision`` ("add")
-    and an ``AuditEvent`` ("proposable.add"), and an ``AnnotationItem`` at the end of the
+    ``human``, ``proposed_by`` the user's name, status ``proposed``, one audit row ("add", with
+    the project), and an ``AnnotationItem`` at the end of the
     project with the project's overlap. A draft or curated task goes (back) to in review.
 
     Members who may label the project (annotators, curators) may add. Raises
@@ -159,18 +160,15 @@ def proposable_add(*, task: Task, kind: str, fields: dict[str, Any], actor, proj
     row.origin, row.proposed_by, row.review_status = Origin.HUMAN, actor.get_username(), ReviewStatus.PROPOSED
     _full_clean(row)
     row.save()
-    revision_record(
-        obj=row, action="add", actor=actor, after=snapshot(row),
-        note=f"added as missing by {actor.get_username()} in project {project.name!r}",
-    )
     _task_reopen(task=task, actor=actor, project=project)
     item = AnnotationItem.objects.create(
         project=project, target_kind=kind, target_id=row.pk, task=task,
         position=_next_position(AnnotationItem.objects.filter(project=project)),
         labels_needed=project.overlap, target_version=row.version,
     )
-    audit_record(
-        actor=actor, action="proposable.add", target_kind=kind, target_id=row.pk, project=project,
-        after={"task_id": task.pk, "item_id": item.pk, "origin": row.origin, "fields": snapshot(row)},
+    # One row for one action: the item's history (``after``: its tracked fields) and the project's.
+    audit_log_record(
+        target=row, action="add", actor=actor, project_id=project.pk, after=snapshot(row),
+        note=f"added as missing by {actor.get_username()} in project {project.name!r} (item {item.pk})",
     )
     return row

@@ -5,7 +5,10 @@ Besides these: ``PermissionError`` when the user's role does not allow the actio
 """
 
 
-class AnnotationError(Exception):
+from core.errors import ConflictError
+
+
+class AnnotationError(ConflictError):
     """Base of the workspace's refusals."""
 
 

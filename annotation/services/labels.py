@@ -17,13 +17,13 @@ from django.utils import timezone
 
 from benchmark.models import Task
 from benchmark.services.history import StaleEditError, proposable_update
+from core.models import AuditLog
 
 from .. import rawsql
 from ..models import (
     AnnotationItem,
     AnnotationProject,
     Assignment,
-    AuditEvent,
     Label,
     PairwisePreference,
     ProjectMembership,
@@ -388,7 +388,7 @@ def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> 
     return claim_create(project=project, item=item, user=annotator, now=now)
 
 
-def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditEvent:
+def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditLog:
     locked = item_lock(item_id=skip.item_id)
     updated = Assignment.objects.filter(pk=skip.pk, status=Assignment.Status.SKIPPED).update(
         status=Assignment.Status.UNDONE
@@ -430,7 +430,7 @@ BLIND_UNDO_REFUSED = (
 )
 
 
-def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditEvent:
+def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:
     locked = item_lock(item_id=label.item_id)
     if project.blind:
         raise UndoRefusedError(BLIND_UNDO_REFUSED.format(position=locked.position))
@@ -464,7 +464,7 @@ def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> Audit
 
 
 @transaction.atomic
-def label_undo_last(*, annotator, project: AnnotationProject) -> AuditEvent | None:
+def label_undo_last(*, annotator, project: AnnotationProject) -> AuditLog | None:
     """Undo the annotator's most recent label or skip in the project; None when there is none.
 
     In a blind project a label is final (``UndoRefusedError``): committing it revealed what the

@@ -25,7 +25,8 @@ from ..models import (
     Role,
     TargetKind,
 )
-from ..selectors import is_global_curator, project_role
+from core.accounts import is_global_curator
+from ..selectors import project_role
 from .audit import audit_record
 from .review import labels_disagree
 from .schedule import double_round_robin

@@ -20,7 +20,8 @@ from benchmark.services.history import StaleEditError, proposable_review
 
 from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
-from ..selectors import is_global_curator, item_target, project_role, task_curation_status
+from core.accounts import is_global_curator
+from ..selectors import item_target, project_role, task_curation_status
 from .audit import audit_record
 from .errors import ItemNotOpenError, ReviewConflictError
 from .locking import item_lock

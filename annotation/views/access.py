@@ -31,13 +31,6 @@ def item_in(project: AnnotationProject, item_id: int) -> AnnotationItem:
     return item
 
 
-def refuse(request, message: str, *, status: int = 403) -> HttpResponse:
-    """A refusal: plain text for htmx (the workspace script shows it), a page otherwise."""
-    if request.htmx:
-        return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
-    return render(request, "annotation/refused.html", {"message": message}, status=status)
-
-
 def alert(request, message: str, *, status: int = 409, tone: str = "error") -> HttpResponse:
     """A message shown above the workspace without touching the item being labelled."""
     response = render(request, "annotation/_alert.html", {"message": message, "tone": tone}, status=status)

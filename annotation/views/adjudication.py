@@ -12,7 +12,8 @@ from ..selectors import adjudication_queue, item_context_for
 from ..services.errors import AnnotationError, ReviewConflictError
 from ..services.review import item_adjudicate
 from . import display
-from .access import item_in, project_for, refuse
+from core.http import refuse
+from .access import item_in, project_for
 
 Kind = AnnotationProject.Kind
 

@@ -15,11 +15,13 @@ from benchmark.forms import TASKS_SHOWN, TaskFilterForm
 
 from ..models import Role
 from ..project_forms import InviteForm, MemberAddForm, ProjectCreateForm, ProjectEditForm
-from ..selectors import is_global_curator, project_progress
+from core.accounts import is_global_curator
+from ..selectors import project_progress
 from ..services.accounts import account_invite
 from ..services.previews import project_preview
 from ..services.projects import membership_add, membership_remove, project_create, project_update
-from .access import project_for, refuse
+from core.http import refuse
+from .access import project_for
 
 CURATORS_CREATE = "Only curators create annotation projects."
 

@@ -3,7 +3,9 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from ..selectors import is_global_curator, project_progress, projects_for, projects_progress_for
+from core.accounts import is_global_curator
+
+from ..selectors import project_progress, projects_for, projects_progress_for
 from .access import project_for
 
 

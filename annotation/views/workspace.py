@@ -25,7 +25,8 @@ from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import Submission, label_submit_many, label_undo_last
 from . import display
-from .access import alert, item_in, project_for, refuse
+from core.http import refuse
+from .access import alert, item_in, project_for
 
 Kind = AnnotationProject.Kind
 ADD_REFUSED = "Missing items are added beside a verify proposal of a task, by the project's reviewers."

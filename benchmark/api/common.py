@@ -19,23 +19,18 @@ from rest_framework.filters import BaseFilterBackend
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import AnnotatorProfile, Role
-from annotation.selectors import is_global_curator
-from annotation.services.errors import AnnotationError
+from core.accounts import is_global_curator, is_viewer
+from core.errors import ConflictError
 from benchmark.importers.base import ImportFailed
 from benchmark.services.history import StaleEditError
 from benchmark.services.tasksets import TaskSetError
-from config.converters import MAX_ID
-from scoring.services.runs import BrokerUnavailable
+from core.converters import MAX_ID
+from core.broker import BrokerUnavailable
 
 _FIELD_PREFIX = re.compile(r"^([a-z_][a-z0-9_]*): (.+)$", re.DOTALL)
 
 
 # --- Permissions ------------------------------------------------------------------------------
-
-
-def is_viewer(user) -> bool:
-    return AnnotatorProfile.objects.filter(user=user, role=Role.VIEWER).exists()
 
 
 class CuratorWrites(permissions.BasePermission):
@@ -91,7 +86,7 @@ class ServiceErrorsMixin:
         if isinstance(exc, BrokerUnavailable):  # the work is saved; it is sent once the broker answers
             body = {"detail": str(exc), "runs": exc.run_ids}
             return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "30"})
-        if isinstance(exc, AnnotationError):
+        if isinstance(exc, ConflictError):
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         if isinstance(exc, PermissionError):
             exc = exceptions.PermissionDenied(str(exc))

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from ..models import ChecklistGroup, ChecklistItem, ConstraintQuestion, GoldReference, Nugget, RubricCriterion, TaskPrompt
-from . import exports, views
+from . import views
 
 # (url segment, url-name stem, model, filters, ordering) for every proposable kind.
 PROPOSABLE_KINDS = (
@@ -37,9 +37,6 @@ urlpatterns = [
     path("reports/", views.ReportListApi.as_view(), name="report-list"),
     path("reports/<id:pk>/", views.ReportDetailApi.as_view(), name="report-detail"),
     path("imports/", views.ImportApi.as_view(), name="import"),
-    path("exports/", exports.ExportListApi.as_view(), name="export-list"),
-    path("exports/<id:pk>/", exports.ExportDetailApi.as_view(), name="export-detail"),
-    path("exports/<id:pk>/download/", exports.ExportDownloadApi.as_view(), name="export-download"),
 ]
 
 for segment, stem, model, filters, ordering in PROPOSABLE_KINDS:

@@ -2,10 +2,8 @@
 reports and imports. Reads are open to every signed-in user; writes need a curator
 (``CuratorWrites``), and go through the services."""
 
-import tempfile
 from pathlib import Path
 
-from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -15,33 +13,31 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from annotation.api.visibility import hidden_reports
-from config.parsers import BoundedJSONField, BoundedJSONParser
+from core.blind import blind_restrict
+from core.parsers import BoundedJSONField, BoundedJSONParser
 
-from ..importers.base import ImportFailed
-from ..importers.catalogue import IMPORTERS, run_import
-from ..models import BibEntry, Protocol, Report, Revision, Survey, System, Task, TaskSet
+from core.models import AuditLog
+
+from ..importers.catalogue import IMPORTERS
+
+from ..models import BibEntry, Protocol, Report, Survey, System, Task, TaskSet
 from ..services.bibliography import bib_entries_upsert
 from ..services.history import proposable_review, proposable_update
 from ..services.reports import ReportInput, reports_submit
+from ..services.systems import system_create
+from ..services.uploads import (
+    REPORT_SUFFIXES,
+    UploadRefused,
+    upload_import,
+    upload_report_file,
+    upload_text_check,
+)
 from ..services.tasksets import taskset_create, taskset_export
 from .common import HISTORY_PARAM, Api, DetailApi, GenericApi, ListApi, input_of
 
 # Report text above this many bytes (UTF-8) is refused with 413, naming the report.
-REPORT_MAX_BYTES = getattr(settings, "API_REPORT_MAX_BYTES", 2 * 1024 * 1024)
-REPORT_SUFFIXES = {".md": Report.Format.MARKDOWN, ".markdown": Report.Format.MARKDOWN, ".txt": Report.Format.TEXT}
 # Formats an upload can feed: the importers that read one file (the others read a folder).
 UPLOAD_IMPORT_FORMATS = ("native", "deepsynth", "bibtex", "reportbench")
-IMPORT_MAX_BYTES = getattr(settings, "API_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
-
-
-class UploadRefused(Exception):
-    """A report or file the API will not accept; ``status`` is 400 or 413."""
-
-    def __init__(self, message: str, *, name: str, status_code: int = 400) -> None:
-        super().__init__(message)
-        self.name = name
-        self.status_code = status_code
 
 
 def refused(exc: UploadRefused) -> Response:
@@ -147,7 +143,7 @@ class RevisionOutputSerializer(serializers.ModelSerializer):
     actor = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
-        model = Revision
+        model = AuditLog
         fields = ["id", "action", "actor", "actor_label", "before", "after", "note", "created_at"]
 
 
@@ -219,7 +215,7 @@ def proposable_endpoints(model, *, stem: str, filters: dict[str, str], ordering:
         def get_queryset(self):
             obj = get_object_or_404(model, pk=self.kwargs["pk"])
             content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-            return Revision.objects.filter(content_type=content_type, object_id=obj.pk).select_related("actor")
+            return AuditLog.objects.filter(content_type=content_type, object_id=obj.pk).select_related("actor")
 
     views = {"list": ListView, "detail": DetailView, "review": ReviewView, "revisions": RevisionsView}
     for role, view in views.items():
@@ -301,9 +297,7 @@ class SystemListApi(ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
-        serializer = self.InputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        system = serializer.save()
+        system = system_create(actor=request.user, **input_of(self, request))
         return Response(self.OutputSerializer(system).data, status=status.HTTP_201_CREATED)
 
 
@@ -319,34 +313,6 @@ class ReportInputSerializer(serializers.Serializer):
     format = serializers.ChoiceField(choices=Report.Format.choices, default=Report.Format.MARKDOWN)
     sources = serializers.ListField(child=BoundedJSONField(), required=False, max_length=10000)
     source_path = serializers.CharField(required=False, allow_blank=True, max_length=500)
-
-
-def _text_check(text: str, *, name: str) -> str:
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > REPORT_MAX_BYTES:
-        raise UploadRefused(f"{name} is {size} bytes; the limit is {REPORT_MAX_BYTES} bytes", name=name,
-                            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-    if "\x00" in text:
-        raise UploadRefused(f"{name} contains NUL bytes: it is not a text report", name=name)
-    if not text.strip():
-        raise UploadRefused(f"{name} is empty", name=name)
-    return text
-
-
-def _file_text(upload) -> tuple[str, str]:
-    """An uploaded report file's (task key, text); refuses wrong types, binary and oversized files."""
-    name = upload.name or "(unnamed)"
-    suffix = Path(name).suffix.lower()
-    if suffix not in REPORT_SUFFIXES:
-        raise UploadRefused(f"{name}: expected a .md, .markdown or .txt file named after the task key", name=name)
-    if upload.size > REPORT_MAX_BYTES:
-        raise UploadRefused(f"{name} is {upload.size} bytes; the limit is {REPORT_MAX_BYTES} bytes", name=name,
-                            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-    try:
-        text = upload.read().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UploadRefused(f"{name} is not UTF-8 text (byte {exc.start})", name=name) from None
-    return Path(name).stem, _text_check(text, name=name)
 
 
 class ReportListApi(ListApi):
@@ -379,7 +345,7 @@ class ReportListApi(ListApi):
     ordering_fields = ("submitted_at", "created_at", "task", "system")
 
     def get_queryset(self):  # blind mode: no system of a report a blind pair still hides from the user
-        reports = Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
+        reports = blind_restrict("report", Report.objects.all(), self.request.user)
         return reports.defer("text", "parsed").order_by("task_id", "system_id")
 
     @extend_schema(
@@ -398,7 +364,7 @@ class ReportListApi(ListApi):
     def _items(self, request) -> list[ReportInput]:
         if request.FILES or request.content_type.startswith("multipart/"):
             data = input_of(self, request, self.FilesInputSerializer)
-            texts = [_file_text(upload) for upload in data["files"]]
+            texts = [upload_report_file(upload) for upload in data["files"]]
             tasks = {t.key: t for t in Task.objects.filter(protocol=data["protocol"], key__in=[k for k, _ in texts])}
             missing = sorted({key for key, _ in texts} - tasks.keys())
             if missing:
@@ -416,7 +382,7 @@ class ReportListApi(ListApi):
         for n, row in enumerate(rows):
             name = row.get("source_path") or f"report {n + 1} (task {row['task'].pk}, system {row['system'].pk})"
             items.append(ReportInput(
-                task=row["task"], system=row["system"], text=_text_check(row["text"], name=name), format=row["format"],
+                task=row["task"], system=row["system"], text=upload_text_check(row["text"], name=name), format=row["format"],
                 sources=row.get("sources"), source_path=row.get("source_path", ""),
             ))
         return items
@@ -429,7 +395,7 @@ class ReportDetailApi(DetailApi):
             exclude = ["parsed"]
 
     def get_queryset(self):
-        return Report.objects.exclude(pk__in=hidden_reports(self.request.user).values("pk"))
+        return blind_restrict("report", Report.objects.all(), self.request.user)
 
 
 # --- Imports ----------------------------------------------------------------------------------
@@ -452,21 +418,9 @@ class ImportApi(Api):
     def post(self, request):
         """Run one single-file importer on the upload; all or nothing, errors name file/line/field."""
         data = input_of(self, request)
-        upload = data["file"]
-        if upload.size > IMPORT_MAX_BYTES:
-            return refused(UploadRefused(f"{upload.name} is {upload.size} bytes; the limit is {IMPORT_MAX_BYTES}",
-                                         name=upload.name, status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE))
-        suffix = Path(upload.name or "upload").suffix[:10]
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / f"upload{suffix}"
-            with path.open("wb") as out:
-                for chunk in upload.chunks():
-                    out.write(chunk)
-            try:
-                result = run_import(data["format"], path)
-            except ImportFailed as exc:
-                exc.file = upload.name  # name the user's file, not our temporary copy
-                return self.handle_exception(ImportFailed(exc.message, file=upload.name, line=exc.line,
-                                                          column=exc.column, field=exc.field))
+        try:
+            result = upload_import(format_name=data["format"], upload=data["file"])
+        except UploadRefused as exc:
+            return refused(exc)
         return Response({"counts": result.counts, "messages": result.messages, "systems": result.system_rows()})
 

@@ -14,9 +14,10 @@ from typing import IO, Any
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Prefetch, Q
 
+from core.models import AuditLog
+
 from ..models import (
     GoldReference,
-    Revision,
     RubricCriterion,
     SurveyCitation,
     Task,
@@ -85,7 +86,7 @@ class _History:
         condition = Q()
         for content_type_id, ids in wanted.items():
             condition |= Q(content_type_id=content_type_id, object_id__in=ids)
-        for revision in Revision.objects.filter(condition).select_related("actor").order_by("created_at", "id"):
+        for revision in AuditLog.objects.filter(condition).select_related("actor").order_by("created_at", "id"):
             self.by_target.setdefault((revision.content_type_id, revision.object_id), []).append(
                 {
                     "action": revision.action,

@@ -34,14 +34,17 @@ IMPORTERS: dict[str, Importer] = {
                  "DeepSynth-Eval tasks JSONL with checklists (and survey_result reports)"),
         Importer("surveylens", "benchmark.importers.surveylens:import_surveylens",
                  "a folder of SurveyLens Structured Survey Representation JSON files, one per system"),
-        Importer("surveylens-annotations",
-                 "benchmark.importers.surveylens_annotations:import_surveylens_annotations",
-                 "SurveyLens human pairwise label files (outline object, content and reference lists) or a folder"),
         Importer("bibtex", "benchmark.importers.bibtex:import_bibtex", "a BibTeX file of bibliography entries"),
         Importer("reports", "benchmark.importers.markdown_reports:import_markdown_reports",
                  "a folder of markdown reports, <system>/<task key>.md"),
     ]
 }
+
+
+def importer_register(importer: Importer) -> None:
+    """Formats whose rows belong to an app above benchmark (the annotation app's SurveyLens
+    labels) join the list when that app is ready."""
+    IMPORTERS[importer.name] = importer
 
 
 def run_import(name: str, path: str | Path, **options) -> ImportResult:

@@ -26,7 +26,8 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.utils import timezone
 
-from scoring.metrics import normalize_title
+from core.models import AuditLog
+from core.text import normalize_title
 
 from ..models import (
     BibEntry,
@@ -35,7 +36,6 @@ from ..models import (
     Origin,
     Report,
     ReviewStatus,
-    Revision,
     Survey,
     SurveyCitation,
     Task,
@@ -375,8 +375,8 @@ def proposables_sync(
     stale = [o for o in current.values() if o.origin == Origin.IMPORT and o.review_status == ReviewStatus.PROPOSED]
     kept += len(current) - len(stale)
     content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-    Revision.objects.bulk_create(
-        [Revision(content_type=content_type, object_id=o.pk, actor_label=f"import:{label}", action="import",
+    AuditLog.objects.bulk_create(
+        [AuditLog(content_type=content_type, object_id=o.pk, actor_label=f"import:{label}", action="import",
                   before=before, after=after) for o, before, after in revisions],
         batch_size=BATCH,
     )
@@ -399,8 +399,8 @@ def proposables_remove(stale: Sequence[models.Model], *, label: str, result: Imp
         return
     model = type(stale[0])
     content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-    Revision.objects.bulk_create(
-        [Revision(content_type=content_type, object_id=o.pk, actor_label=f"import:{label}", action="import:remove",
+    AuditLog.objects.bulk_create(
+        [AuditLog(content_type=content_type, object_id=o.pk, actor_label=f"import:{label}", action="import:remove",
                   before=snapshot(o), after=None, note="no longer in the imported file") for o in stale],
         batch_size=BATCH,
     )

@@ -40,7 +40,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 from ..models import Nugget, Origin, Protocol, Survey, Task, TaskPrompt
 from ..services.bibliography import clean_arxiv_id, clean_doi

@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 from ..exporters.native import canonical_json, json_value
 from ..models import (

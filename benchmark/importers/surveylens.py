@@ -17,7 +17,7 @@
   list); the SSR itself is kept as ``Report.sources == [{"kind": "ssr", "outline",
   "content", "references", "metadata"}]`` so component metrics can use it directly.
 
-Human pairwise label files are read by ``surveylens_annotations``; both link a topic to the
+Human pairwise label files are read by ``annotation.importers.surveylens_annotations``; both link a topic to the
 same ``Task`` (``topic_tasks``), whichever file introduced it.
 """
 
@@ -72,6 +72,29 @@ _UNCLEAR = (
     "SurveyLens output released as {name}.json; the release does not say whether it is the vanilla model or "
     "its Deep Research agent."
 )
+
+
+# Words that say nothing about a topic: an outline title sharing only these is off-topic.
+_GENERIC = set(
+    "a an the of in on for and to with from by at as its their into between via toward towards about "
+    "survey surveys comprehensive review reviews literature paper overview systematic research study studies "
+    "advances recent current state perspective perspectives approach approaches science sciences".split()
+) | {word for _, (name, _) in DISCIPLINES.items() for word in name.lower().split()}
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _GENERIC and len(w) > 1}
+
+
+def shares_topic_word(topic: str, title: str) -> bool:
+    """Whether an outline title shares a content word with its topic (prefix match of 4+ letters,
+    so ``nano`` meets ``nanotechnology`` and ``organoid`` meets ``organoids``)."""
+    title_words = _content_words(title)
+    for t in _content_words(topic):
+        for w in title_words:
+            if t == w or (min(len(t), len(w)) >= 4 and (t.startswith(w) or w.startswith(t))):
+                return True
+    return False
 
 
 def _system_spec(name: str) -> SystemSpec:

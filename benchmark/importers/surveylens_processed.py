@@ -34,7 +34,7 @@ from .surveylens import (
     topic_key,
     topic_store,
 )
-from .surveylens_annotations import _content_words
+from .surveylens import _content_words
 
 HUMAN = "human"
 _STAMP = re.compile(r"_\d{8}_\d{6}$")

@@ -1,5 +1,4 @@
 from .base import Origin, Proposable, ReviewStatus, Revision, SETTLED_STATUSES, TimeStamped
-from .exports import ExportJob
 from .imports import ImportJob
 from .reports import Report, System, SystemAlias, system_key
 from .surveys import BibEntry, Discipline, Survey, SurveyCitation
@@ -19,7 +18,7 @@ from .tasksets import TaskSet
 PROPOSABLE_MODELS = (TaskPrompt, ConstraintQuestion, ChecklistGroup, ChecklistItem, GoldReference, Nugget, RubricCriterion)
 
 __all__ = [
-    "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "ExportJob", "GoldReference",
+    "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "GoldReference",
     "ImportJob", "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus", "Revision",
     "RubricCriterion", "SETTLED_STATUSES", "Survey", "SurveyCitation", "System", "SystemAlias", "Task", "TaskPrompt",
     "TaskSet", "TimeStamped", "system_key",

@@ -1,17 +1,8 @@
 """Abstract bases shared by every curated model."""
 
-from django.conf import settings
-from django.contrib.contenttypes.fields import GenericForeignKey
-from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
-
-class TimeStamped(models.Model):
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        abstract = True
+from core.models import AuditLog, TimeStamped
 
 
 class Origin(models.TextChoices):
@@ -52,24 +43,10 @@ class Proposable(TimeStamped):
     tracked_fields: tuple[str, ...] = ()
 
 
-class Revision(models.Model):
-    """One change to a proposable item: who, when, what, before, after."""
-
-    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
-    object_id = models.PositiveBigIntegerField()
-    target = GenericForeignKey("content_type", "object_id")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    actor_label = models.CharField(max_length=200, blank=True, help_text="set when no user acted (import, model)")
-    action = models.CharField(max_length=30)
-    before = models.JSONField(null=True, blank=True)
-    after = models.JSONField(null=True, blank=True)
-    note = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+class Revision(AuditLog):
+    """The audit trail under the name benchmark's native importer builds and reads it by
+    (``benchmark/importers/native.py``, being split by another change): the same rows as
+    ``core.AuditLog``. New code writes through ``core.audit.audit_log_record``."""
 
     class Meta:
-        indexes = [models.Index(fields=["content_type", "object_id", "created_at"])]
-        ordering = ["created_at", "id"]
-
-    def __str__(self) -> str:
-        who = self.actor or self.actor_label or "system"
-        return f"{self.action} {self.content_type.model}#{self.object_id} by {who}"
+        proxy = True

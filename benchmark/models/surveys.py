@@ -12,6 +12,11 @@ class Discipline(TimeStamped):
     taxonomy = models.CharField(max_length=30, help_text="surveylens, reportbench, arxiv, ...")
     code = models.CharField(max_length=50)
     name = models.CharField(max_length=200)
+    # Declared here, not on the profile, so that core depends on no app; the table is the one
+    # the profile's field made (same columns), so no row moved.
+    annotators = models.ManyToManyField(
+        "core.AnnotatorProfile", blank=True, related_name="disciplines", db_table="annotation_annotatorprofile_disciplines"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["taxonomy", "code"], name="discipline_unique_code")]

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from django.utils import timezone
 
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 from ..models import BibEntry
 

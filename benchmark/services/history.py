@@ -1,14 +1,15 @@
-"""Changes to curated items, each with its revision row in the same transaction."""
+"""Changes to curated items, each with its audit row (``core.audit``) in the same transaction."""
 
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
 from django.db.models import Q
 
-from ..models import Proposable, ReviewStatus, Revision
+from core.audit import audit_log_record
+
+from ..models import Proposable, ReviewStatus
 
 
 class StaleEditError(Exception):
@@ -36,28 +37,6 @@ def _jsonable(value: Any) -> Any:
 def snapshot(obj: Proposable) -> dict[str, Any]:
     """The tracked fields of an item, as stored in a revision's before/after."""
     return {name: _jsonable(getattr(obj, name)) for name in obj.tracked_fields}
-
-
-def revision_record(
-    *,
-    obj: models.Model,
-    action: str,
-    actor=None,
-    actor_label: str = "",
-    before: dict | None = None,
-    after: dict | None = None,
-    note: str = "",
-) -> Revision:
-    return Revision.objects.create(
-        content_type=ContentType.objects.get_for_model(obj, for_concrete_model=False),
-        object_id=obj.pk,
-        actor=actor,
-        actor_label=actor_label,
-        action=action,
-        before=before,
-        after=after,
-        note=note,
-    )
 
 
 def _tied_fields(obj: models.Model, changed: set[str]) -> set[str]:
@@ -112,8 +91,8 @@ def proposable_update(
     current.full_clean(exclude=[f.name for f in current._meta.concrete_fields if f.name not in checked])
     current.version += 1
     current.save(update_fields=[*changes, "version", *(["updated_at"] if hasattr(current, "updated_at") else [])])
-    current.latest_revision = revision_record(
-        obj=current, action=action, actor=actor, actor_label=actor_label, before=before, after=snapshot(current), note=note
+    current.latest_revision = audit_log_record(
+        target=current, action=action, actor=actor, actor_label=actor_label, before=before, after=snapshot(current), note=note
     )
     return current
 

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from annotation.selectors import is_global_curator
+from core.accounts import is_global_curator
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, run_import

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from core.audit import audit_log_record
+
 from ..importers.base import ImportFailed
 from ..models import Survey
-from .history import revision_record
 
 TEXT_FIELDS = ("abstract", "outline", "content", "full_text")
 _HEADING = re.compile(r"^(#{1,6})(?:\s+(.*?))?\s*#*\s*$")
@@ -100,6 +101,6 @@ def survey_text_set(*, survey: Survey, text: SurveyText, actor=None, actor_label
         setattr(locked, name, value)
         setattr(survey, name, value)
     locked.save(update_fields=[*TEXT_FIELDS, "updated_at"])
-    revision_record(obj=locked, action="survey_text", actor=actor if getattr(actor, "is_authenticated", False)
-                    else None, actor_label=actor_label, before=before, after=after, note=note)
+    audit_log_record(target=locked, action="survey_text", actor=actor if getattr(actor, "is_authenticated", False)
+                     else None, actor_label=actor_label, before=before, after=after, note=note)
     return True

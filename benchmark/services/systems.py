@@ -8,8 +8,9 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
+from core.audit import audit_log_record
+
 from ..models import System, SystemAlias, system_key
-from .history import revision_record
 
 
 def _state(alias: SystemAlias) -> dict:
@@ -30,6 +31,18 @@ def system_alias_validate(*, alias: str, canonical: str) -> tuple[str, str]:
 
 
 @transaction.atomic
+def system_create(*, name: str, version: str = "", base_model: str = "", workflow: str = System.Workflow.OTHER,
+                  description: str = "", actor=None) -> System:
+    """A new system (the API's ``POST /api/systems/``), with its audit row."""
+    system = System(name=name, version=version, base_model=base_model, workflow=workflow, description=description)
+    system.full_clean()
+    system.save()
+    audit_log_record(target=system, action="system:create", actor=actor, after={
+        "name": system.name, "version": system.version, "base_model": system.base_model, "workflow": system.workflow})
+    return system
+
+
+@transaction.atomic
 def system_alias_set(*, alias: str, canonical: str, note: str = "", actor=None, actor_label: str = "") -> SystemAlias:
     """Create or change the alias (matched up to case and separators), with its revision row."""
     alias, canonical = system_alias_validate(alias=alias, canonical=canonical)
@@ -41,14 +54,14 @@ def system_alias_set(*, alias: str, canonical: str, note: str = "", actor=None, 
     if before == _state(row):
         return row
     row.save()
-    revision_record(obj=row, action="alias:set", actor=actor, actor_label=actor_label, before=before, after=_state(row))
+    audit_log_record(target=row, action="alias:set", actor=actor, actor_label=actor_label, before=before, after=_state(row))
     return row
 
 
 @transaction.atomic
 def system_alias_delete(*, alias: SystemAlias, actor=None, actor_label: str = "") -> None:
-    revision_record(obj=alias, action="alias:delete", actor=actor, actor_label=actor_label, before=_state(alias),
-                    after=None)
+    audit_log_record(target=alias, action="alias:delete", actor=actor, actor_label=actor_label, before=_state(alias),
+                     after=None)
     alias.delete()
 
 
@@ -63,8 +76,8 @@ def system_display_name_set(*, system: System, display_name: str, actor=None, ac
     before = {"display_name": row.display_name}
     row.display_name = system.display_name = display_name
     row.save(update_fields=["display_name", "updated_at"])
-    revision_record(obj=row, action="system:display_name", actor=actor, actor_label=actor_label, before=before,
-                    after={"display_name": display_name})
+    audit_log_record(target=row, action="system:display_name", actor=actor, actor_label=actor_label, before=before,
+                     after={"display_name": display_name})
     return True
 
 

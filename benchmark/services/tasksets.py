@@ -23,9 +23,10 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from core.audit import audit_log_record
+
 from ..exporters.native import export_tasks_jsonl, task_lines
 from ..models import Task, TaskSet
-from .history import revision_record
 
 
 class TaskSetError(Exception):
@@ -63,7 +64,7 @@ def taskset_create(*, name: str, description: str = "", tasks: Iterable[Task], a
         raise TaskSetError(f"name: a task set named {name!r} already exists; make a new version of it instead")
     task_set = TaskSet.objects.create(name=name, version=1, description=description)
     task_set.tasks.set(list(tasks))
-    revision_record(obj=task_set, action="taskset:create", actor=actor, after=_state(task_set))
+    audit_log_record(target=task_set, action="taskset:create", actor=actor, after=_state(task_set))
     return task_set
 
 
@@ -83,7 +84,7 @@ def taskset_update(
         task_set.tasks.set(list(tasks))
     after = _state(task_set)
     if after != before:
-        revision_record(obj=task_set, action="taskset:update", actor=actor, before=before, after=after)
+        audit_log_record(target=task_set, action="taskset:update", actor=actor, before=before, after=after)
     return task_set
 
 
@@ -107,8 +108,8 @@ def taskset_freeze(*, task_set: TaskSet, actor=None, allow_uncurated: bool = Fal
     task_set.frozen_at = timezone.now()
     task_set.frozen_by = actor
     task_set.save(update_fields=["snapshot", "content_hash", "frozen_at", "frozen_by", "updated_at"])
-    revision_record(
-        obj=task_set, action="taskset:freeze", actor=actor,
+    audit_log_record(
+        target=task_set, action="taskset:freeze", actor=actor,
         after={"content_hash": task_set.content_hash, "tasks": _keys(tasks), "allow_uncurated": allow_uncurated},
     )
     return task_set
@@ -128,8 +129,8 @@ def taskset_new_version(*, task_set: TaskSet, actor=None) -> TaskSet:
         name=task_set.name, version=latest + 1, description=task_set.description, previous=task_set
     )
     successor.tasks.set(task_set.tasks.all())
-    revision_record(obj=successor, action="taskset:new_version", actor=actor,
-                    before={"previous": str(task_set)}, after=_state(successor))
+    audit_log_record(target=successor, action="taskset:new_version", actor=actor,
+                     before={"previous": str(task_set)}, after=_state(successor))
     return successor
 
 

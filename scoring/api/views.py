@@ -1,12 +1,12 @@
 """Judges, evaluation runs and their results. Curators create and steer runs; everyone signed in
-reads them. Verdicts are filtered by the blind rule of agreement projects (``visible_verdicts``)."""
+reads them. Verdicts are filtered by the blind rule of agreement projects (``annotation.api.visibility.visible_verdicts``, reached through ``core.blind``)."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from annotation.api.visibility import visible_verdicts
+from core.blind import blind_restrict
 from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
 from benchmark.models import Protocol, System, Task, TaskSet
 
@@ -218,7 +218,7 @@ class VerdictListApi(ListApi):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
-        verdicts = visible_verdicts(user=self.request.user).order_by("pk")
+        verdicts = blind_restrict("verdict", Verdict.objects.all(), self.request.user).order_by("pk")
         run_id = self.request.query_params.get("run")
         if run_id not in (None, ""):
             run = EvaluationRun.objects.select_related("judge_config").filter(

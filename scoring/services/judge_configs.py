@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.forms.models import model_to_dict
 
-from benchmark.services.history import revision_record
+from core.audit import audit_log_record
 
 from ..judges.endpoints import endpoint_check, redact
 from ..models import JudgeConfig, Verdict
@@ -77,7 +77,7 @@ def judge_config_create(*, actor, **fields) -> JudgeConfig:
     config = JudgeConfig(backend=fields.get("backend", ""))
     _apply(config, fields)
     config.save()
-    revision_record(obj=config, action="judge_config:create", actor=actor, after=_state(config))
+    audit_log_record(target=config, action="judge_config:create", actor=actor, after=_state(config))
     return config
 
 
@@ -95,9 +95,9 @@ def judge_config_update(*, config: JudgeConfig, actor, **fields) -> JudgeConfig:
     config.save()
     after = _state(config)
     if after != before:
-        revision_record(obj=config, action="judge_config:update", actor=actor,
-                        before={k: before[k] for k in before if before[k] != after[k]},
-                        after={k: after[k] for k in after if before[k] != after[k]})
+        audit_log_record(target=config, action="judge_config:update", actor=actor,
+                         before={k: before[k] for k in before if before[k] != after[k]},
+                         after={k: after[k] for k in after if before[k] != after[k]})
     return config
 
 

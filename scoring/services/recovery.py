@@ -1,4 +1,5 @@
-"""Re-queue proposal batches, export and import jobs that a dead Celery worker left running (and, when
+"""Re-queue the jobs of every registered kind (``core.jobs``: proposal batches, export and import
+jobs) that a dead Celery worker left running (and, when
 a worker was lost, enqueue the waiting ones again).
 
 Evaluation jobs are recovered by ``scoring.services.runs.jobs_recover`` (advisory locks). A
@@ -15,9 +16,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from benchmark.models import ExportJob, ImportJob
+from core.jobs import job_kinds
 
-from ..models import ProposalBatch
 from ..workers import live_workers
 
 logger = logging.getLogger(__name__)
@@ -29,17 +29,10 @@ def work_of_dead_workers_requeue(*, lost: list[str] = ()) -> dict[str, int]:
     same name is alive now; the queued batches and exports are then enqueued again as well, as
     a lost worker may have taken their messages (each is claimed only from queued, so a second
     message runs nothing)."""
-    from benchmark.tasks import run_export, run_import_job
-
-    from ..tasks import propose_batch
-
     alive = [w.hostname for w in live_workers() if w.hostname not in lost]
     requeued = {}
-    for model, running, queued, task in (
-        (ProposalBatch, ProposalBatch.Status.RUNNING, ProposalBatch.Status.PENDING, propose_batch),
-        (ExportJob, ExportJob.Status.RUNNING, ExportJob.Status.QUEUED, run_export),
-        (ImportJob, ImportJob.Status.RUNNING, ImportJob.Status.QUEUED, run_import_job),
-    ):
+    for kind in job_kinds():  # proposal batches, export and import jobs (``core.jobs``)
+        model, running, queued, task = kind.model, kind.running, kind.queued, kind.task
         with transaction.atomic():
             orphans = list(
                 model.objects.select_for_update(skip_locked=True)

@@ -34,10 +34,9 @@ for a marked run, and for every running run when a worker starts or is found los
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from django.core.exceptions import ImproperlyConfigured, ValidationError
@@ -46,14 +45,16 @@ from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
-from annotation.services.webhooks import webhooks_fire_run_finished
 from benchmark.models import Report, System, Task, TaskSet
-from scoring.broker import broker_address
+from core.broker import BrokerUnavailable, broker_address
 from scoring.judges.endpoints import redact
 from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
 from scoring.selectors import run_failure_account
+from scoring.signals import run_finished
+
+from .run_job_locks import job_lock, orphaned_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -63,20 +64,10 @@ ACTIVE_JOB_STATUSES = (Job.PENDING, Job.RUNNING)
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 # What a publish raises when the broker is down or does not answer within BROKER_TIMEOUT.
 BROKER_ERRORS = (BrokerOperationalError, OSError)
-# Advisory lock keys are one bigint: this namespace plus the job id (ids below 2**40).
-_LOCK_NAMESPACE = 0x5E5 << 40
 
 
 class JudgeUnavailable(RuntimeError):
     """The judge backends are not installed (``scoring.judges.judge_for`` is missing)."""
-
-
-class BrokerUnavailable(RuntimeError):
-    """The jobs are stored, but their messages could not be sent; recovery sends them later."""
-
-    def __init__(self, message: str, *, run_ids: Sequence[int]) -> None:
-        super().__init__(message)
-        self.run_ids = list(run_ids)
 
 
 # --- creating and steering runs ----------------------------------------------------------
@@ -148,6 +139,13 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     return run
 
 
+@transaction.atomic
+def run_launch(*, actor=None, **arguments) -> EvaluationRun:
+    """``run_create`` then ``run_start`` in one transaction: a run that cannot start is not kept
+    half-made. ``BrokerUnavailable`` still means committed (the run starts once the broker answers)."""
+    return run_start(run=run_create(**arguments, actor=actor))
+
+
 def _deadline(run: EvaluationRun):
     """When the judge calls of a run (re)started now must end: the configuration's
     ``run_deadline_seconds`` option from now, or None (no run deadline)."""
@@ -187,7 +185,7 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     retry = set(run.jobs.filter(status__in=[Job.PENDING, Job.FAILED, Job.CANCELLED]).values_list("pk", flat=True))
     incomplete = run.score_cards.filter(report__isnull=False, items_failed__gt=0).values("report_id")
     retry |= set(run.jobs.filter(status=Job.DONE, report_id__in=incomplete).values_list("pk", flat=True))
-    retry |= _orphaned_jobs(run.jobs.filter(status=Job.RUNNING))
+    retry |= orphaned_jobs(run.jobs.filter(status=Job.RUNNING))
     now = timezone.now()
     RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", worker="", finished_at=None,
                                                updated_at=now)
@@ -215,7 +213,7 @@ def jobs_recover(*, redeliver_pending: bool = False, lost: Sequence[str] = ()) -
     finalized = 0
     with transaction.atomic():
         running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
-        requeued = sorted(_orphaned_jobs(running, lost=lost))
+        requeued = sorted(orphaned_jobs(running, lost=lost))
         now = timezone.now()
         RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, worker="", updated_at=now)
         runs = EvaluationRun.objects.filter(status=Run.RUNNING)
@@ -255,7 +253,7 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
     is the Celery worker's hostname, recorded on the job for recovery (empty in a command).
     Transient database errors put the job back to pending and propagate, so the Celery
     task retries it."""
-    with _job_lock(job_id) as acquired:
+    with job_lock(job_id) as acquired:
         if not acquired:
             return "busy"
         outcome = _job_claim(job_id, orphan_claimable=connection.vendor == "postgresql", worker=worker)
@@ -335,7 +333,7 @@ def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> E
         logger.exception("scoring halted run %s failed", run.pk)
     run.status, run.error, run.finished_at = Run.FAILED, f"stopped: {reason}", now
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
-    webhooks_fire_run_finished(run=run)
+    run_finished.send(sender=EvaluationRun, run=run)
     return run
 
 
@@ -347,52 +345,6 @@ def _judge_for(config: JudgeConfig):
             "the judge backends are not installed: scoring.judges.judge_for is missing"
         ) from exc
     return judge_for(config)
-
-
-@contextlib.contextmanager
-def _job_lock(job_id: int) -> Iterator[bool]:
-    """Hold the job's session advisory lock while executing it (PostgreSQL; elsewhere always granted)."""
-    if connection.vendor != "postgresql":
-        yield True
-        return
-    key = _LOCK_NAMESPACE + int(job_id)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        acquired = bool(cursor.fetchone()[0])
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-            except DatabaseError:  # the connection is gone, and with it the lock
-                logger.warning("could not release the lock of job %s; the connection was lost", job_id)
-
-
-def _orphaned_jobs(running_jobs, *, lost: Sequence[str] | None = None) -> set[int]:
-    """Of these running jobs, those no live worker executes. On PostgreSQL: those whose advisory
-    lock is free, taken with a transaction lock so no worker claims them until the caller commits.
-    Elsewhere, for recovery (``lost`` given): those claimed by a worker that is lost or has no
-    live heartbeat (a command's jobs, with no worker, are left alone); for an explicit resume
-    (``lost`` None): all of them (see the module doc)."""
-    if connection.vendor != "postgresql":
-        if lost is None:
-            return set(running_jobs.values_list("pk", flat=True))
-        from scoring.workers import live_workers  # scoring.workers imports this module
-
-        alive = {w.hostname for w in live_workers()} - set(lost)
-        return set(running_jobs.exclude(worker="").exclude(worker__in=alive).values_list("pk", flat=True))
-    ids = list(running_jobs.values_list("pk", flat=True))
-    if not ids:
-        return set()
-    orphans = set()
-    with connection.cursor() as cursor:
-        for job_id in ids:
-            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_LOCK_NAMESPACE + job_id])
-            if cursor.fetchone()[0]:
-                orphans.add(job_id)
-    return orphans
 
 
 def _job_claim(job_id: int, *, orphan_claimable: bool, worker: str = "") -> str:
@@ -504,7 +456,7 @@ def run_finalize(*, run: EvaluationRun) -> EvaluationRun:
         run.error = redact(run_failure_account(run=run, total=total, failed=failed, items_failed=items_failed))
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
-    webhooks_fire_run_finished(run=run)
+    run_finished.send(sender=EvaluationRun, run=run)
     return run
 
 

@@ -9,12 +9,13 @@ import zipfile
 import pytest
 
 from annotation.exporters import LABEL_COLUMNS, annotation_export_scope, csv_value
-from annotation.models import AnnotationItem, AnnotationProject, AuditEvent, GoldLabel, Label
+from core.models import AuditLog
+from annotation.models import AnnotationItem, AnnotationProject, GoldLabel, Label
 from annotation.services.projects import membership_remove
 from annotation.services.review import item_adjudicate
-from benchmark.models import ExportJob
-from benchmark.services.exports import annotations_bundle_write, export_file, export_get, export_request
-from benchmark.tasks import run_export
+from annotation.models import ExportJob
+from annotation.services.exports import annotations_bundle_write, export_file, export_get, export_request
+from annotation.tasks import run_export
 from tests.annotation_factories import annotator, checklist_task, curator, label_all, verify_project
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +73,7 @@ def test_a_curator_gets_every_label_gold_label_and_audit_row_as_csv(world):
     assert [(int(g["item_id"]), json.loads(g["value"])["decision"], g["note"], g["decided_by"]) for g in gold] == [
         (world["first"].pk, "accept", "'-1 vote was wrong", "owner")]
     audit = csv_rows(files["audit_events.csv"])
-    events = AuditEvent.objects.filter(project=project).order_by("at", "pk")
+    events = AuditLog.objects.filter(project_id=project.pk).order_by("created_at", "pk")
     assert [int(a["event_id"]) for a in audit] == [e.pk for e in events] and len(audit) >= 5
     assert {a["action"] for a in audit} >= {"label.submit", "item.adjudicate"}
     assert manifest["counts"] == {"labels": 3, "gold_labels": 1, "audit_events": events.count()}
@@ -97,7 +98,7 @@ def test_jsonl_rows_equal_the_stored_rows(world):
     ]
     assert {p["name"] for p in manifest["projects"]} == {world["project"].name, "other project"}
     assert len(files["gold_labels.jsonl"].splitlines()) == GoldLabel.objects.count() == 1
-    assert len(files["audit_events.jsonl"].splitlines()) == AuditEvent.objects.filter(project__isnull=False).count()
+    assert len(files["audit_events.jsonl"].splitlines()) == AuditLog.objects.filter(project_id__isnull=False).count()
 
 
 def test_an_annotator_gets_what_blind_mode_shows_them_and_no_audit_trail(world):
@@ -123,7 +124,7 @@ def test_outsiders_and_all_projects_are_refused(world):
 
 def test_an_annotators_job_runs_and_the_file_is_theirs_while_they_are_members(world, monkeypatch,
                                                                              django_capture_on_commit_callbacks):
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda job_id: run_export(job_id))
+    monkeypatch.setattr("annotation.tasks.run_export.delay", lambda job_id: run_export(job_id))
     with django_capture_on_commit_callbacks(execute=True):
         job = export_request(user=world["ann1"], kind="annotations",
                              parameters={"project": world["project"].pk, "format": "csv"})

@@ -4,7 +4,8 @@ import pytest
 from django.utils import timezone
 
 from annotation.assignment import assignment_release, assignment_skip, claim_next_item, skips_revisit
-from annotation.models import Assignment, AuditEvent
+from core.models import AuditLog
+from annotation.models import Assignment
 from annotation.services.errors import ClaimLostError, ProjectNotOpenError
 from annotation.services.labels import label_submit
 from annotation.services.projects import project_set_status
@@ -51,7 +52,7 @@ def test_asking_again_returns_the_held_claim(owner, alice):
     again = claim_next_item(project=project, user=alice)
     assert again.pk == claim.pk
     assert Assignment.objects.filter(user=alice).count() == 1
-    assert AuditEvent.objects.filter(action="assignment.claim").count() == 1
+    assert AuditLog.objects.filter(action="assignment.claim").count() == 1
 
 
 def test_expired_claims_are_reclaimed_by_others(owner, alice, bob):
@@ -97,7 +98,7 @@ def test_skipped_items_are_never_offered_again(owner, alice, bob):
     assert claim_next_item(project=project, user=alice) is None
     # The skipped item is free for others.
     assert claim_next_item(project=project, user=bob).item == claim.item
-    assert AuditEvent.objects.filter(action="assignment.skip", actor=alice).count() == 1
+    assert AuditLog.objects.filter(action="assignment.skip", actor=alice).count() == 1
 
 
 def test_skipped_items_come_back_when_revisited(owner, alice, client):
@@ -114,7 +115,7 @@ def test_skipped_items_come_back_when_revisited(owner, alice, client):
     assert "Revisit the 1 item you skipped" in done
     assert client.post(reverse("annotation:revisit_skipped", args=[project.pk])).status_code == 302
     assert claim_next_item(project=project, user=alice).item == first.item
-    event = AuditEvent.objects.get(action="assignment.revisit_skipped")
+    event = AuditLog.objects.get(action="assignment.revisit_skipped")
     assert (event.actor, event.before) == (alice, {"skipped_items": [first.item_id]})
     assert skips_revisit(project=project, user=alice) == 0  # nothing skipped any more
 

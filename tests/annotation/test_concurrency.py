@@ -10,7 +10,8 @@ from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from annotation.assignment import claim_next_item, claim_next_items
-from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
+from core.models import AuditLog
+from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference
 from annotation.services.errors import ClaimLostError
 from annotation.services.labels import Submission, label_submit, label_submit_many
 from tests.annotation_factories import annotator, curator, pairwise_project
@@ -127,6 +128,6 @@ def test_twenty_annotators_at_once_never_exceed_the_overlap(work_on):
         assert item.labels_done == per_item.get(item.pk, 0) == K
         assert item.status == "complete"
     assert PairwisePreference.objects.filter(project=project).count() == 30 * K
-    assert AuditEvent.objects.filter(action="label.submit").count() == 30 * K
+    assert AuditLog.objects.filter(action="label.submit").count() == 30 * K
     assert not Assignment.objects.filter(status=Assignment.Status.ACTIVE).exists()
     assert len({user_id for user_id in Label.objects.values_list("annotator", flat=True)}) > 1

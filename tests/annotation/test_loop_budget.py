@@ -15,7 +15,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from annotation.models import AnnotationItem, AuditEvent, Label
+from core.models import AuditLog
+from annotation.models import AnnotationItem, Label
 from tests.annotation_factories import checklist_task, label_all, pairwise_project, verify_project
 
 ACCEPT = {"decision": "accept", "reason": "", "note": "", "edits": {}}
@@ -71,7 +72,7 @@ def test_label_and_next_in_one_request_stays_within_the_budget(owner, alice, bob
         assert answer["item"]["revealed"] is (not project.blind)
         if project.blind:  # nothing hidden rides along with the next item
             assert answer["item"]["other_labels"] is None and answer["item"]["judge"] is None
-    assert AuditEvent.objects.filter(action="label.submit", actor=alice).count() == 3
+    assert AuditLog.objects.filter(action="label.submit", actor=alice).count() == 3
 
 
 @pytest.mark.parametrize("kind", list(PROJECTS))
@@ -89,8 +90,8 @@ def test_a_batch_of_ten_stays_within_the_budget_per_item(owner, alice, bob, kind
     assert (len(claiming) + len(submitting)) / 10 <= BATCH_OF_10_MAX_QUERIES_PER_ITEM[kind], (
         len(claiming), len(submitting))
     assert sorted(Label.objects.filter(annotator=alice).values_list("item", flat=True)) == sorted(items)
-    assert AuditEvent.objects.filter(action="label.submit", actor=alice).count() == 10
-    assert AuditEvent.objects.filter(action="assignment.claim", actor=alice).count() == 10
+    assert AuditLog.objects.filter(action="label.submit", actor=alice).count() == 10
+    assert AuditLog.objects.filter(action="assignment.claim", actor=alice).count() == 10
 
 
 @pytest.mark.skipif(os.environ.get("DATABASE_URL", "").startswith("sqlite"), reason="this is the SQLite run")

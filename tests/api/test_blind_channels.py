@@ -20,7 +20,7 @@ from annotation.models import AnnotationItem, Label, Role
 from annotation.selectors import item_target
 from annotation.services.projects import membership_add
 from benchmark.models import Report, System
-from benchmark.services.exports import annotations_bundle_write
+from annotation.services.exports import annotations_bundle_write
 from scoring.models import EvaluationRun, ScoreCard, Verdict
 from tests.annotation_factories import (
     JudgeConfigFactory,
@@ -128,7 +128,7 @@ def channels(s: Study) -> dict[str, tuple[int, str]]:
         "dashboard human ranking": (html, reverse("dashboards:human")),
         "dashboard agreement": (html, reverse("dashboards:agreement")),
         "runs page": (html, reverse("runs:list")),
-        "export list page": (html, reverse("benchmark:export_list")),
+        "export list page": (html, reverse("exports:export_list")),
     }
     if s.task_id:
         gets["task page"] = (html, reverse("benchmark:task_detail", kwargs={"task_id": s.task_id}))

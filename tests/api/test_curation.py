@@ -6,7 +6,9 @@ change; each refusal leaves the stored rows as they were.
 
 from django.urls import reverse
 
-from annotation.models import AnnotationItem, AnnotationProject, AuditEvent, ProjectMembership
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, AnnotationProject, ProjectMembership
 from benchmark.models import Revision, TaskSet
 from tests.annotation_factories import checklist_task
 from tests.api.conftest import client_for
@@ -37,7 +39,7 @@ def test_curator_creates_a_verify_project_from_task_ids(world):
     targets = set(AnnotationItem.objects.filter(project=project).values_list("target_id", flat=True))
     assert targets == {item.pk for item in checklist_items}
     assert ProjectMembership.objects.get(project=project).user == world.users["curator"]
-    event = AuditEvent.objects.get(action="project.create", target_id=project.pk)
+    event = AuditLog.objects.get(action="project.create", object_id=project.pk)
     assert event.actor == world.users["curator"] and event.after["items"] == 3
 
 
@@ -93,7 +95,7 @@ def test_curator_renames_and_closes_a_project(world):
     assert (response.json()["name"], response.json()["status"]) == ("Project A (closed)", "closed")
     world.project_a.refresh_from_db()
     assert world.project_a.hold_duration.total_seconds() == 120
-    event = AuditEvent.objects.get(action="project.update", target_id=world.project_a.pk)
+    event = AuditLog.objects.get(action="project.update", object_id=world.project_a.pk)
     assert event.before["status"] == "open" and event.after["status"] == "closed"
 
 
@@ -112,7 +114,7 @@ def test_project_edit_refuses_members_who_are_not_curators_outsiders_and_unsafe_
     assert taken.status_code == 400 and "already exists" in taken.json()["name"][0]
     world.project_a.refresh_from_db()
     assert (world.project_a.name, world.project_a.overlap, world.project_a.status) == ("Project A", 2, "open")
-    assert not AuditEvent.objects.filter(action="project.update").exists()
+    assert not AuditLog.objects.filter(action="project.update").exists()
 
 
 # --- /api/projects/<id>/members/ ----------------------------------------------------------------
@@ -131,13 +133,13 @@ def test_curator_adds_lists_and_removes_a_member(world):
     assert [(row["username"], row["role"]) for row in listed] == [
         ("ann_a", "annotator"), ("ann_b", "annotator"), ("curator", "curator"), ("viewer", "viewer")
     ]
-    assert AuditEvent.objects.filter(action="membership.set", project=world.project_a, target_id=world.users["ann_b"].pk).count() == 1
+    assert AuditLog.objects.filter(action="membership.set", project_id=world.project_a.pk, object_id=world.users["ann_b"].pk).count() == 1
     removed = curator.delete(reverse("api:project-member-detail", kwargs={"pk": world.project_a.pk,
                                                                          "username": "ann_b"}))
     assert removed.status_code == 204
     assert not ProjectMembership.objects.filter(project=world.project_a, user=world.users["ann_b"]).exists()
-    assert AuditEvent.objects.filter(action="membership.remove", project=world.project_a,
-                                     target_id=world.users["ann_b"].pk).count() == 1
+    assert AuditLog.objects.filter(action="membership.remove", project_id=world.project_a.pk,
+                                   object_id=world.users["ann_b"].pk).count() == 1
 
 
 def test_membership_refuses_non_curators_outsiders_and_bad_fields(world):

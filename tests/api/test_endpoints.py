@@ -10,7 +10,7 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from benchmark.api import views as benchmark_api
+from benchmark.services import uploads as benchmark_uploads
 from benchmark.models import ChecklistItem, Report, Revision
 from tests.api.conftest import client_for
 
@@ -89,7 +89,7 @@ def test_report_upload_json_single_batch_and_files(world):
 def test_bad_uploads_are_refused_naming_the_problem_and_change_nothing(world, settings, monkeypatch):
     curator = client_for(world.users["curator"])
     before = list(Report.objects.values_list("pk", "content_hash"))
-    monkeypatch.setattr(benchmark_api, "REPORT_MAX_BYTES", 1000)
+    monkeypatch.setattr(benchmark_uploads, "REPORT_MAX_BYTES", 1000)
     big = io.BytesIO(b"x" * 2000)
     big.name = f"{world.task.key}.md"
     system, protocol = world.report.system_id, world.task.protocol

@@ -5,7 +5,8 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
-from annotation.models import Assignment, AuditEvent, Label
+from core.models import AuditLog
+from annotation.models import Assignment, Label
 from tests.annotation_factories import agreement_project, annotator, curator
 
 
@@ -51,7 +52,7 @@ def test_each_answer_is_accepted_or_refused_on_its_own(blind):
     assert "each form needs its own token" in results[4]["error"]["client_token"][0]
     assert set(results[6]["error"]) == {"value", "client_token"}
     assert list(Label.objects.filter(annotator=alice).values_list("item", flat=True)) == [first]
-    assert AuditEvent.objects.filter(action="label.submit").count() == 1
+    assert AuditLog.objects.filter(action="label.submit").count() == 1
     held = set(Assignment.objects.filter(user=alice, status="active").values_list("item", flat=True))
     assert held == {second, third}  # refused answers keep their claims
 

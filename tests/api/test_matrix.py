@@ -36,8 +36,8 @@ OWN_EXPORT = (403, 404, 404, 404, 200, 200)
 def _export(w):
     """A finished annotation export of project A, asked for by the curator (built once per world)."""
     if "export" not in w.objs:
-        from benchmark.models import ExportJob
-        from benchmark.services.exports import export_execute, exports_dir
+        from annotation.models import ExportJob
+        from annotation.services.exports import export_execute, exports_dir
 
         job = ExportJob.objects.create(kind="annotations", parameters={"project": w.project_a.pk, "format": "jsonl"},
                                        requested_by=w.users["curator"], filename="matrix.zip")
@@ -50,7 +50,7 @@ def _export(w):
 
 def _fresh_export(w):
     """A finished export of its own for a deletion cell (the shared one stays for the others)."""
-    from benchmark.models import ExportJob
+    from annotation.models import ExportJob
 
     job = ExportJob.objects.create(kind="annotations", parameters={"project": w.project_a.pk, "format": "jsonl"},
                                    requested_by=w.users["curator"], filename="matrix-delete.zip")
@@ -187,16 +187,16 @@ PAGES = {
     "benchmark:taskset_new_version": [("get", lambda w: {"task_set_id": w.task_set.pk}, (405,) * 6),
                                       ("post", lambda w: {"task_set_id": w.task_set.pk},
                                        (302, 403, 403, 403, 302, 302))],
-    "benchmark:export_list": [("get", None, PAGE)],
+    "exports:export_list": [("get", None, PAGE)],
     # Curators only; an empty form is refused with 400 and queues nothing.
     "benchmark:import_new": [("get", None, (302, 403, 403, 403, 200, 200)),
                              ("post", None, (302, 403, 403, 403, 400, 400))],
     "benchmark:import_detail": [("get", _import, (302, 403, 403, 403, 200, 404))],  # the curator's own job
-    "benchmark:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
-    "benchmark:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
-    "benchmark:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
-    "benchmark:export_delete": [("get", lambda w: {"job_id": _export(w)["pk"]}, (405,) * 6)],  # POST only: test_exports.py
-    "benchmark:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
+    "exports:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
+    "exports:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
+    "exports:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
+    "exports:export_delete": [("get", lambda w: {"job_id": _export(w)["pk"]}, (405,) * 6)],  # POST only: test_exports.py
+    "proposals:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
     "annotation:project_list": [("get", None, PAGE)],
     # Curators only; an empty form is refused with 400 and creates nothing.
     "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],

@@ -11,7 +11,9 @@ import pytest
 from django.db import connection
 from django.db.models import Count
 
-from annotation.models import AnnotationItem, AnnotationProject, Assignment, AuditEvent, Label
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, AnnotationProject, Assignment, Label
 from bench import seed_web
 from bench.web_bench import BATCH, MODES, WebLoad, _db, figures_of, measure, server_environment
 
@@ -88,7 +90,7 @@ def test_web_bench_on_the_postgresql_test_database(tmp_path):
     assert max(row["people"] for row in per_item) == project.overlap
     assert not [i for i in items.annotate(n=Count("labels")) if i.n != i.labels_done]
     # the seed wrote what the services write: a submitted claim and two audit rows per label
-    assert AuditEvent.objects.filter(project=project, action="label.submit").count() == SEEDED + LOOPS
+    assert AuditLog.objects.filter(project_id=project.pk, action="label.submit").count() == SEEDED + LOOPS
     assert Assignment.objects.filter(project=project, status=Assignment.Status.SUBMITTED).count() == SEEDED + LOOPS
     first, *others = seed_web.annotator_names(TINY.annotators)
     assert Label.objects.filter(annotator__username=first).count() == sum(_items(m, first=True) for m in MODES)

@@ -9,11 +9,13 @@ import zipfile
 import pytest
 from rest_framework.test import APIClient
 
-from benchmark.models import ExportJob, ReviewStatus, TaskPrompt
-from benchmark.services.exports import export_delete, export_request, taskset_bundle_write
+from annotation.models import ExportJob
+from annotation.services.exports import export_delete, export_request
+from benchmark.models import ReviewStatus, TaskPrompt
+from benchmark.services.bundles import taskset_bundle_write
 from benchmark.services.history import proposable_review, proposable_update
 from benchmark.services.tasksets import taskset_create, taskset_freeze, taskset_new_version, taskset_update
-from benchmark.tasks import run_export
+from annotation.tasks import run_export
 from tests import factories
 from tests.annotation_factories import annotator, curator
 from tests.benchmark.exporters.sample import discipline_with_criteria, rich_task
@@ -31,7 +33,7 @@ def var_dir(settings, tmp_path):
 def enqueued(monkeypatch):
     """Job ids handed to the queue; ``run_all`` runs them with the real task function."""
     sent: list[int] = []
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", sent.append)
+    monkeypatch.setattr("annotation.tasks.run_export.delay", sent.append)
     return sent
 
 
@@ -213,7 +215,7 @@ def test_the_broker_being_down_is_recorded_on_the_job(owner, monkeypatch, django
     def down(job_id):
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", down)
+    monkeypatch.setattr("annotation.tasks.run_export.delay", down)
     task_set = taskset_create(name="no broker", tasks=[rich_task()])
     with django_capture_on_commit_callbacks(execute=True):
         job = export_request(user=owner, kind="taskset", parameters={"task_set": task_set.pk})
@@ -343,7 +345,7 @@ def test_deleting_an_export_whose_file_is_gone_removes_the_row(owner, enqueued, 
                                                                django_capture_on_commit_callbacks):
     import shutil
 
-    from benchmark.services.exports import exports_dir
+    from annotation.services.exports import exports_dir
 
     task_set = taskset_create(name=f"gone {gone}", tasks=[rich_task()])
     with django_capture_on_commit_callbacks(execute=True):

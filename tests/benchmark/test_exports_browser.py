@@ -10,9 +10,10 @@ import pytest
 from playwright.sync_api import expect
 
 from benchmark.importers.catalogue import run_import
-from benchmark.models import ExportJob, Task
+from annotation.models import ExportJob
+from benchmark.models import Task
 from benchmark.services.tasksets import taskset_create
-from benchmark.tasks import run_export
+from annotation.tasks import run_export
 from tests.annotation_factories import curator
 from tests.support.workers import deliver_on_threads
 
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def worker_thread(monkeypatch):
-    threads = deliver_on_threads(monkeypatch, "benchmark.tasks.run_export", run_export)
+    threads = deliver_on_threads(monkeypatch, "annotation.tasks.run_export", run_export)
     yield threads
     for thread in threads:
         thread.join(timeout=30)

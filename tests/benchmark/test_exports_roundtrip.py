@@ -18,7 +18,7 @@ from benchmark.exporters.native import export_tasks_jsonl
 from benchmark.importers.catalogue import run_import
 from benchmark.models import ChecklistItem, GoldReference, Nugget, ReviewStatus, Task, TaskPrompt
 from benchmark.services.history import proposable_review
-from benchmark.services.exports import taskset_bundle_write
+from benchmark.services.bundles import taskset_bundle_write
 from benchmark.services.tasksets import taskset_create, taskset_freeze
 from tests.benchmark.exporters.sample import wipe_benchmark
 

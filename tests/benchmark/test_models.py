@@ -59,10 +59,6 @@ VIOLATIONS = {
     "system_unique_name_version": lambda: [models.System.objects.create(name="s", version="1") for _ in range(2)],
     "report_unique_task_system": _report_twice,
     "taskset_unique_version": lambda: [models.TaskSet.objects.create(name="set", version=1) for _ in range(2)],
-    "exportjob_progress_bounded": lambda: models.ExportJob.objects.create(
-        kind="taskset", requested_by=factories.UserFactory(), progress_done=3, progress_total=2),
-    "exportjob_done_has_file": lambda: models.ExportJob.objects.create(
-        kind="taskset", requested_by=factories.UserFactory(), status="done", file_path=""),
 }
 
 # Rows at the edge of each rule, which the database must accept.

@@ -7,7 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import AnnotationItem, AnnotationProject, AuditEvent
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, AnnotationProject
 from scoring.models import Verdict
 from tests.annotation_factories import JudgeConfigFactory, VerdictFactory, annotator, curator
 from tests.factories import ReportFactory, TaskFactory
@@ -138,7 +140,7 @@ def test_one_click_project_from_the_flagged_targets(judged):
     assert project.steps == sorted({STEP, "reportbench.consistency"})
     # every label of both steps, also one no judge gave (a human may still choose it)
     assert set(project.label_set["label"]) == {"correct", "incorrect", "omitted", "consistent", "inconsistent"}
-    [event] = AuditEvent.objects.filter(project=project, action="project.create")
+    [event] = AuditLog.objects.filter(project_id=project.pk, action="project.create")
     assert event.actor == boss and event.after["verdicts"] == shown and event.after["items"] == len(shown)
     assert project.memberships.get().user == boss
     landed = client.get(response["Location"])
@@ -151,10 +153,10 @@ def test_one_click_project_from_the_flagged_targets(judged):
     ({}, "verdicts: choose at least one verdict"),
 ])
 def test_bad_project_requests_change_nothing(curator_client, judged, post, message):
-    before = AuditEvent.objects.count()
+    before = AuditLog.objects.count()
     response = curator_client.post(reverse("dashboards:look_next_project"), {"name": "x", **post})
     assert response.status_code == 400 and message in response.content.decode()
-    assert not AnnotationProject.objects.exists() and AuditEvent.objects.count() == before
+    assert not AnnotationProject.objects.exists() and AuditLog.objects.count() == before
 
 
 def test_failed_verdicts_and_taken_names_are_refused(curator_client, judged):
@@ -177,10 +179,10 @@ def test_service_rolls_back_when_the_label_set_is_too_small():
 
     judge = JudgeConfigFactory(name="lonely")
     only = _verdict(ReportFactory(), judge, 1, "correct", step="surveylens.lonely_step", confidence=0.1)
-    before = AuditEvent.objects.count()
+    before = AuditLog.objects.count()
     with pytest.raises(ValueError, match="label_set.label: give at least two values"):
         project_from_verdicts(name="too small", curator=curator("boss"), verdict_ids=[only.pk])
-    assert not AnnotationProject.objects.exists() and AuditEvent.objects.count() == before
+    assert not AnnotationProject.objects.exists() and AuditLog.objects.count() == before
     with pytest.raises(PermissionError, match="only curators create annotation projects"):
         project_from_verdicts(name="not yours", curator=annotator("someone"), verdict_ids=[only.pk])
     assert not AnnotationProject.objects.exists()

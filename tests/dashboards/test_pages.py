@@ -401,7 +401,7 @@ def test_query_count_does_not_grow_with_rows(curator_client, django_assert_max_n
 
 
 def test_leaderboard_columns_are_the_protocols_headline_metrics_not_its_counts(curator_client):
-    from annotation.dashboards.selectors import headline_metrics
+    from scoring.metric_names import headline_metrics
 
     run, systems = deepsynth_run(n_tasks=2)
     stored = {"overall": 50.0, "general": 40.0, "constraint": 60.0, "precision": 90.0, "groups_scored": 3,

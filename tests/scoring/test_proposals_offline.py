@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from benchmark.importers.catalogue import run_import
 from benchmark.models import ChecklistGroup, ConstraintQuestion, Nugget, Revision, RubricCriterion, Task, TaskPrompt
 from scoring.judges import JudgeCall, judge_for
-from scoring.metrics.references import normalize_title
+from core.text import normalize_title
 from scoring.models import JudgeConfig, LLMCall, ProposalBatch
 
 pytestmark = pytest.mark.django_db

@@ -35,7 +35,7 @@ def test_a_curator_queues_the_stages_on_commit(setup, monkeypatch, django_captur
     sent = []
     monkeypatch.setattr("scoring.tasks.propose_batch.delay", sent.append)
     curator = client_as(Role.CURATOR)
-    url = reverse("benchmark:task_propose", kwargs={"task_id": task.pk})
+    url = reverse("proposals:task_propose", kwargs={"task_id": task.pk})
 
     with django_capture_on_commit_callbacks(execute=True):
         response = curator.post(url, {"stages": ["question", "topic_groups"], "judge_config": config.pk})
@@ -61,7 +61,7 @@ def test_a_curator_queues_the_stages_on_commit(setup, monkeypatch, django_captur
 def test_others_are_refused_and_nothing_is_queued(setup, monkeypatch, django_capture_on_commit_callbacks):
     task, config = setup
     monkeypatch.setattr("scoring.tasks.propose_batch.delay", lambda pk: pytest.fail("queued for a non-curator"))
-    url = reverse("benchmark:task_propose", kwargs={"task_id": task.pk})
+    url = reverse("proposals:task_propose", kwargs={"task_id": task.pk})
     body = {"stages": ["question"], "judge_config": config.pk}
     for role in (Role.ANNOTATOR, Role.VIEWER):
         client = client_as(role)
@@ -77,12 +77,12 @@ def test_others_are_refused_and_nothing_is_queued(setup, monkeypatch, django_cap
 def test_a_bad_request_queues_nothing_and_says_why(setup):
     task, config = setup
     curator = client_as(Role.CURATOR)
-    url = reverse("benchmark:task_propose", kwargs={"task_id": task.pk})
+    url = reverse("proposals:task_propose", kwargs={"task_id": task.pk})
     response = curator.post(url, {"stages": ["nuggets"], "judge_config": config.pk}, follow=True)
     assert "Nothing was queued: stages: Select a valid choice. nuggets is not one of the available choices." \
         in response.content.decode()
     assert not ProposalBatch.objects.exists()
-    assert curator.post(reverse("benchmark:task_propose", kwargs={"task_id": 999999}), {}).status_code == 404
+    assert curator.post(reverse("proposals:task_propose", kwargs={"task_id": 999999}), {}).status_code == 404
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.converters import IntConverter
 
-from config.converters import IdConverter
+from core.converters import IdConverter
 from tests.api.conftest import client_for
 
 HUGE = "99999999999999999999"
@@ -74,7 +74,7 @@ def test_huge_integers_never_answer_500(world, path, filters):
 def test_every_integer_path_parameter_is_a_bounded_id():
     plain = [route for route, converters, _ in _routes()
              if any(type(c) is IntConverter for c in converters.values()) and not route.startswith("admin/")]
-    assert plain == [], "use <id:...> (config.converters) for integer path parameters"
+    assert plain == [], "use <id:...> (core.converters) for integer path parameters"
     assert any(isinstance(c, IdConverter) for _, converters, _ in _routes() for c in converters.values())
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from config.parsers import MAX_JSON_DEPTH, json_depth
+from core.parsers import MAX_JSON_DEPTH, json_depth
 from tests.api.conftest import client_for
 from tests.security.test_bad_numbers import _routes
 

@@ -17,7 +17,7 @@ import time
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.dashboards.selectors import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics
+from scoring.metric_names import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES

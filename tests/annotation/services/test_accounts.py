@@ -4,8 +4,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from annotation.models import AnnotatorProfile, AuditEvent, Role
-from annotation.selectors import is_global_curator
+from annotation.services.audit import audit_kind
+from core.models import AuditLog
+
+from annotation.models import AnnotatorProfile, Role
+from core.accounts import is_global_curator
 from annotation.services.accounts import account_create, account_invite
 from tests.annotation_factories import annotator
 from tests.factories import UserFactory
@@ -23,8 +26,8 @@ def test_the_first_curator_can_sign_in_and_curate_and_the_audit_row_holds_no_pas
     assert is_global_curator(user)
     assert Client().login(username="ada", password="a long phrase nobody guesses")
 
-    event = AuditEvent.objects.get(action="account.create")
-    assert (event.actor, event.target_kind, event.target_id) == (None, "user", user.pk)
+    event = AuditLog.objects.get(action="account.create")
+    assert (event.actor, audit_kind(event), event.object_id) == (None, "user", user.pk)
     assert event.after == {"username": "ada", "email": "ada@example.org", "role": "curator", "is_staff": True}
     assert "a long phrase" not in str(event.after) and user.password not in str(event.after)
 
@@ -35,7 +38,7 @@ def test_an_annotator_without_a_password_gets_a_generated_one_that_is_stored_has
     assert len(generated) >= 20
     assert generated not in user.password and user.check_password(generated)
     assert not user.is_staff and not is_global_curator(user)
-    assert AuditEvent.objects.get(action="account.create", target_id=user.pk).actor == curator
+    assert AuditLog.objects.get(action="account.create", object_id=user.pk).actor == curator
     # two generated passwords differ
     _, other = account_create(username="cy", role=Role.ANNOTATOR)
     assert other != generated
@@ -51,7 +54,7 @@ def test_an_annotator_without_a_password_gets_a_generated_one_that_is_stored_has
 def test_invalid_input_names_the_field_and_stores_nothing(kwargs, message):
     with pytest.raises(ValueError, match=message):
         account_create(**kwargs)
-    assert (User.objects.count(), AnnotatorProfile.objects.count(), AuditEvent.objects.count()) == (0, 0, 0)
+    assert (User.objects.count(), AnnotatorProfile.objects.count(), AuditLog.objects.count()) == (0, 0, 0)
 
 
 def test_an_existing_username_in_any_case_is_refused_and_left_unchanged():
@@ -61,14 +64,14 @@ def test_an_existing_username_in_any_case_is_refused_and_left_unchanged():
         account_create(username="Alice", role=Role.CURATOR, password="a long phrase nobody guesses")
     assert User.objects.values().get(pk=existing.pk) == before
     assert AnnotatorProfile.objects.get(user=existing).role == Role.ANNOTATOR
-    assert not AuditEvent.objects.filter(action="account.create").exists()
+    assert not AuditLog.objects.filter(action="account.create").exists()
 
 
 def test_invite_makes_a_passwordless_account_with_its_role_and_audit_row(owner):
     user, uid, token = account_invite(username=" erin ", role="viewer", actor=owner)
     assert user.username == "erin" and not user.has_usable_password()
     assert AnnotatorProfile.objects.get(user=user).role == "viewer"
-    assert uid and token and token not in str(AuditEvent.objects.get(action="account.invite").after)
+    assert uid and token and token not in str(AuditLog.objects.get(action="account.invite").after)
 
 
 @pytest.mark.parametrize(
@@ -81,7 +84,7 @@ def test_invite_refuses_bad_names_taken_names_and_unknown_roles(owner, username,
     UserFactory(username="taken")
     with pytest.raises(ValueError, match=message):
         account_invite(username=username, role=role, actor=owner)
-    assert not AuditEvent.objects.filter(action="account.invite").exists()
+    assert not AuditLog.objects.filter(action="account.invite").exists()
 
 
 def test_only_curators_invite(alice):

@@ -3,7 +3,9 @@
 import pytest
 from django.contrib.contenttypes.models import ContentType
 
-from annotation.models import AnnotationItem, AuditEvent, Role
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, Role
 from annotation.services.additions import proposable_add
 from annotation.services.errors import ProjectNotOpenError
 from annotation.services.labels import label_submit
@@ -50,13 +52,12 @@ def test_an_added_nugget_is_a_human_proposal_with_its_revision_audit_and_item(wo
     nugget = Nugget.objects.get(pk=nugget.pk)
     assert (nugget.origin, nugget.proposed_by, nugget.review_status, nugget.version) == ("human", "alice", "proposed", 1)
     assert (nugget.task_id, nugget.importance) == (task.pk, "vital")
-    revision = Revision.objects.get(content_type=ContentType.objects.get_for_model(Nugget), object_id=nugget.pk)
-    assert (revision.action, revision.actor, revision.before) == ("add", alice, None)
-    assert revision.after["text"] == "Radar works in fog." and revision.after["review_status"] == "proposed"
-    event = AuditEvent.objects.get(action="proposable.add")
-    assert (event.actor, event.target_kind, event.target_id, event.project) == (alice, "nugget", nugget.pk, project)
+    # one audit row for the one action: the item's history and the project's
+    [row] = AuditLog.objects.filter(content_type=ContentType.objects.get_for_model(Nugget), object_id=nugget.pk)
+    assert (row.action, row.actor, row.before, row.project_id) == ("add", alice, None, project.pk)
+    assert row.after["text"] == "Radar works in fog." and row.after["review_status"] == "proposed"
     item = AnnotationItem.objects.get(project=project, target_kind="nugget", target_id=nugget.pk)
-    assert event.after["item_id"] == item.pk
+    assert f"(item {item.pk})" in row.note
     assert (item.task_id, item.labels_needed, item.target_version, item.status) == (task.pk, 2, 1, "open")
     assert item.position == max(project.items.exclude(pk=item.pk).values_list("position", flat=True)) + 1
     assert project.items.count() == before_items + 1
@@ -114,10 +115,10 @@ def test_a_gold_reference_reuses_a_known_publication_and_is_not_added_twice(worl
 def test_invalid_additions_name_the_field_and_leave_no_trace(world, alice, kind, fields, message):
     task, _, project = world
     TaskPromptFactory(task=task, level="general")
-    items, revisions, events = project.items.count(), Revision.objects.count(), AuditEvent.objects.count()
+    items, revisions, events = project.items.count(), Revision.objects.count(), AuditLog.objects.count()
     with pytest.raises(ValueError, match=message):
         proposable_add(task=task, kind=kind, fields=fields, actor=alice, project=project)
-    assert (project.items.count(), Revision.objects.count(), AuditEvent.objects.count()) == (items, revisions, events)
+    assert (project.items.count(), Revision.objects.count(), AuditLog.objects.count()) == (items, revisions, events)
 
 
 def test_a_group_of_another_task_is_refused(world, alice):
@@ -175,6 +176,6 @@ def test_a_curated_task_goes_back_to_review_when_an_item_is_added(owner, alice, 
     assert Task.objects.get(pk=task.pk).status == "curated"
     proposable_add(task=task, kind="nugget", fields={"text": "Radar works in fog."}, actor=alice, project=project)
     assert Task.objects.get(pk=task.pk).status == "in_review"
-    assert list(AuditEvent.objects.order_by("-id").values_list("action", flat=True)[:2]) == [
-        "proposable.add", "task.uncurate"
+    assert list(AuditLog.objects.order_by("-id").values_list("action", flat=True)[:2]) == [
+        "add", "task.uncurate"
     ]

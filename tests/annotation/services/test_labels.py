@@ -3,7 +3,9 @@ import uuid
 import pytest
 
 from annotation.assignment import assignment_skip, claim_next_item
-from annotation.models import AnnotationItem, Assignment, AuditEvent, Label, PairwisePreference
+from annotation.services.audit import audit_kind
+from core.models import AuditLog
+from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference
 from annotation.services import labels as labels_module
 from annotation.services.audit import audit_record
 from annotation.services.errors import AlreadyLabelledError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
@@ -34,7 +36,7 @@ def test_resubmitting_the_same_form_returns_the_first_label(owner, alice):
     assert Label.objects.filter(item=item).count() == 1
     item.refresh_from_db()
     assert item.labels_done == 1
-    assert AuditEvent.objects.filter(action="label.submit").count() == 1
+    assert AuditLog.objects.filter(action="label.submit").count() == 1
 
 
 def test_a_token_cannot_be_reused_for_another_item(owner, alice):
@@ -58,7 +60,7 @@ def test_a_token_racing_in_for_another_item_is_refused_and_nothing_of_it_is_stor
         label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
     second.refresh_from_db()
     assert second.labels_done == 0 and not Label.objects.filter(item=second).exists()
-    assert AuditEvent.objects.filter(action="label.submit").count() == 1
+    assert AuditLog.objects.filter(action="label.submit").count() == 1
     label_submit(item=second, annotator=alice, value={"label": "omitted"}, client_token=token())  # usable after
 
 
@@ -145,7 +147,7 @@ def test_a_label_in_a_blind_project_is_final(owner, alice, kind):
     with pytest.raises(UndoRefusedError, match=f"your label on item {item.position} is final: this project is blind"):
         label_undo_last(annotator=alice, project=project)
     assert Label.objects.filter(item=item, annotator=alice).exists()
-    assert not AuditEvent.objects.filter(action="label.undo").exists()
+    assert not AuditLog.objects.filter(action="label.undo").exists()
 
 
 def test_a_skip_in_a_blind_project_can_be_undone(owner, alice):
@@ -217,7 +219,7 @@ def test_pairwise_labels_record_the_shown_positions_and_a_preference_row(owner, 
 def test_audit_rows_roll_back_with_a_failed_transaction(owner, alice, monkeypatch):
     project = pairwise_project(owner, [alice])
     item = project.items.first()
-    events = AuditEvent.objects.count()
+    events = AuditLog.objects.count()
 
     def broken(**kwargs):
         raise RuntimeError("disk full")
@@ -228,19 +230,19 @@ def test_audit_rows_roll_back_with_a_failed_transaction(owner, alice, monkeypatc
     item.refresh_from_db()
     assert item.labels_done == 0
     assert not Label.objects.exists()
-    assert AuditEvent.objects.count() == events
+    assert AuditLog.objects.count() == events
 
 
 def test_audit_rows_exist_for_each_change(owner, alice):
     project = agreement_project(owner, [alice])
     claim = claim_next_item(project=project, user=alice)
     label = label_submit(item=claim.item, annotator=alice, value={"label": "correct"}, client_token=token())
-    event = AuditEvent.objects.get(action="label.submit")
-    assert (event.actor, event.project, event.target_kind) == (alice, project, "annotation_item")
+    event = AuditLog.objects.get(action="label.submit")
+    assert (event.actor, event.project_id, audit_kind(event)) == (alice, project.pk, "annotation_item")
     assert event.target_id == claim.item_id
     assert event.before == {"labels_done": 0, "status": "open"}
     assert event.after["label_id"] == label.pk and event.after["value"]["label"] == "correct"
-    actions = set(AuditEvent.objects.values_list("action", flat=True))
+    actions = set(AuditLog.objects.values_list("action", flat=True))
     assert {"project.create", "membership.set", "assignment.claim", "label.submit"} <= actions
 
 
@@ -248,7 +250,7 @@ def test_audit_rows_exist_for_each_change(owner, alice):
 def test_audit_refuses_to_write_outside_a_transaction():
     with pytest.raises(RuntimeError, match="inside the transaction"):
         audit_record(actor=None, action="project.create", target_kind="annotation_project")
-    assert not AuditEvent.objects.exists()
+    assert not AuditLog.objects.exists()
 
 
 # --- Undo ------------------------------------------------------------------------------------
@@ -315,8 +317,9 @@ def test_undo_reverts_an_applied_review(owner, alice, bob):
     assert (checklist_item.review_status, checklist_item.version, task.status) == ("proposed", 3, "in_review")
     item.refresh_from_db()
     assert item.applied_revision is None and item.target_version == 3
-    actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
-    assert actions[-3:] == ["task.uncurate", "label.undo", "assignment.claim"]  # bob holds the item again
+    actions = list(AuditLog.objects.order_by("id").values_list("action", flat=True))
+    # one trail: the item's revert sits between the task's and the label's rows; bob holds the item again
+    assert actions[-4:] == ["task.uncurate", "review:undo", "label.undo", "assignment.claim"]
 
 
 def test_undo_is_refused_when_the_item_was_edited_since(owner, alice, bob):
@@ -352,7 +355,7 @@ def test_undoing_a_label_reserves_the_item_again_and_releases_the_claim_held_mea
     assert claim.item == first and claim.expires_at - claim.claimed_at == project.hold_duration
     held.refresh_from_db()
     assert held.status == Assignment.Status.RELEASED
-    actions = list(AuditEvent.objects.order_by("-id").values_list("action", flat=True)[:3])
+    actions = list(AuditLog.objects.order_by("-id").values_list("action", flat=True)[:3])
     assert actions == ["assignment.claim", "assignment.release", "label.undo"]
     # the released item comes back after this one
     label_submit(item=first, annotator=alice, value={"label": "omitted"}, client_token=token())

@@ -1,6 +1,8 @@
 import pytest
 
-from annotation.models import AnnotationItem, AnnotationProject, AuditEvent
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, AnnotationProject
 from annotation.services.previews import project_preview
 from annotation.services.projects import project_create
 from tests.annotation_factories import checklist_task
@@ -16,7 +18,7 @@ def test_preview_counts_what_creation_makes_and_keeps_nothing(owner):
     assert (preview["items"], preview["tasks"], preview["overlap"]) == (5, 2, 3)
     assert preview["label_set"]["decision"] == ["accept", "edit", "reject"]
     assert not AnnotationProject.objects.exists() and not AnnotationItem.objects.exists()
-    assert not AuditEvent.objects.exists()
+    assert not AuditLog.objects.exists()
     project = project_create(name="p", kind="verify", created_by=owner, tasks=[task, other],
                              item_kinds=["checklist_item"], overlap=3)
     assert project.items.count() == preview["items"]

@@ -4,7 +4,9 @@ from itertools import combinations
 
 import pytest
 
-from annotation.models import AnnotationItem, AuditEvent, Label, ProjectMembership
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, Label, ProjectMembership
 from annotation.selectors import adjudication_queue
 from annotation.services.projects import (
     membership_remove,
@@ -100,7 +102,7 @@ def test_verify_project_has_one_item_per_proposed_row_with_its_version(owner, al
     ]
     assert [i.position for i in items] == [1, 2]
     assert ProjectMembership.objects.get(project=project, user=owner).role == "curator"
-    assert AuditEvent.objects.get(action="project.create").after["items"] == 2
+    assert AuditLog.objects.get(action="project.create").after["items"] == 2
 
 
 def test_verify_project_from_a_task_set_includes_discipline_criteria(owner):
@@ -189,11 +191,11 @@ def test_project_update_changes_the_given_fields_with_one_audit_row(owner, alice
                    status="closed", description=project.description)
     project.refresh_from_db()
     assert (project.name, project.hold_duration, project.status) == ("After", timedelta(minutes=5), "closed")
-    event = AuditEvent.objects.get(action="project.update")
+    event = AuditLog.objects.get(action="project.update")
     assert event.before == {"name": "Before", "hold_duration": 900.0, "status": "open"}
     assert event.after == {"name": "After", "hold_duration": 300.0, "status": "closed"}
     project_update(project=project, actor=owner, name="After")  # no change, no audit row
-    assert AuditEvent.objects.filter(action="project.update").count() == 1
+    assert AuditLog.objects.filter(action="project.update").count() == 1
 
 
 def test_project_update_refuses_annotators_and_bad_values_and_stores_nothing(owner, alice):
@@ -210,7 +212,7 @@ def test_project_update_refuses_annotators_and_bad_values_and_stores_nothing(own
         project_update(project=project, actor=owner, status="archived")
     project.refresh_from_db()
     assert (project.name, project.status) == ("Kept", "open")
-    assert not AuditEvent.objects.filter(action="project.update").exists()
+    assert not AuditLog.objects.filter(action="project.update").exists()
 
 
 # --- SurveyLens human preferences -----------------------------------------------------------
@@ -247,7 +249,7 @@ def test_project_from_preferences_mirrors_imported_preferences(owner):
         ("Annotator_02", "annotator"),
         ("Annotator_03", "annotator"),
     }
-    assert AuditEvent.objects.get(action="project.import_preferences").after["duplicates_skipped"] == 1
+    assert AuditLog.objects.get(action="project.import_preferences").after["duplicates_skipped"] == 1
     assert AnnotationItem.objects.filter(project=project).count() == 3
 
 

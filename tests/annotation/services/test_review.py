@@ -1,6 +1,8 @@
 import pytest
 
-from annotation.models import AnnotationItem, AuditEvent, GoldLabel
+from core.models import AuditLog
+
+from annotation.models import AnnotationItem, GoldLabel
 from annotation.selectors import adjudication_queue, task_curation_status
 from annotation.services.errors import ItemNotOpenError, ReviewConflictError
 from annotation.services.labels import label_submit
@@ -91,7 +93,7 @@ def test_disagreement_goes_to_the_queue_and_the_gold_label_settles_it(owner, ali
     assert (checklist_item.review_status, item.status) == ("rejected", "adjudicated")
     assert gold.decided_by == owner and gold.value["reason"] == "unverifiable"
     assert adjudication_queue(project=project) == []
-    event = AuditEvent.objects.get(action="item.adjudicate")
+    event = AuditLog.objects.get(action="item.adjudicate")
     assert event.actor == owner and event.after["note"] == "no source"
     with pytest.raises(ItemNotOpenError, match="is adjudicated: only complete, not yet adjudicated items can be adjudicated"):
         item_adjudicate(item=item, curator=owner, value={"decision": "accept"})
@@ -134,7 +136,7 @@ def test_task_is_curated_only_when_every_item_is_settled(owner, alice, bob):
     task_curate(task=task, actor=owner)
     task.refresh_from_db()
     assert task.status == "curated"
-    assert AuditEvent.objects.filter(action="task.curate", target_id=task.pk).count() == 1
+    assert AuditLog.objects.filter(action="task.curate", object_id=task.pk).count() == 1
 
 
 def test_task_is_curated_automatically_after_the_last_settlement(owner, alice, bob):

@@ -5,7 +5,9 @@ import re
 import pytest
 from django.urls import reverse
 
-from annotation.models import AnnotationProject, AnnotatorProfile, AuditEvent, ProjectMembership
+from core.models import AuditLog
+
+from annotation.models import AnnotationProject, AnnotatorProfile, ProjectMembership
 from tests.annotation_factories import checklist_task, verify_project
 from tests.factories import TaskFactory
 
@@ -29,13 +31,13 @@ def test_annotators_cannot_open_the_new_project_page(client, alice):
 
 def test_preview_counts_the_items_and_creates_nothing(client, owner):
     task, _ = checklist_task(3)
-    events = AuditEvent.objects.count()
+    events = AuditLog.objects.count()
     response = _login(client, owner).post(reverse("annotation:new"), {**_create_body([task]), "action": "preview"})
     assert response.status_code == 200
     html = response.content.decode()
     assert re.search(r'id="preview-items">3<', html), html
     assert "decision</strong> accept, edit, reject" in html
-    assert not AnnotationProject.objects.exists() and AuditEvent.objects.count() == events
+    assert not AnnotationProject.objects.exists() and AuditLog.objects.count() == events
 
 
 def test_create_makes_the_project_and_opens_its_members(client, owner):
@@ -107,8 +109,8 @@ def test_invitation_creates_an_account_whose_link_sets_the_password_once(client,
     assert link, response.content.decode()
     dana = ProjectMembership.objects.get(project=project, user__username="dana").user
     assert not dana.has_usable_password() and AnnotatorProfile.objects.get(user=dana).role == "annotator"
-    assert AuditEvent.objects.filter(action="account.invite", target_id=dana.pk).exists()
-    assert link.group(1) not in str(list(AuditEvent.objects.values_list("after", flat=True)))
+    assert AuditLog.objects.filter(action="account.invite", object_id=dana.pk).exists()
+    assert link.group(1) not in str(list(AuditLog.objects.values_list("after", flat=True)))
     taken = client.post(url, {"action": "invite", "invite-username": "dana", "invite-role": "annotator"})
     assert taken.status_code == 400 and "already exists" in taken.content.decode()
 

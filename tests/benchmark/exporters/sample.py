@@ -6,7 +6,7 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from benchmark import models
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 from benchmark.services.history import proposable_update
 from tests import factories
 

@@ -6,7 +6,7 @@ from django.apps import apps
 from benchmark.importers.base import ImportFailed
 from benchmark.importers.catalogue import run_import
 
-TRACKED_APPS = ("benchmark", "annotation", "auth")
+TRACKED_APPS = ("core", "benchmark", "annotation", "auth")
 
 
 def model_counts() -> dict[str, int]:

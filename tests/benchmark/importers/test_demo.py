@@ -20,7 +20,7 @@ def _stamps() -> dict[str, dict]:
     """``updated_at`` of every row of every time-stamped model."""
     return {
         model._meta.label: dict(model.objects.values_list("pk", "updated_at"))
-        for app in ("benchmark", "annotation")
+        for app in ("core", "benchmark", "annotation")
         for model in apps.get_app_config(app).get_models()
         if any(f.name == "updated_at" for f in model._meta.fields)
     }

@@ -8,7 +8,7 @@ import pytest
 from benchmark.importers.catalogue import run_import
 from benchmark.importers.reportbench import cutoff_from_prompt, prompt_level
 from benchmark.models import BibEntry, Discipline, GoldReference, Revision, ReviewStatus, Survey, SurveyCitation, Task
-from scoring.metrics import normalize_title
+from core.text import normalize_title
 
 from . import assert_rejected, model_counts
 

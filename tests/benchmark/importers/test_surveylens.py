@@ -8,7 +8,8 @@ from django.contrib.auth import get_user_model
 from annotation.models import AnnotatorProfile, PairwisePreference
 from benchmark.importers.catalogue import run_import
 from benchmark.importers.surveylens import ssr_markdown
-from benchmark.importers.surveylens_annotations import outline_title, shares_topic_word
+from annotation.importers.surveylens_annotations import outline_title
+from benchmark.importers.surveylens import shares_topic_word
 from benchmark.models import Report, Survey, System, Task
 
 from . import assert_rejected, model_counts

@@ -41,7 +41,7 @@ def test_update_runs_in_one_transaction_with_its_revision():
     assert sql[0].startswith("SAVEPOINT") and sql[-1].startswith("RELEASE SAVEPOINT")
     assert "FOR UPDATE" in sql[1]
     assert [s.split(" ")[0] for s in sql if s.startswith(("UPDATE", "INSERT"))] == ["UPDATE", "INSERT"]
-    assert 'INSERT INTO "benchmark_revision"' in sql[-2]
+    assert 'INSERT INTO "core_auditlog"' in sql[-2]
 
 
 def test_a_stale_version_raises_and_changes_nothing():

@@ -59,8 +59,8 @@ def test_alias_refused_with_the_reason(alias, canonical, message):
 
 
 # The revision history inline's (empty) management form, which every admin form post carries.
-INLINE = {"benchmark-revision-content_type-object_id-TOTAL_FORMS": "0",
-          "benchmark-revision-content_type-object_id-INITIAL_FORMS": "0"}
+INLINE = {"core-auditlog-content_type-object_id-TOTAL_FORMS": "0",
+          "core-auditlog-content_type-object_id-INITIAL_FORMS": "0"}
 
 
 def test_admin_page_shows_and_edits_the_table_through_the_service(admin_client, admin_user):

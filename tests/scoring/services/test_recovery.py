@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from benchmark.models import ExportJob, ImportJob
+from annotation.models import ExportJob
+from benchmark.models import ImportJob
 from scoring.models import ProposalBatch, WorkerHeartbeat
 from scoring.services.recovery import work_of_dead_workers_requeue
 from scoring.workers import lost_workers_take, recover_orphaned_work
@@ -36,7 +37,7 @@ def test_work_of_a_dead_worker_is_requeued_and_work_of_a_live_one_or_a_command_i
     finished = ProposalBatch.objects.create(judge_config=config, status="finished", worker="dead@host")
     enqueued = []
     monkeypatch.setattr("scoring.tasks.propose_batch.delay", lambda pk: enqueued.append(("batch", pk)))
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
+    monkeypatch.setattr("annotation.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
     monkeypatch.setattr("benchmark.tasks.run_import_job.delay", lambda pk: enqueued.append(("import", pk)))
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -74,7 +75,7 @@ def test_a_lost_worker_requeues_its_work_even_under_a_name_alive_again(django_ca
     waiting_export = ExportJob.objects.create(kind="taskset", requested_by=user, status="queued")
     waiting_batch = ProposalBatch.objects.create(judge_config=JudgeConfigFactory(), status="pending")
     enqueued, recovered = [], []
-    monkeypatch.setattr("benchmark.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
+    monkeypatch.setattr("annotation.tasks.run_export.delay", lambda pk: enqueued.append(("export", pk)))
     monkeypatch.setattr("scoring.tasks.propose_batch.delay", lambda pk: enqueued.append(("batch", pk)))
     monkeypatch.setattr("scoring.workers.jobs_recover", lambda **kw: recovered.append(kw) or {})
     with django_capture_on_commit_callbacks(execute=True):

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from benchmark.models import Revision, RubricCriterion
 from scoring.metrics import bt_aspect_weights
 from scoring.models import EvaluationRun, ScoreCard
-from scoring.services.rubric_weights import WeightFitError, rubric_weights_fit
+from annotation.services.rubric_weights import WeightFitError, rubric_weights_fit
 from tests.annotation_factories import JudgeConfigFactory, PreferenceFactory
 from tests.factories import DisciplineFactory, ReportFactory, RubricCriterionFactory, SurveyFactory, TaskFactory
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from scoring.judges.base import JudgeAnswer
 from scoring.models import EvaluationRun, RunJob, ScoreCard, Verdict
 from scoring.selectors import run_progress, run_score_cards
-from scoring.services import runs
+from scoring.services import run_job_locks, runs
 from scoring.services.runs import (
     job_execute,
     jobs_recover,
@@ -308,7 +308,7 @@ def test_a_job_another_worker_holds_is_busy_and_not_recovered(setup):
     holder_ready, release = threading.Event(), threading.Event()
 
     def other_worker():
-        with runs._job_lock(job.pk) as acquired:
+        with run_job_locks.job_lock(job.pk) as acquired:
             assert acquired
             holder_ready.set()
             release.wait(10)

@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.models import AuditEvent
-from annotation.selectors import is_global_curator
+from core.models import AuditLog
+from core.accounts import is_global_curator
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -49,4 +49,4 @@ def test_errors_are_one_line_and_store_nothing():
     with pytest.raises(CommandError, match=r"argument --role: invalid choice: 'viewer'"):
         _run("--username", "ben", "--role", "viewer")
     assert list(User.objects.values_list("username", flat=True)) == ["ada"]
-    assert AuditEvent.objects.filter(action="account.create").count() == 1
+    assert AuditLog.objects.filter(action="account.create").count() == 1

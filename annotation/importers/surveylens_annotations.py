@@ -39,12 +39,16 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import AnnotatorProfile, PairwisePreference, Role
-
-from ..models import Protocol, Report, Survey, TaskPrompt
-from ..services.reports import ReportInput
-from .base import ImportFailed, ImportResult, Record, iter_json_array, iter_json_object, json_top_level, read_json
-from .common import (
+from benchmark.importers.base import (
+    ImportFailed,
+    ImportResult,
+    Record,
+    iter_json_array,
+    iter_json_object,
+    json_top_level,
+    read_json,
+)
+from benchmark.importers.common import (
     disciplines_ensure,
     reports_store,
     rows_upsert,
@@ -52,8 +56,20 @@ from .common import (
     task_prompts_sync,
     tasks_with_surveys_upsert,
 )
-from .systems import system_names_read, systems_ensure
-from .surveylens import DISCIPLINES, SOURCE, _system_spec, discipline_code, topic_tasks
+from benchmark.importers.surveylens import (
+    DISCIPLINES,
+    SOURCE,
+    _system_spec,
+    discipline_code,
+    shares_topic_word,
+    topic_tasks,
+)
+from benchmark.importers.systems import system_names_read, systems_ensure
+from benchmark.models import Protocol, Report, Survey, TaskPrompt
+from benchmark.services.reports import ReportInput
+from core.models import AnnotatorProfile, Role
+
+from ..models import PairwisePreference
 
 _CHOICES = {"a_better": PairwisePreference.Choice.LEFT, "b_better": PairwisePreference.Choice.RIGHT,
             "tie": PairwisePreference.Choice.TIE}
@@ -63,28 +79,6 @@ _TOPIC_ZH = re.compile(r"^\s*主题\s*[：:]\s*(?P<topic>.*?)\s*的\s*(?P<compon
 _FILE_DISCIPLINE = re.compile(r"^Annotator_(?P<discipline>[A-Za-z]+)_\d+", re.IGNORECASE)
 # The order components are joined in when a report is made from what the annotators saw.
 _COMPONENT_ORDER = {"outline": 0, "content": 1, "reference": 2}
-_GENERIC = set(
-    "a an the of in on for and to with from by at as its their into between via toward towards about "
-    "survey surveys comprehensive review reviews literature paper overview systematic research study studies "
-    "advances recent current state perspective perspectives approach approaches science sciences".split()
-) | {word for _, (name, _) in DISCIPLINES.items() for word in name.lower().split()}
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _GENERIC and len(w) > 1}
-
-
-def shares_topic_word(topic: str, title: str) -> bool:
-    """Whether an outline title shares a content word with its topic (prefix match of 4+ letters,
-    so ``nano`` meets ``nanotechnology`` and ``organoid`` meets ``organoids``)."""
-    title_words = _content_words(title)
-    for t in _content_words(topic):
-        for w in title_words:
-            if t == w or (min(len(t), len(w)) >= 4 and (t.startswith(w) or w.startswith(t))):
-                return True
-    return False
-
-
 def outline_title(outline: str) -> str:
     first = next((line for line in outline.splitlines() if line.strip()), "")
     title = re.sub(r"^\s*#+\s*", "", first).strip()

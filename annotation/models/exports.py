@@ -6,7 +6,7 @@ from django.db.models import Q
 
 
 class ExportJob(models.Model):
-    """One export, run by a Celery worker (``benchmark.tasks.run_export``), never inside a request.
+    """One export, run by a Celery worker (``annotation.tasks.run_export``), never inside a request.
 
     ``file_path`` is relative to ``VAR_DIR/exports``; the file appears there only when it is
     complete (written to a temporary name, then renamed), so a failed job leaves no file.
@@ -40,8 +40,9 @@ class ExportJob(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        db_table = "benchmark_exportjob"  # moved from benchmark with its rows
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["requested_by", "created_at"])]
+        indexes = [models.Index(fields=["requested_by", "created_at"], name="benchmark_e_request_989206_idx")]
         constraints = [
             models.CheckConstraint(condition=Q(progress_done__lte=models.F("progress_total")) | Q(progress_total=0),
                                    name="exportjob_progress_bounded"),

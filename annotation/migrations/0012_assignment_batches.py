@@ -5,7 +5,7 @@ class Migration(migrations.Migration):
     """An annotator may hold several claims in a project at once (batch claims, issue #20)."""
 
     dependencies = [
-        ('annotation', '0008_preference_shown_texts'),
+        ('annotation', '0011_auditevent_into_core_auditlog'),
     ]
 
     operations = [

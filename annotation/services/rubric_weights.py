@@ -2,7 +2,7 @@
 
 The inputs are a finished SurveyLens run's per-report aspect scores (``aspect_<component>_<aspect>``
 on its score cards: the mean 1–5 score of each aspect's criteria) and pairwise preferences between
-reports of the same task (``annotation.PairwisePreference``: experts' choices, or imported LLM
+reports of the same task (``PairwisePreference``, why this lives in annotation: experts' choices, or imported LLM
 proxies as in the paper). For one discipline and one component, each preference with a winner
 gives a row of winner and loser aspect scores; :func:`scoring.metrics.bt_aspect_weights` fits
 
@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from django.db import transaction
 
-from annotation.models import PairwisePreference
 from benchmark.models import RubricCriterion, ReviewStatus
 from benchmark.services.history import proposable_update
 from scoring.metrics import bt_aspect_weights, rubric_score
 from scoring.models import EvaluationRun, ScoreCard
 from scoring.pipelines.surveys.scored_calls import slug
 from scoring.pipelines.surveys.surveylens import COMPONENTS, RUBRIC_SCALE
+
+from ..models import PairwisePreference
 
 OVERALL_COMPONENTS = ("report", "overall", "")  # preferences about the whole survey also speak for a component
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('benchmark', '0005_importjob'),
+        ('benchmark', '0008_revision_into_core_auditlog'),
     ]
 
     operations = [

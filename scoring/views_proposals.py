@@ -2,22 +2,25 @@
 
 The POST only queues a ``ProposalBatch`` (``scoring.services.proposals``) for a Celery worker;
 what the judge proposes appears on the task page as "proposed (llm)" and goes through the
-existing review flow (verify projects pick up every row whose status is proposed).
+existing review flow (verify projects pick up every row whose status is proposed). The panel
+joins benchmark's task page through ``benchmark.views.task_page_panel_register``; the POST's
+path stays under ``/benchmark/tasks/`` (``scoring.proposal_urls``).
 """
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from annotation.selectors import is_global_curator
-from scoring.models import JudgeConfig
-from scoring.services.proposals import STAGES, proposal_batch_create, stages_for
-from scoring.workers import live_workers
+from benchmark.models import ChecklistItem, ConstraintQuestion, Nugget, Origin, RubricCriterion, Task, TaskPrompt
+from core.accounts import is_global_curator
+from core.http import refuse
 
-from .models import ChecklistItem, ConstraintQuestion, Nugget, Origin, RubricCriterion, Task, TaskPrompt
+from .models import JudgeConfig
+from .services.proposals import STAGES, proposal_batch_create, stages_for
+from .workers import live_workers
 
 RECENT_BATCHES = 5
 
@@ -65,8 +68,7 @@ def proposal_panel(request, task: Task) -> dict:
 def task_propose(request, task_id: int):
     task = get_object_or_404(Task.objects.select_related("survey__discipline"), pk=task_id)
     if not is_global_curator(request.user):
-        return render(request, "annotation/refused.html",
-                      {"message": "Only curators ask a judge to propose benchmark material."}, status=403)
+        return refuse(request, "Only curators ask a judge to propose benchmark material.")
     form = ProposeForm(request.POST, task=task)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())

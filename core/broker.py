@@ -1,5 +1,5 @@
 """The Celery broker as the web process sees it: its address (without credentials) and whether
-it answers within ``BROKER_TIMEOUT`` (``/healthz``)."""
+it answers within ``BROKER_TIMEOUT`` (``/healthz``), and the error for messages it did not take."""
 
 import time
 
@@ -13,7 +13,7 @@ def broker_address() -> str:
 
 def broker_check() -> dict:
     """Connect once, giving up after ``BROKER_TIMEOUT`` seconds; never raises."""
-    from config.celery import app
+    from celery import current_app as app  # the app config/celery.py made current; core imports no project module
 
     started = time.monotonic()
     try:
@@ -24,3 +24,11 @@ def broker_check() -> dict:
         return {"ok": False, "url": broker_address(), "error": f"{type(exc).__name__}: {exc}",
                 "seconds": round(time.monotonic() - started, 3)}
     return {"ok": True, "url": broker_address(), "seconds": round(time.monotonic() - started, 3)}
+
+
+class BrokerUnavailable(RuntimeError):
+    """The jobs are stored, but their messages could not be sent; recovery sends them later."""
+
+    def __init__(self, message: str, *, run_ids) -> None:
+        super().__init__(message)
+        self.run_ids = list(run_ids)

@@ -13,18 +13,18 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, status
 from rest_framework.response import Response
 
-from annotation.exporters import FORMATS as ANNOTATION_FORMATS
+from benchmark.api.common import Api, ListApi, input_of
+from benchmark.services.bundles import TASKSET_FORMATS
 
+from ..exporters import FORMATS as ANNOTATION_FORMATS
 from ..models import ExportJob
 from ..services.exports import (
-    TASKSET_FORMATS,
     export_delete,
     export_file,
     export_get,
     export_request,
     exports_for,
 )
-from .common import Api, ListApi, input_of
 
 
 @extend_schema_field({"type": "string", "description": "one of: taskset, annotations"})

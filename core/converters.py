@@ -1,4 +1,4 @@
-"""``<id:name>``: the path converter for row ids (imported by ``config.urls`` before any route).
+"""``<id:name>``: the path converter for row ids (registered by ``CoreConfig.ready`` before any route is resolved).
 
 Django's ``<int:>`` takes any number of digits, and a number beyond the database's integer
 range makes SQLite raise ``OverflowError`` (a 500). Ids are positive 64-bit integers: a longer

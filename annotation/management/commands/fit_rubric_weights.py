@@ -1,11 +1,11 @@
-"""Learn SurveyLens rubric aspect weights from pairwise preferences (see scoring.services.rubric_weights)."""
+"""Learn SurveyLens rubric aspect weights from pairwise preferences (see annotation.services.rubric_weights)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Discipline
 from scoring.models import EvaluationRun
+from annotation.services.rubric_weights import WeightFitError, rubric_weights_fit
 from scoring.pipelines.surveys.surveylens import COMPONENTS
-from scoring.services.rubric_weights import WeightFitError, rubric_weights_fit
 
 
 class Command(BaseCommand):

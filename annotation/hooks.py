@@ -1,0 +1,37 @@
+"""How annotation's rules reach the lower apps, which never import annotation: the blind-mode
+restrictions benchmark's report pages and scoring's verdict API apply (``core.blind``), and the
+webhooks a finished run fires (``scoring.signals.run_finished``), and the export jobs recovery
+re-queues (``core.jobs``), and the SurveyLens label importer (``benchmark.importers.catalogue``). Connected by ``AnnotationConfig``."""
+
+from benchmark.importers.catalogue import Importer, importer_register
+from core.blind import blind_register
+from core.jobs import JobKind, job_kind_register
+from scoring.models import EvaluationRun
+from scoring.signals import run_finished
+
+from .api.visibility import hidden_reports, visible_verdicts
+from .models import ExportJob
+from .services.webhooks import webhooks_fire_run_finished
+from .tasks import run_export
+
+
+def _fire_webhooks(sender, *, run, **kwargs) -> None:
+    webhooks_fire_run_finished(run=run)
+
+
+def _restrict_reports(queryset, user):
+    return queryset.exclude(pk__in=hidden_reports(user).values("pk"))
+
+
+def _restrict_verdicts(queryset, user):
+    return queryset.filter(pk__in=visible_verdicts(user=user).values("pk"))
+
+
+def connect() -> None:
+    run_finished.connect(_fire_webhooks, sender=EvaluationRun, dispatch_uid="annotation.webhooks.run_finished")
+    blind_register("report", _restrict_reports)
+    blind_register("verdict", _restrict_verdicts)
+    importer_register(Importer(
+        "surveylens-annotations", "annotation.importers.surveylens_annotations:import_surveylens_annotations",
+        "SurveyLens human pairwise label files (outline object, content and reference lists) or a folder"))
+    job_kind_register(JobKind(ExportJob, ExportJob.Status.RUNNING, ExportJob.Status.QUEUED, run_export))

@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    name = "core"
+    verbose_name = "Core"
+
+    def ready(self) -> None:
+        from . import converters  # noqa: F401  (registers <id:> before any app's routes are resolved)
