@@ -197,6 +197,9 @@ PAGES = {
     "exports:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
     "exports:export_delete": [("get", lambda w: {"job_id": _export(w)["pk"]}, (405,) * 6)],  # POST only: test_exports.py
     "proposals:task_propose": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6)],  # POST only: test_proposals_web
+    # POST only; curators only; an empty form stores nothing (back to the task page with the message).
+    "benchmark:task_survey_text": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6),
+                                   ("post", lambda w: {"task_id": w.task.pk}, (302, 403, 403, 403, 302, 302))],
     "annotation:project_list": [("get", None, PAGE)],
     # Curators only; an empty form is refused with 400 and creates nothing.
     "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
