@@ -21,9 +21,10 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from annotation.models import AnnotationItem, AnnotationProject, GoldLabel, Label, PairwisePreference
+from annotation import tasks as annotation_tasks
+from annotation.models import AnnotationItem, AnnotationProject, ExportJob, GoldLabel, Label, PairwisePreference
 from benchmark import tasks as benchmark_tasks
-from benchmark.models import ChecklistItem, ExportJob, ImportJob, Report, Task, TaskSet
+from benchmark.models import ChecklistItem, ImportJob, Report, Task, TaskSet
 from scoring import tasks as scoring_tasks
 from scoring.models import EvaluationRun, JudgeConfig, Verdict
 from tests.support.axe import assert_accessible
@@ -58,7 +59,7 @@ def workers(monkeypatch):
     threads = []
     for path, function in (
         ("benchmark.tasks.run_import_job", benchmark_tasks.run_import_job),
-        ("benchmark.tasks.run_export", benchmark_tasks.run_export),
+        ("annotation.tasks.run_export", annotation_tasks.run_export),
         ("scoring.tasks.propose_batch", scoring_tasks.propose_batch),
         ("scoring.tasks.execute_job", scoring_tasks.execute_job),
         ("scoring.tasks.finalize_run", scoring_tasks.finalize_run),
