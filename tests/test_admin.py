@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 APPS = ("core", "benchmark", "annotation", "scoring")
-# A proxy (benchmark.Revision) has no rows of its own: its model's admin shows them.
+# A proxy model has no rows of its own: its concrete model's admin shows them.
 MODELS = [m for m in apps.get_models() if m._meta.app_label in APPS and not m._meta.proxy]
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.models import AuditLog
+
 from ..exporters.native import (
     BIB_FIELDS,
     CITATION_FIELDS,
@@ -31,7 +33,7 @@ from ..exporters.native import (
 )
 from ..models import (
     BibEntry, ChecklistGroup, ChecklistItem, ConstraintQuestion, Discipline, GoldReference, Nugget, Proposable,
-    Revision, RubricCriterion, Survey, SurveyCitation, Task, TaskPrompt,
+    RubricCriterion, Survey, SurveyCitation, Task, TaskPrompt,
 )
 from .base import ImportFailed, Record
 from .native_fields import check_scalars, clean, objects, only, require
@@ -127,7 +129,7 @@ def _history(rec: Record) -> list[dict] | None:
     entries = []
     for entry in objects(rec, "history"):
         only(entry, HISTORY_FIELDS)
-        values = clean(entry, Revision, ("action", "note"))
+        values = clean(entry, AuditLog, ("action", "note"))
         values["actor"] = entry.get("actor", str, default="")
         require(entry, len(values["actor"]) <= 200, "actor", "longer than 200 characters")
         at = entry.text("at", required=True)

@@ -14,11 +14,12 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.models import AuditLog
 from core.text import normalize_title
 
 from ..exporters.native import canonical_json, json_value
 from ..models import (
-    ChecklistGroup, ChecklistItem, ConstraintQuestion, Discipline, GoldReference, Nugget, Proposable, Revision,
+    ChecklistGroup, ChecklistItem, ConstraintQuestion, Discipline, GoldReference, Nugget, Proposable,
     RubricCriterion, Survey, SurveyCitation, Task, TaskPrompt, TimeStamped,
 )
 from ..services.bibliography import bib_entries_upsert
@@ -55,14 +56,14 @@ class Writer:
         self.file = file
         self.result = result
         self.now = timezone.now()
-        self.revisions: list[Revision] = []
-        self.restored: list[tuple[Revision, datetime]] = []
+        self.revisions: list[AuditLog] = []
+        self.restored: list[tuple[AuditLog, datetime]] = []
         self.history: list[tuple[models.Model, bool, list[dict]]] = []  # (row, existed before, entries)
         self.deletions: list[tuple[type[models.Model], str, list[models.Model]]] = []
 
     def revision(self, row: models.Model, action: str, before: dict | None, after: dict | None, note: str) -> None:
         content_type = ContentType.objects.get_for_model(row, for_concrete_model=False)
-        self.revisions.append(Revision(content_type=content_type, object_id=row.pk, actor_label=ACTOR_LABEL,
+        self.revisions.append(AuditLog(content_type=content_type, object_id=row.pk, actor_label=ACTOR_LABEL,
                                        action=action, before=before, after=after, note=note))
 
     def sync(
@@ -291,15 +292,18 @@ class Writer:
         self.deletions = []
 
     def save_revisions(self) -> None:
-        """Adds the file's history entries that are not stored yet, then every revision of the batch."""
+        """Adds the file's history entries that are not stored yet, then every revision of the batch.
+
+        The rows are ``core.AuditLog`` rows built here rather than through ``core.audit.audit_log_rows``:
+        they go in ``WRITE_BATCH`` at a time, and restored entries then get back the times the file gives."""
         if self.history:
             self.restore_history()
-        Revision.objects.bulk_create(self.revisions, batch_size=WRITE_BATCH)
+        AuditLog.objects.bulk_create(self.revisions, batch_size=WRITE_BATCH)
         if self.restored:
             # auto_now_add overwrote created_at on insert; the file's times are the truth.
             for revision, at in self.restored:
                 revision.created_at = at
-            Revision.objects.bulk_update([r for r, _ in self.restored], ["created_at"], batch_size=WRITE_BATCH)
+            AuditLog.objects.bulk_update([r for r, _ in self.restored], ["created_at"], batch_size=WRITE_BATCH)
         self.revisions, self.restored, self.history = [], [], []
 
     def restore_history(self) -> None:
@@ -312,7 +316,7 @@ class Writer:
         condition = Q(pk__in=[])
         for content_type_id, ids in targets.items():
             condition |= Q(content_type_id=content_type_id, object_id__in=ids)
-        for revision in Revision.objects.filter(condition).select_related("actor"):
+        for revision in AuditLog.objects.filter(condition).select_related("actor"):
             actor = revision.actor.get_username() if revision.actor_id else revision.actor_label
             stored[self._signature(revision.content_type_id, revision.object_id, revision.action, actor,
                                    revision.created_at, revision.before, revision.after, revision.note)] += 1
@@ -330,7 +334,7 @@ class Writer:
                     stored[signature] -= 1
                     continue
                 user = users.get(entry["actor"])
-                revision = Revision(
+                revision = AuditLog(
                     content_type=content_type, object_id=row.pk, actor=user, actor_label="" if user else entry["actor"],
                     action=entry["action"], before=entry["before"], after=entry["after"], note=entry["note"],
                 )

@@ -1,4 +1,4 @@
-from .base import Origin, Proposable, ReviewStatus, Revision, SETTLED_STATUSES, TimeStamped
+from .base import Origin, Proposable, ReviewStatus, SETTLED_STATUSES, TimeStamped
 from .imports import ImportJob
 from .reports import Report, System, SystemAlias, system_key
 from .surveys import BibEntry, Discipline, Survey, SurveyCitation
@@ -19,7 +19,7 @@ PROPOSABLE_MODELS = (TaskPrompt, ConstraintQuestion, ChecklistGroup, ChecklistIt
 
 __all__ = [
     "BibEntry", "ChecklistGroup", "ChecklistItem", "ConstraintQuestion", "Discipline", "GoldReference",
-    "ImportJob", "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus", "Revision",
+    "ImportJob", "Nugget", "Origin", "PROPOSABLE_MODELS", "Proposable", "Protocol", "Report", "ReviewStatus",
     "RubricCriterion", "SETTLED_STATUSES", "Survey", "SurveyCitation", "System", "SystemAlias", "Task", "TaskPrompt",
     "TaskSet", "TimeStamped", "system_key",
 ]

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from core.models import AuditLog, TimeStamped
+from core.models import TimeStamped
 
 
 class Origin(models.TextChoices):
@@ -41,12 +41,3 @@ class Proposable(TimeStamped):
 
     # Fields whose before/after values the revision history records.
     tracked_fields: tuple[str, ...] = ()
-
-
-class Revision(AuditLog):
-    """The audit trail under the name benchmark's native importer builds and reads it by
-    (``benchmark/importers/native.py``, being split by another change): the same rows as
-    ``core.AuditLog``. New code writes through ``core.audit.audit_log_record``."""
-
-    class Meta:
-        proxy = True

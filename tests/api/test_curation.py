@@ -9,7 +9,7 @@ from django.urls import reverse
 from core.models import AuditLog
 
 from annotation.models import AnnotationItem, AnnotationProject, ProjectMembership
-from benchmark.models import Revision, TaskSet
+from benchmark.models import TaskSet
 from tests.annotation_factories import checklist_task
 from tests.api.conftest import client_for
 
@@ -174,8 +174,8 @@ def test_curator_creates_a_task_set_with_its_revision_row(world):
     assert response.status_code == 201, response.content
     body = response.json()
     assert (body["name"], body["version"], body["tasks"], body["is_frozen"]) == ("batch-1", 1, [world.task.pk], False)
-    revision = Revision.objects.get(action="taskset:create", object_id=body["id"])
-    assert revision.actor == world.users["curator"] and revision.after["tasks"] == [
+    entry = AuditLog.objects.get(action="taskset:create", object_id=body["id"])
+    assert entry.actor == world.users["curator"] and entry.after["tasks"] == [
         f"{world.task.protocol}/{world.task.key}"]
 
 

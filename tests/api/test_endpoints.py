@@ -11,7 +11,8 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from benchmark.services import uploads as benchmark_uploads
-from benchmark.models import ChecklistItem, Report, Revision
+from benchmark.models import ChecklistItem, Report
+from core.models import AuditLog
 from tests.api.conftest import client_for
 
 
@@ -134,7 +135,7 @@ def test_import_endpoint_names_file_and_line(world):
     assert response.status_code == 400, response.content
     assert (response.json()["line"], response.json()["column"]) == (1, 35)
     assert response.json()["detail"] == "tasks.jsonl, line 1, column 35: malformed JSON: expecting value"
-    assert not Revision.objects.filter(action__startswith="import").exists()
+    assert not AuditLog.objects.filter(action__startswith="import").exists()
 
 
 def test_import_endpoint_returns_the_per_system_table(world):

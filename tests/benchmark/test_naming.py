@@ -5,9 +5,10 @@ import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.urls import reverse
 
-from benchmark.models import Revision, System
+from benchmark.models import System
 from benchmark.naming import readable_identifier, system_label
 from benchmark.services.systems import system_display_name_set
+from core.models import AuditLog
 from tests.annotation_factories import curator
 from tests.factories import ReportFactory, SystemFactory
 
@@ -50,7 +51,7 @@ def test_curators_rename_a_system_in_the_admin_with_a_revision_and_pages_use_the
     system.refresh_from_db()
     assert (system.name, system.display_name, system.label) == (
         "deepscholar_base_gpt_4.1", "DeepScholar (GPT-4.1)", "DeepScholar (GPT-4.1)")
-    revision = Revision.objects.get(content_type=ContentType.objects.get_for_model(System), object_id=system.pk)
+    revision = AuditLog.objects.get(content_type=ContentType.objects.get_for_model(System), object_id=system.pk)
     assert (revision.action, revision.actor, revision.before, revision.after) == (
         "system:display_name", user, {"display_name": ""}, {"display_name": "DeepScholar (GPT-4.1)"})
     assert not system_display_name_set(system=system, display_name=" DeepScholar  (GPT-4.1) ")

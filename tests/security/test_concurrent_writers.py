@@ -18,8 +18,9 @@ from django.db.models import Count
 from annotation.models import AnnotationItem, Label, PairwisePreference
 from annotation.services.errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError
 from annotation.services.labels import label_submit
-from benchmark.models import ChecklistItem, Revision
+from benchmark.models import ChecklistItem
 from benchmark.services.history import StaleEditError, proposable_update
+from core.models import AuditLog
 from tests.annotation_factories import annotator, checklist_task, curator, pairwise_project
 
 CLIENTS = 50
@@ -91,7 +92,7 @@ def test_fifty_concurrent_clients_lose_and_duplicate_nothing(postgres):
     assert len(winners) >= 1
     checklist_item.refresh_from_db()
     assert checklist_item.version == start_version + len(winners)
-    revisions = list(Revision.objects.filter(
+    revisions = list(AuditLog.objects.filter(
         content_type=ContentType.objects.get_for_model(ChecklistItem), object_id=checklist_item.pk, action="edit",
     ).order_by("pk"))
     assert sorted(r.after["text"] for r in revisions) == sorted(winners)

@@ -7,7 +7,7 @@ from annotation.selectors import adjudication_queue, task_curation_status
 from annotation.services.errors import ItemNotOpenError, ReviewConflictError
 from annotation.services.labels import label_submit
 from annotation.services.review import item_adjudicate, task_curate
-from benchmark.models import ChecklistItem, Revision
+from benchmark.models import ChecklistItem
 from benchmark.services.history import proposable_update
 from tests.annotation_factories import (
     agreement_project,
@@ -41,7 +41,7 @@ def test_two_agreeing_reviews_accept_the_item(owner, alice, bob):
     checklist_item.refresh_from_db()
     assert (item.status, item.disagreement, item.conflict) == ("complete", False, "")
     assert (checklist_item.review_status, checklist_item.version) == ("accepted", 2)
-    revision = Revision.objects.get(object_id=checklist_item.pk, action="review:accepted")
+    revision = AuditLog.objects.get(object_id=checklist_item.pk, action="review:accepted")
     assert revision.actor == bob and item.applied_revision == revision
     assert adjudication_queue(project=project) == []
 

@@ -6,14 +6,17 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from benchmark import models
+from core.models import AuditLog
 from core.text import normalize_title
 from benchmark.services.history import proposable_update
 from tests import factories
 
 
 def row_counts() -> dict[str, int]:
-    """Rows of every benchmark model (and users), to show that a failed import changed nothing."""
+    """Rows of every benchmark model (and of the audit trail and users), to show that a failed import
+    changed nothing."""
     counts = {m.__name__: m.objects.count() for m in apps.get_app_config("benchmark").get_models()}
+    counts["AuditLog"] = AuditLog.objects.count()
     counts["User"] = get_user_model().objects.count()
     return counts
 
@@ -21,7 +24,7 @@ def row_counts() -> dict[str, int]:
 def wipe_benchmark() -> None:
     """Delete every benchmark row, leaving an empty benchmark database (users and the system
     alias table, which the migrations seed, stay)."""
-    models.Revision.objects.all().delete()
+    AuditLog.objects.all().delete()
     models.TaskSet.objects.all().delete()
     models.Report.objects.all().delete()
     models.System.objects.all().delete()

@@ -3,7 +3,8 @@ import json
 import pytest
 
 from benchmark.importers.catalogue import run_import
-from benchmark.models import ChecklistGroup, ChecklistItem, ConstraintQuestion, Report, Revision, ReviewStatus, Task
+from benchmark.models import ChecklistGroup, ChecklistItem, ConstraintQuestion, Report, ReviewStatus, Task
+from core.models import AuditLog
 
 from . import assert_rejected, model_counts
 
@@ -90,7 +91,7 @@ def test_reimport_updates_unreviewed_items_and_keeps_reviewed_ones(release, tmp_
     assert result.counts["checklist group"]["removed"] == 1
     assert result.counts["constraint question"]["removed"] == 1
     assert Task.objects.get(key="0").checklist_groups.count() == 11
-    revision = Revision.objects.get(action="import", object_id=first.pk, content_type__model="checklistitem")
+    revision = AuditLog.objects.get(action="import", object_id=first.pk, content_type__model="checklistitem")
     assert revision.before["text"] != revision.after["text"]
     assert revision.actor_label == "import:deepsynth"
 

@@ -11,6 +11,7 @@ from benchmark.exporters.native import canonical_json, export_tasks_jsonl
 from benchmark.importers import native
 from benchmark.importers.base import ImportFailed, ImportResult
 from benchmark.importers.catalogue import run_import
+from core.models import AuditLog
 from tests import factories
 from tests.benchmark.exporters.sample import (
     discipline_with_criteria,
@@ -69,10 +70,10 @@ def test_round_trip_into_an_empty_database_is_byte_identical(tmp_path, two_tasks
     assert result.counts["task"] == {"created": 3}
     assert result.counts["survey"] == {"created": 2}
     if include_history:
-        assert result.counts["revision"] == {"restored": counts["Revision"]}
+        assert result.counts["revision"] == {"restored": counts["AuditLog"]}
         assert row_counts() == counts
     else:
-        assert row_counts() == {**counts, "Revision": 0}
+        assert row_counts() == {**counts, "AuditLog": 0}
 
 
 @pytest.mark.parametrize("include_history", [False, True])
@@ -110,17 +111,17 @@ def test_reimport_updates_items_in_place_with_revisions(tmp_path, two_tasks):
 
     item.refresh_from_db()
     assert (item.text, item.version) == ("Rewritten item", 2)
-    update = models.Revision.objects.get(object_id=item.pk, action="import:update")
+    update = AuditLog.objects.get(object_id=item.pk, action="import:update")
     assert update.before["text"] != update.after["text"] == "Rewritten item"
     assert update.actor_label == "import:native" and update.note == "tasks.jsonl, line 1"
-    status = models.Revision.objects.get(object_id=two_tasks.pk, content_type__model="task")
+    status = AuditLog.objects.get(object_id=two_tasks.pk, content_type__model="task")
     assert status.action == "import:update"
     assert (status.before, status.after) == ({"status": "curated"}, {"status": "in_review"})
     assert not models.ChecklistGroup.objects.filter(pk=removed_group.pk).exists()
-    deleted = models.Revision.objects.filter(action="import:delete").values_list("content_type__model", flat=True)
+    deleted = AuditLog.objects.filter(action="import:delete").values_list("content_type__model", flat=True)
     assert sorted(deleted) == ["checklistgroup", "checklistitem", "checklistitem", "surveycitation"]
-    group_deleted = models.Revision.objects.get(action="import:delete", object_id=removed_group.pk,
-                                                content_type__model="checklistgroup")
+    group_deleted = AuditLog.objects.get(action="import:delete", object_id=removed_group.pk,
+                                         content_type__model="checklistgroup")
     assert group_deleted.before["name"] == "Constraint A" and group_deleted.before["task_id"] == two_tasks.pk
     assert two_tasks.nuggets.count() == 3
     assert two_tasks.survey.citations.count() == 2
@@ -155,15 +156,15 @@ def test_history_entries_are_added_once(tmp_path, two_tasks):
     wipe_benchmark()
     path = write(tmp_path, text)
     run_import("native", path)
-    revisions = models.Revision.objects.count()
+    audit_rows = AuditLog.objects.count()
 
     result = run_import("native", path)
 
-    assert models.Revision.objects.count() == revisions
+    assert AuditLog.objects.count() == audit_rows
     assert "revision" not in result.counts
-    user_edit = models.Revision.objects.get(note="clarified")
+    user_edit = AuditLog.objects.get(note="clarified")
     assert user_edit.actor.username == "expert-ana" and user_edit.actor_label == ""
-    assert models.Revision.objects.filter(actor_label="bulk-accept", actor=None).count() == 1
+    assert AuditLog.objects.filter(actor_label="bulk-accept", actor=None).count() == 1
 
 
 def test_history_actor_without_a_user_is_kept_as_a_label(tmp_path, two_tasks):
@@ -174,7 +175,7 @@ def test_history_actor_without_a_user_is_kept_as_a_label(tmp_path, two_tasks):
 
     run_import("native", write(tmp_path, text))
 
-    assert models.Revision.objects.filter(actor_label="expert-ana", actor=None).count() == 3
+    assert AuditLog.objects.filter(actor_label="expert-ana", actor=None).count() == 3
     assert export_all(include_history=True) == text
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from benchmark.importers.catalogue import run_import
 from benchmark.importers.reportbench import cutoff_from_prompt, prompt_level
-from benchmark.models import BibEntry, Discipline, GoldReference, Revision, ReviewStatus, Survey, SurveyCitation, Task
+from benchmark.models import BibEntry, Discipline, GoldReference, ReviewStatus, Survey, SurveyCitation, Task
+from core.models import AuditLog
 from core.text import normalize_title
 
 from . import assert_rejected, model_counts
@@ -111,8 +112,8 @@ def test_reimport_updates_nothing_and_keeps_reviewed_items(release, tmp_path):
     assert task.gold_references.count() == 4
     prompt = Task.objects.get(key=rows[0]["arxiv_id"]).prompts.get()
     assert prompt.text.startswith("Kindly") and prompt.version == 2
-    assert Revision.objects.filter(action="import", object_id=prompt.pk).count() == 1
-    assert Revision.objects.filter(action="import:remove").count() == 1
+    assert AuditLog.objects.filter(action="import", object_id=prompt.pk).count() == 1
+    assert AuditLog.objects.filter(action="import:remove").count() == 1
 
 
 @pytest.mark.parametrize(

@@ -5,16 +5,17 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from benchmark import models
-from benchmark.models import ChecklistItem, Nugget, Revision
+from benchmark.models import ChecklistItem, Nugget
 from benchmark.services.history import StaleEditError, proposable_review, proposable_update, snapshot
+from core.models import AuditLog
 from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 
-def revisions_of(obj) -> list[Revision]:
+def revisions_of(obj) -> list[AuditLog]:
     content_type = ContentType.objects.get_for_model(obj)
-    return list(Revision.objects.filter(content_type=content_type, object_id=obj.pk))
+    return list(AuditLog.objects.filter(content_type=content_type, object_id=obj.pk))
 
 
 def test_update_writes_the_change_and_its_revision():

@@ -7,8 +7,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from benchmark.importers.base import ImportFailed
-from benchmark.models import Revision, Survey
+from benchmark.models import Survey
 from benchmark.services.survey_text import survey_text_parse, survey_text_set
+from core.models import AuditLog
 from scoring.services.proposals import VARIABLES, UnitFailed
 from tests.annotation_factories import annotator, curator
 from tests.factories import SurveyFactory, TaskFactory
@@ -33,7 +34,7 @@ SimCLR and MoCo.
 
 
 def _revisions(survey):
-    return Revision.objects.filter(content_type=ContentType.objects.get_for_model(Survey), object_id=survey.pk)
+    return AuditLog.objects.filter(content_type=ContentType.objects.get_for_model(Survey), object_id=survey.pk)
 
 
 def test_markdown_becomes_abstract_outline_and_sections():

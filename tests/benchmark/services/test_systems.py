@@ -3,8 +3,9 @@ from django.urls import reverse
 
 from benchmark.importers.base import ImportResult
 from benchmark.importers.systems import SystemSpec, systems_ensure
-from benchmark.models import Revision, System, SystemAlias, system_key
+from benchmark.models import System, SystemAlias, system_key
 from benchmark.services.systems import system_alias_delete, system_alias_set, system_names_resolve
+from core.models import AuditLog
 
 pytestmark = pytest.mark.django_db
 
@@ -39,11 +40,11 @@ def test_alias_set_change_and_delete_each_leave_a_revision(admin_user):
     system_alias_set(alias="autosurvey-2", canonical="Autosurvey", note="same pipeline, v2 run", actor=admin_user)
     assert SystemAlias.objects.filter(key=system_key("AutoSurvey2")).count() == 1
     system_alias_delete(alias=SystemAlias.objects.get(pk=alias.pk), actor=admin_user)
-    revisions = list(Revision.objects.filter(object_id=alias.pk, content_type__model="systemalias"))
-    assert [r.action for r in revisions] == ["alias:set", "alias:set", "alias:delete"]
-    assert revisions[0].before is None and revisions[0].after["canonical"] == "Autosurvey"
-    assert revisions[1].before["note"] == "same pipeline" and revisions[1].after["note"] == "same pipeline, v2 run"
-    assert revisions[2].after is None and all(r.actor == admin_user for r in revisions)
+    entries = list(AuditLog.objects.filter(object_id=alias.pk, content_type__model="systemalias"))
+    assert [r.action for r in entries] == ["alias:set", "alias:set", "alias:delete"]
+    assert entries[0].before is None and entries[0].after["canonical"] == "Autosurvey"
+    assert entries[1].before["note"] == "same pipeline" and entries[1].after["note"] == "same pipeline, v2 run"
+    assert entries[2].after is None and all(r.actor == admin_user for r in entries)
     assert system_names_resolve(["AutoSurvey2"]) == {"AutoSurvey2": "AutoSurvey2"}
 
 
@@ -55,7 +56,7 @@ def test_alias_set_change_and_delete_each_leave_a_revision(admin_user):
 def test_alias_refused_with_the_reason(alias, canonical, message):
     with pytest.raises(ValueError, match=message):
         system_alias_set(alias=alias, canonical=canonical)
-    assert not Revision.objects.filter(content_type__model="systemalias").exists()
+    assert not AuditLog.objects.filter(content_type__model="systemalias").exists()
 
 
 # The revision history inline's (empty) management form, which every admin form post carries.
@@ -70,7 +71,7 @@ def test_admin_page_shows_and_edits_the_table_through_the_service(admin_client, 
                                  {"alias": "Gemini DR", "canonical": "Gemini", "note": "release name", **INLINE})
     assert response.status_code == 302
     added = SystemAlias.objects.get(key=system_key("gemini dr"))
-    assert Revision.objects.get(object_id=added.pk, content_type__model="systemalias").actor == admin_user
+    assert AuditLog.objects.get(object_id=added.pk, content_type__model="systemalias").actor == admin_user
     refused = admin_client.post(reverse("admin:benchmark_systemalias_add"),
                                 {"alias": "gemini", "canonical": "Gemini", "note": "", **INLINE})
     assert refused.status_code == 200 and "are already one system" in refused.content.decode()

@@ -5,7 +5,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import CommandError, call_command
 
 from benchmark.exporters.native import export_tasks_jsonl
-from benchmark.models import Revision, Task, TaskSet
+from benchmark.models import Task, TaskSet
 from benchmark.services.history import proposable_update
 from benchmark.services.tasksets import (
     TaskSetError,
@@ -18,6 +18,7 @@ from benchmark.services.tasksets import (
     taskset_new_version,
     taskset_update,
 )
+from core.models import AuditLog
 from tests import factories
 from tests.benchmark.exporters.sample import discipline_with_criteria, rich_task
 
@@ -37,8 +38,8 @@ def expert():
 
 def actions(task_set) -> list[str]:
     content_type = ContentType.objects.get_for_model(TaskSet)
-    revisions = Revision.objects.filter(content_type=content_type, object_id=task_set.pk)
-    return list(revisions.values_list("action", flat=True))
+    rows = AuditLog.objects.filter(content_type=content_type, object_id=task_set.pk)
+    return list(rows.values_list("action", flat=True))
 
 
 def test_create_makes_version_one_with_a_revision(curated, expert):

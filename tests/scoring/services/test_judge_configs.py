@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.contenttypes.models import ContentType
 
-from benchmark.models import Revision
+from core.models import AuditLog
 from scoring.models import JudgeConfig
 from scoring.services.judge_configs import judge_config_create, judge_config_test, judge_config_update
 from tests.annotation_factories import VerdictFactory, curator
@@ -19,7 +19,7 @@ def owner():
 
 def _revisions(config) -> list[str]:
     content_type = ContentType.objects.get_for_model(JudgeConfig)
-    return list(Revision.objects.filter(content_type=content_type, object_id=config.pk).values_list("action", flat=True))
+    return list(AuditLog.objects.filter(content_type=content_type, object_id=config.pk).values_list("action", flat=True))
 
 
 def test_create_on_an_allowed_endpoint_stores_no_key_and_writes_a_revision(owner, settings):
@@ -29,7 +29,7 @@ def test_create_on_an_allowed_endpoint_stores_no_key_and_writes_a_revision(owner
     assert (config.base_url, config.temperature, config.repeats) == ("https://llm.example.org/v1", 0.0, 1)
     assert "lab-key-0001" not in str(JudgeConfig.objects.values().get(pk=config.pk))
     assert _revisions(config) == ["judge_config:create"]
-    assert "lab-key-0001" not in str(Revision.objects.get(action="judge_config:create").after)
+    assert "lab-key-0001" not in str(AuditLog.objects.get(action="judge_config:create").after)
 
 
 @pytest.mark.parametrize(
@@ -60,7 +60,7 @@ def test_fields_that_shape_verdicts_freeze_once_there_are_verdicts(owner):
     config.refresh_from_db()
     assert (config.name, config.model, config.max_concurrency) == ("renamed", "m2", 2)
     assert _revisions(config) == ["judge_config:create", "judge_config:update", "judge_config:update"]
-    last = Revision.objects.filter(action="judge_config:update").last()
+    last = AuditLog.objects.filter(action="judge_config:update").last()
     assert last.before == {"name": "gpt", "max_concurrency": 8} and last.after == {"name": "renamed",
                                                                                    "max_concurrency": 2}
 

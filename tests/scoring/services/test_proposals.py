@@ -11,12 +11,12 @@ from benchmark.models import (
     ConstraintQuestion,
     Origin,
     ReviewStatus,
-    Revision,
     RubricCriterion,
     Task,
     TaskPrompt,
 )
 from benchmark.services.history import proposable_review
+from core.models import AuditLog
 from scoring.judges.lexical import content_words
 from scoring.models import JudgeConfig, LLMCall, ProposalBatch
 from scoring.services.proposals import proposal_batch_create, proposal_batch_execute, propose
@@ -74,7 +74,7 @@ def llm_rows(model, **filters):
 
 
 def revisions_of(model, ids):
-    return Revision.objects.filter(content_type=ContentType.objects.get_for_model(model), object_id__in=list(ids),
+    return AuditLog.objects.filter(content_type=ContentType.objects.get_for_model(model), object_id__in=list(ids),
                                    action="propose")
 
 
@@ -121,14 +121,14 @@ def test_a_rerun_on_unchanged_input_makes_no_call_and_changed_input_asks_again(f
     fake_openai.responder = scripted({"propose.general_question": QUESTION, "propose.topic_groups": GROUPS,
                                       "propose.constraint_pairs": PAIRS})
     propose(tasks=[task], judge_config=config)
-    rows = (ChecklistItem.objects.count(), ChecklistGroup.objects.count(), Revision.objects.count())
+    rows = (ChecklistItem.objects.count(), ChecklistGroup.objects.count(), AuditLog.objects.count())
     requests = len(fake_openai.chat_requests())
 
     again = propose(tasks=[task], judge_config=config)
 
     assert len(fake_openai.chat_requests()) == requests == 3
     assert [o.status for o in again.outcomes] == ["reused"] * 3 and again.proposed == {}
-    assert (ChecklistItem.objects.count(), ChecklistGroup.objects.count(), Revision.objects.count()) == rows
+    assert (ChecklistItem.objects.count(), ChecklistGroup.objects.count(), AuditLog.objects.count()) == rows
     assert LLMCall.objects.count() == 3
 
     # Another configuration is another question: it asks, and adds nothing that already exists.
@@ -187,12 +187,12 @@ def test_an_imported_prompt_is_kept_and_an_own_unreviewed_proposal_is_revised(fa
     revised = propose(tasks=[task], stages=["question"], judge_config=config)
     prompt = TaskPrompt.objects.get(task=task)
     assert (revised.outcomes[0].revised, prompt.text, prompt.version) == (1, "A revised question.", 2)
-    assert Revision.objects.filter(object_id=prompt.pk, action="propose:revise").count() == 1
+    assert AuditLog.objects.filter(object_id=prompt.pk, action="propose:revise").count() == 1
 
 
 def test_a_malformed_answer_stores_nothing_and_reports_the_reason(fake_openai, config, task):
     fake_openai.script(Reply.text("not json at all"), Reply.text('{"groups": "still wrong"}'))
-    before = Revision.objects.count()
+    before = AuditLog.objects.count()
 
     summary = propose(tasks=[task], stages=["topic_groups"], judge_config=config)
 
@@ -201,7 +201,7 @@ def test_a_malformed_answer_stores_nothing_and_reports_the_reason(fake_openai, c
     assert outcome.reason.startswith("judge error: invalid answer after one repair")
     assert "groups" in outcome.reason
     assert not ChecklistGroup.objects.exists() and not ChecklistItem.objects.exists()
-    assert Revision.objects.count() == before
+    assert AuditLog.objects.count() == before
     call = LLMCall.objects.get()  # the tokens were spent: the failed call is accounted for, and not reused
     assert (call.ok, call.attempts, call.tokens_in) == (False, 2, 2 * TOKENS_IN)
     fake_openai.responder = scripted({"propose.topic_groups": GROUPS})
@@ -222,7 +222,7 @@ def test_an_answer_that_cannot_be_stored_leaves_nothing_half_stored(fake_openai,
     assert reasons["constraint_pairs"].startswith("unusable answer: pair 1 question: title: ")
     assert "at most 500 characters" in reasons["constraint_pairs"]
     assert not ChecklistGroup.objects.exists() and not ConstraintQuestion.objects.exists()
-    assert not Revision.objects.exists()
+    assert not AuditLog.objects.exists()
     assert list(LLMCall.objects.values_list("ok", flat=True)) == [False, False]
 
 

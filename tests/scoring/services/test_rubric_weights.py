@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from benchmark.models import Revision, RubricCriterion
+from benchmark.models import RubricCriterion
+from core.models import AuditLog
 from scoring.metrics import bt_aspect_weights
 from scoring.models import EvaluationRun, ScoreCard
 from annotation.services.rubric_weights import WeightFitError, rubric_weights_fit
@@ -72,7 +73,7 @@ def test_applying_stores_each_aspect_weight_on_its_criteria_with_revisions(world
     assert fit.criteria_updated == 3
     other.refresh_from_db()
     assert other.weight == 1.0  # another discipline is untouched
-    revisions = Revision.objects.filter(object_id__in=[c.pk for c in criteria])
+    revisions = AuditLog.objects.filter(object_id__in=[c.pk for c in criteria])
     assert revisions.count() == 3 and all("Bradley–Terry" in r.note for r in revisions)
     again = rubric_weights_fit(run=run, component="outline", discipline_id=discipline.pk, apply=True)
     assert again.criteria_updated == 0  # unchanged weights write nothing
@@ -88,7 +89,7 @@ def test_unusable_inputs_are_refused_and_change_nothing(world):
     deepsynth = EvaluationRun.objects.create(protocol="deepsynth", judge_config=run.judge_config)
     with pytest.raises(WeightFitError, match="is a deepsynth run"):
         rubric_weights_fit(run=deepsynth, component="outline", discipline_id=discipline.pk)
-    assert not Revision.objects.exists()
+    assert not AuditLog.objects.exists()
 
 
 def test_the_command_prints_the_weights_and_applies_them(world):
