@@ -23,6 +23,8 @@ from scoring.judges.slots import FileSlots
 if os.environ.get("SLOTS_DIR"):
     SHARED_SLOTS.use(FileSlots(__import__("pathlib").Path(os.environ["SLOTS_DIR"])))
 held, lock = [], threading.Lock()
+print("ready", flush=True)
+sys.stdin.readline()  # start together: the parent says go once both processes are set up
 def hold():
     for _ in range(6):
         with SHARED_SLOTS.slot("http://endpoint.test/v1", 2, deadline=time.monotonic() + 60):
@@ -48,12 +50,20 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
 
 
 def hold_in_two_processes(env: dict) -> list[list[tuple[float, float]]]:
-    processes = [subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    processes = [subprocess.Popen([sys.executable, "-c", HOLDER], cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
                  for _ in range(2)]
+    # Django's setup takes each process a different time; without this barrier one process could
+    # be done before the other starts, and the endpoint would never be shared.
+    for process in processes:
+        assert process.stdout.readline().strip() == "ready"
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.close()
     results = []
     for process in processes:
-        out, _ = process.communicate(timeout=120)
-        assert process.returncode == 0
+        out = process.stdout.read()
+        assert process.wait(timeout=120) == 0
         results.append([tuple(pair) for pair in json.loads(out)])
     return results
 
