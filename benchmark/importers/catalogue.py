@@ -16,10 +16,33 @@ class Importer:
     name: str
     target: str  # "module:function", imported on first use
     description: str
+    # "module:function" that finds, in an unpacked zip, the file or folder the importer reads;
+    # by default ``unwrapped``: down through folders that hold a single entry.
+    zip_root: str = ""
 
     def load(self) -> Callable[..., None]:
-        module, function = self.target.split(":")
-        return getattr(import_module(module), function)
+        return _function(self.target)
+
+    def root_in(self, unpacked: Path) -> Path:
+        return (_function(self.zip_root) if self.zip_root else unwrapped)(unpacked)
+
+
+def _function(target: str) -> Callable:
+    module, function = target.split(":")
+    return getattr(import_module(module), function)
+
+
+def entries(folder: Path) -> list[Path]:
+    """A folder's entries, without the ``__MACOSX`` folder that macOS zips carry."""
+    return [entry for entry in folder.iterdir() if entry.name != "__MACOSX"]
+
+
+def unwrapped(unpacked: Path) -> Path:
+    """The zip's only file, its only top-level folder (through nested wrappers), or the folder."""
+    source = unpacked
+    while source.is_dir() and len(only := entries(source)) == 1:
+        source = only[0]
+    return source
 
 
 IMPORTERS: dict[str, Importer] = {
@@ -36,7 +59,8 @@ IMPORTERS: dict[str, Importer] = {
                  "a folder of SurveyLens Structured Survey Representation JSON files, one per system"),
         Importer("bibtex", "benchmark.importers.bibtex:import_bibtex", "a BibTeX file of bibliography entries"),
         Importer("reports", "benchmark.importers.markdown_reports:import_markdown_reports",
-                 "a folder of markdown reports, <system>/<task key>.md"),
+                 "a folder of markdown reports, <system>/<task key>.md",
+                 zip_root="benchmark.importers.markdown_reports:reports_root"),
     ]
 }
 

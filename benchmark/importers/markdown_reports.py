@@ -20,6 +20,7 @@ from pathlib import Path
 from ..models import Protocol, Task
 from ..services.reports import ReportInput
 from .base import ImportFailed, ImportResult, Record, read_json
+from .catalogue import entries
 from .common import read_text, reports_store
 from .systems import SystemSpec, systems_ensure
 
@@ -34,6 +35,20 @@ def _report_text(path: Path, name: str) -> str:
     if not isinstance(data, dict):
         raise rec.fail(f"expected a JSON object with a response field, got {type(data).__name__}")
     return rec.text("response", required=True)
+
+
+def _holds_reports(folder: Path) -> bool:
+    """A system's folder: it holds report files or protocol folders itself."""
+    return any(entry.is_file() or entry.name in Protocol.values for entry in entries(folder))
+
+
+def reports_root(unpacked: Path) -> Path:
+    """In an unpacked zip, the folder of system folders: wrappers are descended through, but a
+    lone system's folder (``storm/2312.04861.md``) is read from the folder around it."""
+    root = unpacked
+    while len(only := entries(root)) == 1 and only[0].is_dir() and not _holds_reports(only[0]):
+        root = only[0]
+    return root
 
 
 def _report_files(root: Path, *, result: ImportResult) -> list[tuple[str, str | None, Path]]:

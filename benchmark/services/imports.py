@@ -21,7 +21,7 @@ from django.utils import timezone
 from core.accounts import is_global_curator
 
 from ..importers.base import ImportFailed
-from ..importers.catalogue import IMPORTERS, run_import
+from ..importers.catalogue import IMPORTERS, Importer, run_import
 from ..models import ImportJob
 
 logger = logging.getLogger(__name__)
@@ -69,8 +69,8 @@ def import_request(*, user, format_name: str, upload) -> ImportJob:
     return job
 
 
-def _unpack(archive: Path, *, shown_as: str) -> Path:
-    """What the importer reads: the zip's only file, its only top-level folder, or the unpacked folder."""
+def _unpack(archive: Path, *, shown_as: str, importer: Importer) -> Path:
+    """The file or folder in the unpacked zip that ``importer`` reads (``Importer.root_in``)."""
     destination = archive.parent / "unpacked"
     with zipfile.ZipFile(archive) as bundle:
         members = [info for info in bundle.infolist() if not info.is_dir()]
@@ -85,12 +85,7 @@ def _unpack(archive: Path, *, shown_as: str) -> Path:
             out.parent.mkdir(parents=True, exist_ok=True)
             with bundle.open(info) as source, out.open("wb") as sink:
                 shutil.copyfileobj(source, sink)
-    source = destination
-    while True:  # descend through folders that hold only one entry: a zipped file or a zipped folder
-        entries = [entry for entry in source.iterdir() if entry.name != "__MACOSX"] if source.is_dir() else []
-        if len(entries) != 1:
-            break
-        source = entries[0]
+    source = importer.root_in(destination)
     if source.is_dir() and not any(path.is_file() for path in source.rglob("*")):
         raise ImportFailed("the zip holds no file", file=shown_as)
     return source
@@ -135,7 +130,8 @@ def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
     upload = imports_dir() / job.upload_dir / job.original_name
     zipped = zipfile.is_zipfile(upload)
     try:
-        result = run_import(job.format, _unpack(upload, shown_as=job.original_name) if zipped else upload)
+        source = _unpack(upload, shown_as=job.original_name, importer=IMPORTERS[job.format]) if zipped else upload
+        result = run_import(job.format, source)
     except ImportFailed as exc:
         errors = _error_rows(exc, upload=upload, shown_as=job.original_name, zipped=zipped)
         _end(job.pk, status=ImportJob.Status.FAILED, errors=errors)

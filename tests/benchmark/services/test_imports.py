@@ -7,9 +7,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from benchmark.importers.catalogue import run_import
-from benchmark.models import ImportJob, Task
+from benchmark.models import ImportJob, Protocol, Report, Task
 from benchmark.services.imports import import_execute, import_request, imports_dir
 from tests.annotation_factories import annotator, curator
+from tests.factories import TaskFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -91,3 +92,25 @@ def test_refusals(owner):
     with pytest.raises(ValueError, match="format: 'csv' is not one of"):
         import_request(user=owner, format_name="csv", upload=_upload("a.csv", b""))
     assert not ImportJob.objects.exists()
+
+
+
+@pytest.mark.parametrize(("layout", "systems"), [
+    (["storm/2312.04861.md"], {"storm"}),  # one system's folder, zipped bare
+    (["reports/storm/2312.04861.md"], {"storm"}),  # ... inside a wrapper folder
+    (["reports/storm/deepscholar/2506.02838.md"], {"storm"}),  # ... holding a protocol folder
+    (["storm/2312.04861.md", "other/2312.04861.md"], {"storm", "other"}),
+])
+def test_a_zip_of_report_folders_reads_each_system_folder_as_a_system(
+        owner, layout, systems, django_capture_on_commit_callbacks, monkeypatch):
+    TaskFactory(protocol=Protocol.REPORTBENCH, key="2312.04861")
+    TaskFactory(protocol=Protocol.DEEPSCHOLAR, key="2506.02838")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        for name in layout:
+            bundle.writestr(name, "# Survey\n\nText.\n")
+    job = _queued(owner, "reports.zip", buffer.getvalue(), "reports", django_capture_on_commit_callbacks, monkeypatch)
+    job = import_execute(job_id=job.pk)
+    assert job.status == "done", job.errors
+    assert set(Report.objects.values_list("system__name", flat=True)) == systems
+    assert Report.objects.count() == len(layout)
