@@ -54,12 +54,15 @@ def proposal_panel(request, task: Task) -> dict:
     """The task page's context for ``benchmark/_proposals.html``."""
     curator = is_global_curator(request.user)
     batches = list(task.proposal_batches.select_related("judge_config")[:RECENT_BATCHES])
+    active = any(batch.status in ("pending", "running") for batch in batches)
     return {
         "propose_form": ProposeForm(task=task) if curator and stages_for(task.protocol) else None,
         "proposal_batches": batches,
         "llm_proposals": _llm_rows(task),
-        # While a batch waits or runs, the panel re-reads itself from the task page (htmx polling).
-        "proposals_active": any(batch.status in ("pending", "running") for batch in batches),
+        # While a batch waits or runs, the panel re-reads itself from the task page (htmx polling);
+        # the poll that finds them ended also re-sends the task's material the batches changed.
+        "proposals_active": active,
+        "proposals_ended": not active and request.GET.get("poll") == "proposals",
     }
 
 

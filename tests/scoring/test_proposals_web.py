@@ -1,6 +1,7 @@
 """The task page's "Propose with LLM" control: curator-only POST, queued on commit, proposals shown."""
 
 import pytest
+from playwright.sync_api import expect
 from django.test import Client
 from django.urls import reverse
 
@@ -56,6 +57,10 @@ def test_a_curator_queues_the_stages_on_commit(setup, monkeypatch, django_captur
     assert TaskPrompt.objects.get(task=task).text in page
     assert "2/2 done" in page
     assert 'hx-trigger="every 2s"' not in page  # and stops once the batch has ended
+    assert 'id="task-material" hx-swap-oob' not in page
+    # the poll that finds it ended re-sends the material the batch changed, out of band
+    poll = curator.get(response.url, {"poll": "proposals"}).content.decode()
+    assert 'id="task-material" hx-swap-oob="true"' in poll and "Checklist groups (1)" in poll
 
 
 def test_others_are_refused_and_nothing_is_queued(setup, monkeypatch, django_capture_on_commit_callbacks):
@@ -98,8 +103,11 @@ def test_the_control_in_chromium(setup, page, login, live_server, screenshot, mo
     page.click("text=Propose with LLM")
     page.wait_for_selector(".messages .success")
     assert queued == [ProposalBatch.objects.get().pk]
+    assert page.locator("#task-material h2", has_text="Checklist groups").count() == 0
     proposal_batch_execute(batch_id=queued[0])  # what the worker does
-    page.reload()
-    assert page.locator(".llm-proposals li").count() == 2
+    # No reload: the panel's poll shows the proposals, and re-sends the task's material once.
+    expect(page.locator(".llm-proposals li")).to_have_count(2, timeout=10_000)
+    expect(page.locator("#task-material h2", has_text="Checklist groups (1)")).to_be_visible()
+    assert page.locator("#task-material").count() == 1
     assert page.locator(".llm-proposals .status.proposed").first.inner_text() == "proposed (llm)"
     screenshot("task_detail_proposals")
