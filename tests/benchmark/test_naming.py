@@ -41,7 +41,7 @@ def test_curators_rename_a_system_in_the_admin_with_a_revision_and_pages_use_the
     user.save()
     client.force_login(user)
     task_page = client.get(reverse("benchmark:task_detail", args=[report.task_id])).content.decode()
-    assert f'title="deepscholar_base_gpt_4.1">DeepScholar base GPT-4.1</a>' in task_page
+    assert 'title="deepscholar_base_gpt_4.1">DeepScholar base GPT-4.1</a>' in task_page
 
     url = reverse("admin:benchmark_system_change", args=[system.pk])
     assert client.get(url).status_code == 200

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from annotation.models import AnnotationItem, PairwisePreference
+from annotation.models import AnnotationItem
 from annotation.services.review import item_adjudicate
 from benchmark.models import Report
 from scoring.models import EvaluationRun, ScoreCard

@@ -44,7 +44,7 @@ def ids(response) -> list[int]:
 
 
 def test_verdicts_filter_by_run_report_step_and_configuration(api, verdicts):
-    rows, (r1, r2, r3), (a, b) = verdicts["rows"], verdicts["reports"], verdicts["configs"]
+    rows, (r1, _, _), (_, b) = verdicts["rows"], verdicts["reports"], verdicts["configs"]
     one, two = verdicts["runs"]["one"], verdicts["runs"]["two"]
     assert ids(api.get(f"/api/verdicts/?run={one.pk}")) == [rows[0].pk, rows[1].pk, rows[2].pk]
     assert ids(api.get(f"/api/verdicts/?run={two.pk}")) == [rows[3].pk]  # config A's verdict on r3 is not run two's

@@ -10,7 +10,6 @@ from benchmark.models import (
     ChecklistItem,
     ConstraintQuestion,
     Origin,
-    ReviewStatus,
     RubricCriterion,
     Task,
     TaskPrompt,
