@@ -30,7 +30,7 @@ from core.accounts import is_global_curator
 from core.models import AuditLog
 
 from .models import AnnotationProject, GoldLabel, Label, Role
-from .selectors import project_role
+from .selectors.projects import project_role
 from .services.audit import audit_kind
 
 FORMATS = ("jsonl", "csv")

@@ -23,7 +23,10 @@ from scoring.models import JudgeConfig
 
 from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
-from ..selectors import item_context_for, item_targets, project_progress, project_role, projects_for
+from ..selectors.progress import project_progress
+from ..selectors.projects import project_role, projects_for
+from ..selectors.targets import item_targets
+from ..selectors.workspace import item_context_for
 from ..services.labels import Submission, label_submit_many
 from ..services.projects import membership_add, membership_remove, project_create, project_update
 from ..services.review import item_adjudicate

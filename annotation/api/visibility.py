@@ -1,4 +1,4 @@
-"""Blind mode for lists: the rule of ``annotation.selectors.item_context_for``, as querysets.
+"""Blind mode for lists: the rule of ``annotation.selectors.workspace.item_context_for``, as querysets.
 
 ``item_context_for`` decides for one item whether a user sees other annotators' labels, the
 judge's verdict and the gold label ("revealed"): the project is not blind, or the user has
@@ -30,7 +30,7 @@ from ..models import (
     TargetKind,
 )
 from core.accounts import is_global_curator
-from ..selectors import projects_for
+from ..selectors.projects import projects_for
 
 
 def _project_ids(user) -> tuple[list[int], list[int]]:

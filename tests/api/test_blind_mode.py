@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from annotation.api.visibility import revealed_items
 from annotation.models import AnnotationItem
-from annotation.selectors import item_context_for
+from annotation.selectors.workspace import item_context_for
 from annotation.services.projects import membership_add
 from tests.annotation_factories import annotator
 from tests.api.conftest import client_for
