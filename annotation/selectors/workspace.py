@@ -9,8 +9,8 @@ from django.utils import timezone
 from benchmark import selectors as benchmark_selectors
 from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, ReviewStatus, Task, TaskPrompt
 
-from .. import rawsql
-from ..models import AnnotationItem, AnnotationProject, Assignment, Label, Role, TargetKind
+from ..blind import item_revealed
+from ..models import AnnotationItem, AnnotationProject, Assignment, TargetKind
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
 
@@ -107,8 +107,8 @@ def item_context_for(
 
     In a blind project, other annotators' labels, the judge's verdict (agreement) and the
     system names (pairwise) stay hidden until the user has committed their own label;
-    curators also see them once the item has all its labels. Raises ``PermissionError``
-    for users outside the project.
+    curators also see them once the item has all its labels (``annotation.blind``, whose
+    ``item_revealed`` decides it). Raises ``PermissionError`` for users outside the project.
 
     ``with_task`` (verify items): ``context["task"]`` is the proposal's task — its survey and
     sibling proposals, which the workspace shows beside the proposal — else None. Blind mode
@@ -134,15 +134,8 @@ def item_context_for(
         role = project_role(project=project, user=user)
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
-    revealed = not project.blind or (role == Role.CURATOR and item.status != AnnotationItem.Status.OPEN)
-    # A claim the user holds is one they have not labelled under (a label ends it): nothing to read.
     held = claim is not None and claim.user_id == user.pk and claim.status == Assignment.Status.ACTIVE
-    if not revealed and not held:  # blind: revealed by the user's own label; an unlabelled item reads no label
-        (revealed,) = rawsql.scalar_row(
-            f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s)",
-            [item.pk, user.pk],
-        )
-        revealed = bool(revealed)
+    revealed = item_revealed(item=item, role=role, user=user, holds_claim=held)
     labels = list(item.labels.select_related("annotator")) if revealed else []
     own = next((label for label in labels if label.annotator_id == user.pk), None)
     if target is None or target.pk != item.target_id:
