@@ -31,17 +31,8 @@ from core.accounts import is_global_curator
 from scoring.models import Verdict
 
 from . import rawsql
-from .models import (
-    AnnotationItem,
-    AnnotationProject,
-    GoldLabel,
-    Label,
-    PairwisePreference,
-    ProjectMembership,
-    ReportPair,
-    Role,
-    TargetKind,
-)
+from .models import (AnnotationItem, AnnotationProject, GoldLabel, Label, PairwisePreference, ProjectMembership,
+                     ReportPair, Role, TargetKind)
 from .selectors.projects import projects_for
 
 # --- The rule ---------------------------------------------------------------------------------
