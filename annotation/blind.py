@@ -45,9 +45,9 @@ def revealed_unlabelled(*, blind: bool, role: str | None, status: str) -> bool:
 
 
 def item_revealed(*, item: AnnotationItem, role: str | None, user, holds_claim: bool = False) -> bool:
-    """The rule for one item, its project read along and the user's ``role`` there known: no
-    query when part 1 decides, else one. ``holds_claim``: the user holds an active claim on the item,
-    which their label would have ended, so they have not labelled it and nothing is read."""
+    """The rule for one item (its project read along, the user's ``role`` there known): no
+    query when part 1 decides, else one. ``holds_claim``: the user holds an active claim on
+    the item, which their label would have ended, so they have not labelled it: no query."""
     if revealed_unlabelled(blind=item.project.blind, role=role, status=item.status):
         return True
     if holds_claim:
