@@ -10,7 +10,8 @@ from tests.annotation_factories import agreement_project, label_all
 
 pytestmark = pytest.mark.django_db
 
-OPEN, COMPLETE, ADJUDICATED = AnnotationItem.Status.OPEN, AnnotationItem.Status.COMPLETE, AnnotationItem.Status.ADJUDICATED
+Status = AnnotationItem.Status
+OPEN, COMPLETE, ADJUDICATED = Status.OPEN, Status.COMPLETE, Status.ADJUDICATED
 
 
 @pytest.mark.parametrize(("blind", "role", "status", "revealed"), [
