@@ -3,7 +3,7 @@ project, for global curators), as JSONL or CSV (``docs/formats.md`` § Annotatio
 
 Who gets what (``annotation_export_scope``): global curators and a project's curators get all
 of its labels, gold labels and audit rows; other members (annotators, viewers) get the labels
-and gold labels the blind-mode rule lets them see (``annotation.api.visibility``) and no audit
+and gold labels the blind-mode rule lets them see (``annotation.blind``) and no audit
 rows (those carry other people's before/after values). Everyone else is told the project does
 not exist, as the project pages do.
 
@@ -25,12 +25,12 @@ from django.db.models import Q, QuerySet
 
 from benchmark.spreadsheet import csv_writer
 
-from .api.visibility import blind_items, visible_gold_labels, visible_labels
 from core.accounts import is_global_curator
 from core.models import AuditLog
 
+from .blind import blind_items, visible_gold_labels, visible_labels
 from .models import AnnotationProject, GoldLabel, Label, Role
-from .selectors import project_role
+from .selectors.projects import project_role
 from .services.audit import audit_kind
 
 FORMATS = ("jsonl", "csv")

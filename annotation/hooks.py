@@ -9,7 +9,7 @@ from core.jobs import JobKind, job_kind_register
 from scoring.models import EvaluationRun
 from scoring.signals import run_finished
 
-from .api.visibility import hidden_reports, visible_verdicts
+from .blind import hidden_reports, visible_verdicts
 from .models import ExportJob
 from .services.webhooks import webhooks_fire_run_finished
 from .tasks import run_export

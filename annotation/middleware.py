@@ -13,7 +13,7 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
-from .api.visibility import blind_labelling_projects
+from .blind import blind_labelling_projects
 from core.http import refuse
 
 RANKING_PREFIXES = ("/dashboards/", "/runs/", "/api/dashboards/", "/api/runs/", "/api/score-cards/")

@@ -3,7 +3,7 @@
 Access follows project membership (``project_role``): non-members get 404 for a project and
 its items, so outsiders cannot tell which projects exist. What an item shows comes from
 ``item_context_for`` (blind mode); lists of labels, gold labels and verdicts use the same rule
-(``visibility``). Labelling services check roles themselves (viewers are refused).
+(``annotation.blind``). Labelling services check roles themselves (viewers are refused).
 """
 
 from datetime import timedelta
@@ -22,12 +22,15 @@ from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
 from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
+from ..blind import visible_gold_labels, visible_labels, visible_preferences
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
-from ..selectors import item_context_for, item_targets, project_progress, project_role, projects_for
+from ..selectors.progress import project_progress
+from ..selectors.projects import project_role, projects_for
+from ..selectors.targets import item_targets
+from ..selectors.workspace import item_context_for
 from ..services.labels import Submission, label_submit_many
 from ..services.projects import membership_add, membership_remove, project_create, project_update
 from ..services.review import item_adjudicate
-from .visibility import visible_gold_labels, visible_labels, visible_preferences
 
 
 def member_project(request, pk: int) -> tuple[AnnotationProject, str]:

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from benchmark.models import Task
 from benchmark.services.history import StaleEditError, proposable_update
+from core.accounts import is_global_curator
 from core.models import AuditLog
 
 from .. import rawsql
@@ -30,7 +31,8 @@ from ..models import (
     ReportPair,
     Role,
 )
-from ..selectors import LABELLING_ROLES, is_global_curator, item_target, item_targets, project_role
+from ..selectors.projects import LABELLING_ROLES, project_role
+from ..selectors.targets import item_target, item_targets
 from .audit import audit_record, audit_records
 from .claims import active_claims, claim_create, claim_release, item_has_free_slot
 from .errors import (

@@ -26,7 +26,7 @@ from ..models import (
     TargetKind,
 )
 from core.accounts import is_global_curator
-from ..selectors import project_role
+from ..selectors.projects import project_role
 from .audit import audit_record
 from .review import labels_disagree
 from .schedule import double_round_robin

@@ -21,7 +21,9 @@ from benchmark.services.history import StaleEditError, proposable_review
 from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
 from core.accounts import is_global_curator
-from ..selectors import item_target, project_role, task_curation_status
+from ..selectors.progress import task_curation_status
+from ..selectors.projects import project_role
+from ..selectors.targets import item_target
 from .audit import audit_record
 from .errors import ItemNotOpenError, ReviewConflictError
 from .locking import item_lock

@@ -6,7 +6,7 @@ from django_htmx.http import reswap, retarget
 
 from ..models import AnnotationItem, AnnotationProject
 from ..rawsql import by_pk
-from ..selectors import project_with_role
+from ..selectors.projects import project_with_role
 
 ALERT_TARGET = "#ws-alert"
 

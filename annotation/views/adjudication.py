@@ -8,7 +8,7 @@ from django.views.decorators.http import require_POST
 
 from ..forms import AdjudicationForm, service_error_attach
 from ..models import AnnotationProject, Role, TargetKind
-from ..selectors import adjudication_queue, item_context_for
+from ..selectors.workspace import adjudication_queue, item_context_for
 from ..services.errors import AnnotationError, ReviewConflictError
 from ..services.review import item_adjudicate
 from . import display

@@ -16,7 +16,7 @@ from benchmark.forms import TASKS_SHOWN, TaskFilterForm
 from ..models import Role
 from ..project_forms import InviteForm, MemberAddForm, ProjectCreateForm, ProjectEditForm
 from core.accounts import is_global_curator
-from ..selectors import project_progress
+from ..selectors.progress import project_progress
 from ..services.accounts import account_invite
 from ..services.previews import project_preview
 from ..services.projects import membership_add, membership_remove, project_create, project_update

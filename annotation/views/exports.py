@@ -16,7 +16,7 @@ from core.accounts import is_global_curator
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
 from ..models import ExportJob
-from ..selectors import projects_for
+from ..selectors.projects import projects_for
 from ..services.exports import (
     export_delete as export_delete_job,
     export_file,

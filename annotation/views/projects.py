@@ -5,7 +5,8 @@ from django.shortcuts import render
 
 from core.accounts import is_global_curator
 
-from ..selectors import project_progress, projects_for, projects_progress_for
+from ..selectors.progress import project_progress, projects_progress_for
+from ..selectors.projects import projects_for
 from .access import project_for
 
 

@@ -13,14 +13,10 @@ from django.views.decorators.http import require_POST
 from ..assignment import assignment_skip, claim_next_item, label_submit_and_claim, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
-from ..selectors import (
-    LABELLING_ROLES,
-    item_context_for,
-    item_target,
-    label_form_context,
-    own_progress,
-    task_material,
-)
+from ..selectors.progress import own_progress
+from ..selectors.projects import LABELLING_ROLES
+from ..selectors.targets import item_target
+from ..selectors.workspace import item_context_for, label_form_context, task_material
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import Submission, label_submit_many, label_undo_last

@@ -1,5 +1,5 @@
 """Judges, evaluation runs and their results. Curators create and steer runs; everyone signed in
-reads them. Verdicts are filtered by the blind rule of agreement projects (``annotation.api.visibility.visible_verdicts``, reached through ``core.blind``)."""
+reads them. Verdicts are filtered by the blind rule of agreement projects (``annotation.blind.visible_verdicts``, reached through ``core.blind``)."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema

@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import AnnotationItem, Label, Role
-from annotation.selectors import item_target
+from annotation.selectors.targets import item_target
 from annotation.services.projects import membership_add
 from benchmark.models import Report, System
 from annotation.services.exports import annotations_bundle_write

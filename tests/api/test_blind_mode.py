@@ -4,11 +4,11 @@ import uuid
 
 from django.urls import reverse
 
-from annotation.api.visibility import revealed_items
-from annotation.models import AnnotationItem
-from annotation.selectors import item_context_for
+from annotation.models import Label
+from core.accounts import is_global_curator
 from annotation.services.projects import membership_add
-from tests.annotation_factories import annotator
+from annotation.services.review import item_adjudicate
+from tests.annotation_factories import agreement_project, annotator, label_all
 from tests.api.conftest import client_for
 
 
@@ -46,23 +46,56 @@ def test_labels_and_verdicts_hidden_until_own_label(world):
     assert outsider.get(reverse("api:item-detail", kwargs={"pk": item.pk})).status_code == 404
 
 
-def test_list_rule_agrees_with_item_context_for(world):
-    """``revealed_items`` restates ``item_context_for``'s rule; they must agree for every user and item."""
-    item = world.item_a
-    ann_a = world.users["ann_a"]
-    client_for(ann_a).post(reverse("api:label-list"), {"item": item.pk, "value": {"label": "omitted"},
-                                                       "client_token": str(uuid.uuid4())}, format="json")
-    for user in world.users.values():
-        if user is None:
-            continue
-        revealed = set(revealed_items(user).values_list("pk", flat=True))
-        for candidate in AnnotationItem.objects.all():
-            try:
-                context = item_context_for(item=candidate, user=user)
-            except PermissionError:
-                assert candidate.pk not in revealed
+def test_each_user_sees_the_same_items_revealed_on_every_api_channel(world):
+    """The blind rule user by user, as the API answers it: an item's other labels, gold label and
+    verdict are revealed when its project is not blind, when the user labelled the item, or to
+    the project's curators once the item has all its labels. The item's answer, the label list,
+    the gold-label list and the verdict list all tell the same story."""
+    owner, ann_a = world.users["curator"], world.users["ann_a"]
+    other = annotator("other")
+    membership_add(project=world.project_a, user=other, role="annotator", actor=owner)
+    complete, half, untouched = world.project_a.items.order_by("position")  # blind, two labels an item
+    label_all(complete, [ann_a, other], {"label": "correct"}, {"label": "omitted"})
+    gold = item_adjudicate(item=complete, curator=owner, value={"label": "correct"})
+    label_all(half, [other], {"label": "correct"})
+    open_project = agreement_project(owner, [other], name="open", blind=False, overlap=2)
+    unlabelled_open = open_project.items.order_by("position").first()
+    b_items = set(world.project_b.items.all())  # blind verify project of ann_b, nobody labelled yet
+    names = {complete: "complete", half: "half", untouched: "untouched", unlabelled_open: "open item"}
+
+    # user → (items they may open, those revealed to them)
+    expected = {
+        "ann_a": ({complete, half, untouched}, {complete}),  # only what they labelled
+        "other": ({complete, half, untouched, unlabelled_open}, {complete, half, unlabelled_open}),
+        "viewer": ({complete, half, untouched}, set()),  # viewers never label, so nothing is revealed
+        "ann_b": (b_items, set()),
+        # curators: every item once it has all its labels, and the open project's
+        "curator": ({complete, half, untouched, unlabelled_open} | b_items, {complete, unlabelled_open}),
+        "admin": ({complete, half, untouched, unlabelled_open} | b_items, {complete, unlabelled_open}),
+    }
+    users = {**world.users, "other": other}
+    for name, (visible, revealed) in expected.items():
+        user = users[name]
+        client = client_for(user)
+        gold_ids = _ids(client.get(reverse("api:goldlabel-list")))
+        verdict_ids = _ids(client.get(reverse("api:verdict-list")))
+        for item in visible | {complete, half, untouched, unlabelled_open}:
+            where = (name, names.get(item, item.pk))
+            response = client.get(reverse("api:item-detail", kwargs={"pk": item.pk}))
+            if item not in visible:
+                assert response.status_code == 404, where
                 continue
-            assert context["revealed"] == (candidate.pk in revealed), (user, candidate)
+            context = response.json()
+            assert context["revealed"] is (item in revealed), where
+            assert (context["other_labels"] is not None) is (item in revealed), where
+            others = set(Label.objects.filter(item=item).exclude(annotator=user).values_list("pk", flat=True))
+            listed = _ids(client.get(reverse("api:label-list"), {"item": item.pk}))
+            assert listed & others == (others if item in revealed else set()), where
+            if item is complete:
+                assert (gold.pk in gold_ids) is (item in revealed), where
+            if item.target_kind == "verdict" and not is_global_curator(user):
+                # global curators read every run's verdicts, so only members' lists follow the rule
+                assert (item.target_id in verdict_ids) is (item in revealed), where
 
 
 def test_an_agreement_item_carries_what_the_judge_saw_and_its_labels_before_the_verdict(db):

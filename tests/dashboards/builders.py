@@ -92,7 +92,7 @@ def agreement_setup(*, n_verdicts: int = 6):
     # both overrule the judge on item 1; lab-2 departs from lab-1 on items 2 (then adjudicated) and 3 (unresolved)
     for n, item in enumerate(items):
         judge = judge_labels[n] if n < len(judge_labels) else "correct"
-        from annotation.selectors import item_target
+        from annotation.selectors.targets import item_target
 
         judge = item_target(item).label
         first = "incorrect" if n == 1 and judge != "incorrect" else ("omitted" if n == 1 else judge)

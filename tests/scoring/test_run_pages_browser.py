@@ -30,14 +30,6 @@ def deepsynth_task(key: str):
     return task
 
 
-@pytest.fixture
-def messages(monkeypatch):
-    sent = []
-    monkeypatch.setattr("scoring.tasks.execute_job.delay", lambda job_id: sent.append(("execute", job_id)))
-    monkeypatch.setattr("scoring.tasks.finalize_run.delay", lambda run_id: sent.append(("finalize", run_id)))
-    return sent
-
-
 def deliver(sent: list, kind: str) -> int:
     """Run the first caught message of this kind as a worker would; returns its argument."""
     index = next(i for i, (k, _) in enumerate(sent) if k == kind)
@@ -46,7 +38,7 @@ def deliver(sent: list, kind: str) -> int:
     return argument
 
 
-def test_a_curator_starts_a_run_and_watches_it_finish(page, live_server, login, screenshot, messages):
+def test_a_curator_starts_a_run_and_watches_it_finish(page, live_server, login, screenshot, sent):
     curator("cur")
     judge = JudgeConfig.objects.create(name="offline-heuristic", backend=JudgeConfig.Backend.OFFLINE)
     JudgeConfig.objects.create(name="gpt", backend=JudgeConfig.Backend.OPENAI, model="gpt-4.1-mini")
@@ -82,15 +74,15 @@ def test_a_curator_starts_a_run_and_watches_it_finish(page, live_server, login, 
     assert "heuristic" in page.locator(".run-meta .pill.heuristic").inner_text()
     page.evaluate("window.__samePage = true")  # a reload would drop this
 
-    deliver(messages, "execute")
+    deliver(sent, "execute")
     page.wait_for_selector("#fig-done:has-text('1 / 2')", timeout=15_000)
     assert page.locator("#fig-pending").inner_text() == "1"
     assert page.locator("#system-cards").count() == 0
     screenshot("runs-detail-running")
 
-    deliver(messages, "execute")
-    assert [kind for kind, _ in messages] == ["finalize"]  # the job that settled the run asked for the scores
-    deliver(messages, "finalize")
+    deliver(sent, "execute")
+    assert [kind for kind, _ in sent] == ["finalize"]  # the job that settled the run asked for the scores
+    deliver(sent, "finalize")
     page.wait_for_selector("#run-status:has-text('Finished')", timeout=15_000)
     assert page.evaluate("window.__samePage") is True
     assert page.locator("#fig-done").inner_text() == "2 / 2"

@@ -13,29 +13,16 @@ from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCar
 from scoring.services.runs import job_execute, run_create, run_finalize, run_start
 from tests.annotation_factories import annotator, curator
 from tests.factories import ReportFactory, TaskFactory
-from tests.scoring.services.fakes import ScriptedJudge, judge_config, reports_for, systems, two_group_checklist
+from tests.scoring.services.fakes import ScriptedJudge, deepsynth_runs, systems
 
 pytestmark = pytest.mark.django_db
 Job = RunJob.Status
 
 
 @pytest.fixture
-def sent(monkeypatch):
-    """Celery messages the pages send through the services (after commit), instead of a broker."""
-    messages = []
-    monkeypatch.setattr("scoring.tasks.execute_job.delay", lambda job_id: messages.append(("execute", job_id)))
-    monkeypatch.setattr("scoring.tasks.finalize_run.delay", lambda run_id: messages.append(("finalize", run_id)))
-    return messages
-
-
-@pytest.fixture
 def setup():
     """Two DeepSynth tasks × two systems (4 reports, 4 jobs), an offline judge configuration."""
-    checklists = [two_group_checklist(), two_group_checklist()]
-    pair = systems(2)
-    for checklist in checklists:
-        reports_for(checklist.task, pair)
-    return {"checklists": checklists, "systems": pair, "config": judge_config()}
+    return deepsynth_runs(systems(2))
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 from core.models import AuditLog
 
 from annotation.models import AnnotationItem, Label, ProjectMembership
-from annotation.selectors import adjudication_queue
+from annotation.selectors.workspace import adjudication_queue
 from annotation.services.projects import (
     membership_remove,
     project_create,

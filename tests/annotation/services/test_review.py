@@ -3,7 +3,8 @@ import pytest
 from core.models import AuditLog
 
 from annotation.models import AnnotationItem, GoldLabel
-from annotation.selectors import adjudication_queue, task_curation_status
+from annotation.selectors.progress import task_curation_status
+from annotation.selectors.workspace import adjudication_queue
 from annotation.services.errors import ItemNotOpenError, ReviewConflictError
 from annotation.services.labels import label_submit
 from annotation.services.review import item_adjudicate, task_curate

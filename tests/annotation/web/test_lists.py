@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import AnnotationItem, GoldLabel, Label
-from annotation.selectors import item_target
+from annotation.selectors.targets import item_target
 from benchmark.services.history import proposable_update
 from tests.annotation_factories import agreement_project, annotator, checklist_task, label_all, verify_project
 

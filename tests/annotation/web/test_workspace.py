@@ -176,7 +176,7 @@ def test_edit_in_place_sends_only_the_changed_fields(as_user, verify, alice):
     item = claim_of(alice, verify).item
     target = item.project.items.model.objects.get(pk=item.pk)
     assert 'name="edit-text"' in html
-    from annotation.selectors import item_target
+    from annotation.selectors.targets import item_target
 
     current = item_target(target)
     data = {

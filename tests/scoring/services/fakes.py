@@ -98,3 +98,11 @@ def reports_for(task, systems) -> list:
 
 def systems(n: int) -> list:
     return [SystemFactory(name=f"sys-{chr(97 + i)}") for i in range(n)]
+
+
+def deepsynth_runs(run_systems: list) -> dict:
+    """Two DeepSynth tasks with a ``two_group_checklist`` each, a report by each of
+    ``run_systems`` for each task, and an offline judge configuration: what a run is made of."""
+    checklists = [two_group_checklist(), two_group_checklist()]
+    reports = [report for checklist in checklists for report in reports_for(checklist.task, run_systems)]
+    return {"checklists": checklists, "systems": run_systems, "reports": reports, "config": judge_config()}

@@ -21,27 +21,16 @@ from scoring.services.runs import (
     run_start,
 )
 from tests.factories import TaskFactory
-from tests.scoring.services.fakes import ScriptedJudge, judge_config, reports_for, systems, two_group_checklist
+from tests.scoring.services.fakes import ScriptedJudge, deepsynth_runs, judge_config, reports_for, systems, two_group_checklist
 
 Job = RunJob.Status
 
 
 @pytest.fixture
-def sent(monkeypatch):
-    """Celery messages the services send (after commit), instead of a broker."""
-    messages = []
-    monkeypatch.setattr("scoring.tasks.execute_job.delay", lambda job_id: messages.append(("execute", job_id)))
-    monkeypatch.setattr("scoring.tasks.finalize_run.delay", lambda run_id: messages.append(("finalize", run_id)))
-    return messages
-
-
-@pytest.fixture
 def setup():
     """Two tasks × two systems (4 reports); a third system without reports."""
-    checklists = [two_group_checklist(), two_group_checklist()]
-    a, b, c = systems(3)
-    reports = [r for cl in checklists for r in reports_for(cl.task, [a, b])]
-    return {"checklists": checklists, "systems": [a, b], "idle": c, "reports": reports, "config": judge_config()}
+    a, b, idle = systems(3)
+    return {**deepsynth_runs([a, b]), "idle": idle}
 
 
 def create(setup, **kw) -> EvaluationRun:

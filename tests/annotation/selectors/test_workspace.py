@@ -1,16 +1,15 @@
 import pytest
 
-from annotation.assignment import assignment_skip, claim_next_item
-from annotation.selectors import adjudication_queue, item_context_for, project_progress, projects_for
+from annotation.assignment import claim_next_item
+from annotation.selectors.workspace import adjudication_queue, item_context_for
 from annotation.services.labels import label_submit
-from annotation.services.projects import membership_add
 from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
 
-# --- Blind mode -----------------------------------------------------------------------------
+# --- Blind mode --------------------------------------------------------------------------------
 
 
 def test_blind_context_hides_the_judge_and_others_until_committed(owner, alice, bob):
@@ -60,24 +59,28 @@ def test_context_is_refused_to_outsiders(owner, alice):
         item_context_for(item=project.items.first(), user=UserFactory(username="outsider"))
 
 
-# --- Lists ----------------------------------------------------------------------------------
+def test_context_carries_the_users_claim_for_the_countdown(owner, alice, bob):
+    project = agreement_project(owner, [alice, bob])
+    claim = claim_next_item(project=project, user=alice)
+    assert item_context_for(item=claim.item, user=alice)["claim"]["expires_at"] == claim.expires_at
+    assert item_context_for(item=claim.item, user=bob)["claim"] is None
 
 
-def test_projects_for_shows_annotators_only_their_projects(owner, alice, bob):
-    mine = agreement_project(owner, [alice], name="mine")
-    agreement_project(owner, [bob], name="theirs")
-    assert [p.name for p in projects_for(alice)] == ["mine"]
-    assert {p.name for p in projects_for(owner)} == {"mine", "theirs"}
-    (row,) = projects_for(alice)
-    assert (row.my_role, row.n_items, row.n_settled) == ("annotator", mine.items.count(), 0)
+def test_verify_context_carries_the_task_only_when_asked(owner, alice, django_assert_max_num_queries):
+    from tests.annotation_factories import checklist_task, verify_project
+
+    task, _ = checklist_task(2)
+    project = verify_project(owner, [alice], tasks=[task])
+    item = project.items.first()
+    assert item_context_for(item=item, user=alice)["task"] is None
+    context = item_context_for(item=item, user=alice, with_task=True)
+    assert context["task"] == task
+    with django_assert_max_num_queries(0):  # prefetched: the panel reads every sibling proposal for free
+        groups = list(context["task"].checklist_groups.all())
+        assert sum(len(group.items.all()) for group in groups) == 2 and context["task"].survey.title
 
 
-def test_projects_for_uses_a_bounded_number_of_queries(owner, alice, django_assert_max_num_queries):
-    for n in range(4):
-        agreement_project(owner, [alice], name=f"p{n}")
-    with django_assert_max_num_queries(2):
-        rows = list(projects_for(alice))
-    assert len(rows) == 4 and all(row.n_items == 3 for row in rows)
+# --- Adjudication queue ------------------------------------------------------------------------
 
 
 def test_adjudication_queue_uses_a_bounded_number_of_queries(owner, django_assert_max_num_queries):
@@ -92,82 +95,6 @@ def test_adjudication_queue_uses_a_bounded_number_of_queries(owner, django_asser
         rows = adjudication_queue(project=project)
     assert len(rows) == 6 and all(len(row["labels"]) == 3 and row["judge"]["label"] == "correct" for row in rows)
     assert all("judged_text" in row["target"] for row in rows)
-
-
-def test_progress_per_role_with_bounded_queries(owner, alice, bob, django_assert_max_num_queries):
-    project = agreement_project(owner, [alice, bob], labels=["correct"] * 4, overlap=2)
-    viewer = UserFactory(username="viewer")
-    membership_add(project=project, user=viewer, role="viewer", actor=owner)
-    for user in (alice, bob):
-        claim = claim_next_item(project=project, user=user)
-        label_submit(item=claim.item, annotator=user, value={"label": "correct"}, client_token=token())
-    assignment_skip(assignment=claim_next_item(project=project, user=alice), user=alice)
-    claim_next_item(project=project, user=bob)
-
-    with django_assert_max_num_queries(8):
-        everyone = project_progress(project=project, user=owner)
-    assert (everyone["items"], everyone["complete"], everyone["labels_done"], everyone["labels_needed"]) == (4, 1, 2, 8)
-    rows = {row["username"]: row for row in everyone["annotators"]}
-    assert set(rows) == {"alice", "bob", "curator"}
-    assert (rows["alice"]["labels"], rows["alice"]["skips"], rows["alice"]["active_claims"]) == (1, 1, 0)
-    assert (rows["bob"]["labels"], rows["bob"]["skips"], rows["bob"]["active_claims"]) == (1, 0, 1)
-
-    own = project_progress(project=project, user=alice)
-    assert [row["username"] for row in own["annotators"]] == ["alice"]
-    assert project_progress(project=project, user=viewer)["annotators"] == []
-    with pytest.raises(PermissionError, match="outsider is not a member of project 'agreement'"):
-        project_progress(project=project, user=UserFactory(username="outsider"))
-
-
-def test_context_carries_the_users_claim_for_the_countdown(owner, alice, bob):
-    project = agreement_project(owner, [alice, bob])
-    claim = claim_next_item(project=project, user=alice)
-    assert item_context_for(item=claim.item, user=alice)["claim"]["expires_at"] == claim.expires_at
-    assert item_context_for(item=claim.item, user=bob)["claim"] is None
-
-
-# --- Reads added for the workspace's views --------------------------------------------------------
-
-
-def test_projects_progress_for_with_bounded_queries(owner, alice, bob, django_assert_max_num_queries):
-    from annotation.selectors import projects_progress_for
-    from tests.annotation_factories import label_all
-
-    projects = []
-    for n in range(3):
-        project = agreement_project(owner, [alice, bob], name=f"p{n}", labels=["correct", "omitted"], overlap=2)
-        label_all(project.items.first(), [alice, bob], {"label": "correct"}, {"label": "omitted"})
-        projects.append(project)
-    mine = list(projects_for(alice))
-    with django_assert_max_num_queries(3):
-        stats = projects_progress_for(user=alice, projects=mine)
-    assert {row["mine"] for row in stats.values()} == {1} and not any(row["is_curator"] for row in stats.values())
-    assert all(row["percent"] == 50 and "awaiting" not in row for row in stats.values())
-    curated = list(projects_for(owner))
-    with django_assert_max_num_queries(3):
-        stats = projects_progress_for(user=owner, projects=curated)
-    row = stats[projects[0].pk]
-    assert (row["role"], row["mine"], row["labels_done"], row["labels_needed"], row["annotators"], row["awaiting"]) == (
-        "curator", 0, 2, 4, 2, 1
-    )
-    # Plain projects (without projects_for's annotations) are read through it: one query more.
-    assert projects_progress_for(user=owner, projects=projects)[projects[0].pk] == row
-    assert projects_progress_for(user=owner, projects=[]) == {}
-
-
-def test_item_targets_reads_gold_references_with_their_publication(owner, alice, django_assert_num_queries):
-    from annotation.selectors import item_targets
-    from annotation.services.projects import project_create
-    from tests.factories import GoldReferenceFactory, TaskFactory
-
-    task = TaskFactory()
-    for _ in range(4):
-        GoldReferenceFactory(task=task)
-    project = project_create(name="refs", kind="verify", created_by=owner, tasks=[task], item_kinds=["gold_reference"])
-    items = list(project.items.all())
-    with django_assert_num_queries(1):
-        texts = [str(target) for target in item_targets(items).values()]
-    assert len(texts) == 4 and all(text.startswith("A Study of Topic") for text in texts)
 
 
 def test_adjudication_rows_carry_the_text_the_judge_assessed(owner, alice, bob):
@@ -192,21 +119,24 @@ def test_adjudication_rows_carry_the_text_the_judge_assessed(owner, alice, bob):
     assert texts == {"checklist_item": "The report compares radar datasets.", "section": "Datasets"}
 
 
-def test_verify_context_carries_the_task_only_when_asked(owner, alice, django_assert_max_num_queries):
-    from tests.annotation_factories import checklist_task, verify_project
+def test_the_queue_reads_judged_inputs_in_queries_bounded_per_report(owner, django_assert_max_num_queries):
+    from tests.annotation_factories import deepscholar_agreement_project
 
-    task, _ = checklist_task(2)
-    project = verify_project(owner, [alice], tasks=[task])
-    item = project.items.first()
-    assert item_context_for(item=item, user=alice)["task"] is None
-    context = item_context_for(item=item, user=alice, with_task=True)
-    assert context["task"] == task
-    with django_assert_max_num_queries(0):  # prefetched: the panel reads every sibling proposal for free
-        groups = list(context["task"].checklist_groups.all())
-        assert sum(len(group.items.all()) for group in groups) == 2 and context["task"].survey.title
+    users = [annotator(f"u{i}") for i in range(2)]
+    project = deepscholar_agreement_project(owner, users, overlap=2)
+    citation_items = list(project.items.filter(target_id__in=_verdict_ids("deepscholar.citation_support")))
+    for item in citation_items:
+        for user, label in zip(users, ("support", "not_support"), strict=True):
+            label_submit(item=item, annotator=user, value={"label": label}, client_token=token())
+    # items, labels, annotators, verdicts, and the report's parse, task, survey, bibliography
+    with django_assert_max_num_queries(10):
+        rows = adjudication_queue(project=project)
+    assert len(rows) == len(citation_items) > 5
+    assert all(row["target"]["labels"] == ["support", "not_support"] for row in rows)
+    assert all(row["target"]["judged_text"].startswith("Sentence of the report:\n") for row in rows)
 
 
-# --- Agreement items show what the judge saw ------------------------------------------------
+# --- Agreement items show what the judge saw ---------------------------------------------------
 
 
 def _item_of(project, step: str, key_prefix: str = ""):
@@ -253,23 +183,6 @@ def test_an_item_refuses_another_steps_label(owner, alice):
         label_submit(item=item, annotator=alice, value={"label": "win"}, client_token=token())
     label_submit(item=item, annotator=alice, value={"label": "not_support"}, client_token=token())
     assert item_context_for(item=item, user=alice)["judge"]["label"] in ("support", "not_support")
-
-
-def test_the_queue_reads_judged_inputs_in_queries_bounded_per_report(owner, django_assert_max_num_queries):
-    from tests.annotation_factories import deepscholar_agreement_project
-
-    users = [annotator(f"u{i}") for i in range(2)]
-    project = deepscholar_agreement_project(owner, users, overlap=2)
-    citation_items = list(project.items.filter(target_id__in=_verdict_ids("deepscholar.citation_support")))
-    for item in citation_items:
-        for user, label in zip(users, ("support", "not_support"), strict=True):
-            label_submit(item=item, annotator=user, value={"label": label}, client_token=token())
-    # items, labels, annotators, verdicts, and the report's parse, task, survey, bibliography
-    with django_assert_max_num_queries(10):
-        rows = adjudication_queue(project=project)
-    assert len(rows) == len(citation_items) > 5
-    assert all(row["target"]["labels"] == ["support", "not_support"] for row in rows)
-    assert all(row["target"]["judged_text"].startswith("Sentence of the report:\n") for row in rows)
 
 
 def _verdict_ids(step: str):

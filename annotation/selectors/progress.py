@@ -1,0 +1,180 @@
+"""Counts: per project for the project list, per annotator for a project, the workspace's
+progress line, and the review status of a task's proposals."""
+
+from collections import Counter, defaultdict
+
+from django.contrib.auth import get_user_model
+from django.core.cache import cache
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
+
+from .. import rawsql
+from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
+from .projects import LABELLING_ROLES, project_role, projects_for
+
+
+def projects_progress_for(*, user, projects) -> dict[int, dict]:
+    """Per project (id →): the user's ``role`` in it, ``is_curator``, their own label count
+    (``mine``) and the share of items settled (``percent``); for projects they curate also the
+    label totals (``labels_done``, ``labels_needed``), the number of ``annotators`` and the items
+    ``awaiting`` adjudication. For the project list: three queries whatever the number of
+    projects (``projects`` come from ``projects_for``, whose rows carry ``my_role``, ``n_items``
+    and ``n_settled``; other querysets are re-read through it, one query more).
+    """
+    projects = list(projects)
+    ids = [project.pk for project in projects]
+    if not ids:
+        return {}
+    if not all(hasattr(project, "n_items") for project in projects):
+        projects = list(projects_for(user).filter(pk__in=ids))
+    stats: dict[int, dict] = {}
+    for project in projects:
+        role = project.my_role or Role.CURATOR  # projects_for lists non-member projects to global curators only
+        stats[project.pk] = {
+            "role": role, "is_curator": role == Role.CURATOR, "mine": 0,
+            "percent": round(100 * project.n_settled / project.n_items) if project.n_items else 0,
+        }
+    curated = [pk for pk, row in stats.items() if row["is_curator"]]
+    mine = Label.objects.filter(annotator=user, project_id__in=list(stats)).values_list("project").annotate(
+        n=Count("pk")
+    )
+    for project_id, n in mine.order_by():
+        stats[project_id]["mine"] = n
+    totals = (
+        AnnotationItem.objects.filter(project_id__in=curated)
+        .values_list("project")
+        .annotate(
+            labels_done=Sum("labels_done"), labels_needed=Sum("labels_needed"),
+            awaiting=Count(
+                "pk", filter=Q(status=AnnotationItem.Status.COMPLETE) & (Q(disagreement=True) | ~Q(conflict=""))
+            ),
+        )
+        .order_by()
+    )
+    for project_id in curated:
+        stats[project_id].update(labels_done=0, labels_needed=0, awaiting=0, annotators=0)
+    for project_id, done, needed, awaiting in totals:
+        stats[project_id].update(labels_done=done, labels_needed=needed, awaiting=awaiting)
+    members = (
+        ProjectMembership.objects.filter(project_id__in=curated, role=Role.ANNOTATOR)
+        .values_list("project")
+        .annotate(n=Count("pk"))
+        .order_by()
+    )
+    for project_id, n in members:
+        stats[project_id]["annotators"] = n
+    return stats
+
+
+
+def project_progress(*, project: AnnotationProject, user=None) -> dict:
+    """Totals for the project and per-annotator counts: everyone's for curators (and for
+    ``user=None``, internal use), only their own for annotators, none for viewers."""
+    role = Role.CURATOR if user is None else project_role(project=project, user=user)
+    if role is None:
+        raise PermissionError(f"{user} is not a member of project {project.name!r}")
+    now = timezone.now()
+    totals = AnnotationItem.objects.filter(project=project).aggregate(
+        items=Count("pk"),
+        open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN)),
+        complete=Count("pk", filter=Q(status=AnnotationItem.Status.COMPLETE)),
+        adjudicated=Count("pk", filter=Q(status=AnnotationItem.Status.ADJUDICATED)),
+        awaiting_adjudication=Count(
+            "pk", filter=Q(status=AnnotationItem.Status.COMPLETE) & (Q(disagreement=True) | ~Q(conflict=""))
+        ),
+        labels_done=Coalesce(Sum("labels_done"), 0),
+        labels_needed=Coalesce(Sum("labels_needed"), 0),
+    )
+    per_user: dict[int, Counter] = defaultdict(Counter)
+    scope = {} if role == Role.CURATOR else {"user": user}
+    if role != Role.VIEWER:
+        label_scope = {} if role == Role.CURATOR else {"annotator": user}
+        label_counts = (
+            Label.objects.filter(project=project, **label_scope)
+            .values_list("annotator")
+            .annotate(n=Count("pk"))
+            .order_by()
+        )
+        for annotator_id, n in label_counts:
+            per_user[annotator_id]["labels"] = n
+        assignment_counts = (
+            Assignment.objects.filter(project=project, **scope)
+            .values_list("user")
+            .annotate(
+                skips=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
+                active=Count("pk", filter=Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)),
+            )
+            .order_by()
+        )
+        for user_id, skips, active in assignment_counts:
+            per_user[user_id].update(skips=skips, active_claims=active)
+        members = ProjectMembership.objects.filter(project=project, role__in=LABELLING_ROLES, **scope).values_list(
+            "user", flat=True
+        )
+        for user_id in members:  # members with nothing done yet still get a row
+            per_user.setdefault(user_id, Counter())
+        if role != Role.CURATOR:
+            per_user.setdefault(user.pk, Counter())
+    names = dict(get_user_model().objects.filter(pk__in=per_user).values_list("pk", "username"))
+    annotators = [
+        {
+            "user_id": user_id, "username": names.get(user_id, ""), "labels": counts["labels"],
+            "skips": counts["skips"], "active_claims": counts["active_claims"],
+        }
+        for user_id, counts in sorted(per_user.items(), key=lambda kv: names.get(kv[0], ""))
+    ]
+    return {"project_id": project.pk, "role": role, **totals, "annotators": annotators}
+
+
+PROGRESS_TOTALS_SECONDS = 5
+
+
+def project_item_totals(*, project: AnnotationProject) -> dict:
+    """``items`` and ``settled`` (not open) of the project, cached for a few seconds: counting
+    every item of a large project costs more than the rest of a workspace request, and other
+    annotators move the figure all the time anyway. Exact figures: ``project_progress``."""
+    key = f"annotation:item-totals:{project.pk}"
+    totals = cache.get(key)
+    if totals is None:
+        counts = AnnotationItem.objects.filter(project=project).aggregate(
+            items=Count("pk"), open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN))
+        )
+        totals = {"items": counts["items"], "settled": counts["items"] - counts["open"]}
+        cache.set(key, totals, PROGRESS_TOTALS_SECONDS)
+    return totals
+
+
+def own_progress(*, project: AnnotationProject, user) -> dict:
+    """The workspace's progress line: the user's own labels and skips in the project
+    (``mine``, exact) and the project's ``project_item_totals``."""
+    labels, skips = rawsql.scalar_row(
+        f"SELECT (SELECT COUNT(*) FROM {rawsql.table(Label)} WHERE project_id = %s AND annotator_id = %s),"
+        f" (SELECT COUNT(*) FROM {rawsql.table(Assignment)} WHERE project_id = %s AND user_id = %s AND status = %s)",
+        [project.pk, user.pk, project.pk, user.pk, Assignment.Status.SKIPPED],
+    )
+    return {"mine": {"labels": labels, "skips": skips}, **project_item_totals(project=project)}
+
+
+
+def task_curation_status(*, task: Task) -> dict:
+    """Review-status counts of every proposable item of the task, per kind: one query per kind.
+
+    ``curatable`` is true when there is at least one item and all are settled
+    (accepted, edited or rejected).
+    """
+    kinds = {}
+    total = settled = 0
+    for kind, (model, task_path) in VERIFY_TARGETS.items():
+        rows = model.objects.filter(**{task_path: task}).values_list("review_status").annotate(n=Count("pk")).order_by()
+        counts = dict(rows)
+        kinds[kind] = {status: counts.get(status, 0) for status in ReviewStatus.values}
+        total += sum(counts.values())
+        settled += sum(counts.get(status, 0) for status in SETTLED_STATUSES)
+    return {
+        "task_id": task.pk, "status": task.status, "total": total, "settled": settled, "unsettled": total - settled,
+        "curatable": total > 0 and settled == total, "kinds": kinds,
+    }
+

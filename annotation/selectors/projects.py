@@ -1,0 +1,69 @@
+"""Roles in a project and the projects a user may open."""
+
+from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from core.accounts import is_global_curator
+
+from .. import rawsql
+from ..models import AnnotationItem, AnnotationProject, ProjectMembership, Role
+
+LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)
+
+
+def project_role(*, project: AnnotationProject, user) -> str | None:
+    """The user's role in the project: their membership's role; else ``curator`` for global
+    curators; else None (no access)."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    role = ProjectMembership.objects.filter(project=project, user=user).values_list("role", flat=True).first()
+    if role:
+        return role
+    return Role.CURATOR if is_global_curator(user) else None
+
+
+def project_with_role(*, project_id: int, user) -> tuple[AnnotationProject, str | None]:
+    """The project and ``project_role`` of ``user`` in it, in one query (the membership's role
+    rides along as a subquery); raises ``AnnotationProject.DoesNotExist``. Views resolve the
+    role once per request with this and pass it down."""
+    if not getattr(user, "is_authenticated", False):
+        return AnnotationProject.objects.get(pk=project_id), None
+    project = rawsql.first_row(
+        AnnotationProject,
+        f"SELECT p.*, (SELECT m.role FROM {rawsql.table(ProjectMembership)} m"
+        f" WHERE m.project_id = p.id AND m.user_id = %s) AS my_role FROM {rawsql.table(AnnotationProject)} p"
+        " WHERE p.id = %s",
+        [user.pk, project_id],
+    )
+    if project is None:
+        raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
+    if project.my_role:
+        return project, project.my_role
+    return project, Role.CURATOR if is_global_curator(user) else None
+
+
+def projects_for(user) -> QuerySet[AnnotationProject]:
+    """Projects the user may open, each annotated with ``my_role`` (membership role, or None for a
+    global curator without membership), ``n_items`` and ``n_settled`` (complete or adjudicated).
+
+    Annotators and viewers see only projects they belong to; global curators see all.
+    """
+    if not getattr(user, "is_authenticated", False):
+        return AnnotationProject.objects.none()
+    items = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")
+    projects = AnnotationProject.objects.annotate(
+        my_role=Subquery(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user).values("role")[:1]),
+        n_items=Coalesce(Subquery(items.annotate(n=Count("pk")).values("n")), 0),
+        n_settled=Coalesce(
+            Subquery(items.exclude(status=AnnotationItem.Status.OPEN).annotate(n=Count("pk")).values("n")), 0
+        ),
+    )
+    if is_global_curator(user):
+        return projects
+    return projects.filter(Exists(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user)))
+
+
+def project_items(*, project: AnnotationProject, status: str = "") -> QuerySet[AnnotationItem]:
+    items = AnnotationItem.objects.filter(project=project).order_by("position", "id")
+    return items.filter(status=status) if status else items
+

@@ -1,0 +1,115 @@
+"""What an item is about (its target row: a benchmark proposal, a report pair or a verdict)
+and the JSON-ready views of targets, labels, verdicts and gold labels the workspace shows."""
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import QuerySet
+
+from benchmark.models import GoldReference
+from benchmark.services.history import snapshot
+from scoring.models import Verdict
+from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
+
+from .. import rawsql
+from ..models import VERIFY_TARGETS, AnnotationItem, Label, ReportPair, TargetKind
+from ..services.values import agreement_labels
+
+
+def _proposables(kind: str) -> QuerySet:
+    """The rows of a verify kind, with what their ``str()`` reads (a gold reference is its bib entry)."""
+    model = VERIFY_TARGETS[kind][0]
+    return model.objects.select_related("bib_entry") if model is GoldReference else model.objects.all()
+
+
+def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dict[int, Any]:
+    """item id → its target row (benchmark proposable, ``ReportPair`` or ``Verdict``): one query per kind.
+    ``with_text``: a pair's reports come with their parsed outlines (the workspace shows them)."""
+    by_kind: dict[str, list[AnnotationItem]] = defaultdict(list)
+    for item in items:
+        by_kind[item.target_kind].append(item)
+    out: dict[int, Any] = {}
+    for kind, group in by_kind.items():
+        if kind == TargetKind.REPORT_PAIR:
+            rows = ReportPair.objects.select_related("report_left__system", "report_right__system")
+            if not with_text:
+                rows = rows.defer("report_left__parsed", "report_right__parsed")
+        elif kind == TargetKind.VERDICT:
+            rows = Verdict.objects.select_related("report__system", "judge_config").defer(
+                "report__parsed", "raw_response"
+            )
+        else:
+            rows = _proposables(kind)
+        found = rows.in_bulk([item.target_id for item in group])
+        for item in group:
+            out[item.pk] = found.get(item.target_id)
+    return out
+
+
+def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
+    """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
+    model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
+    if model is not None and model is not GoldReference:  # a plain row: no related row to read along
+        return rawsql.by_pk(model, item.target_id)
+    return item_targets([item], with_text=with_text)[item.pk]
+
+
+def _report_brief(report, *, blind: bool) -> dict:
+    return {"report_id": report.pk, "system": None if blind else str(report.system),
+            "system_label": None if blind else report.system.label}
+
+
+def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False, label_set: dict | None = None) -> dict:
+    """A compact, JSON-ready description of an item's target for lists and the workspace.
+    ``label_set``: the project's, of which a verdict's item offers its step's labels."""
+    if target is None:
+        return {"kind": item.target_kind, "id": item.target_id, "missing": True}
+    if item.target_kind == TargetKind.REPORT_PAIR:
+        return {
+            "kind": item.target_kind, "id": target.pk, "task_id": target.task_id, "leg": target.leg,
+            "left": _report_brief(target.report_left, blind=blind),
+            "right": _report_brief(target.report_right, blind=blind),
+        }
+    if item.target_kind == TargetKind.VERDICT:
+        return {
+            "kind": item.target_kind, "id": target.pk, "report_id": target.report_id, "step": target.step,
+            "judged_kind": target.target_kind, "judged_id": target.target_id, "judged_key": target.target_key,
+            "labels": agreement_labels(label_set=label_set or {}, step=target.step),
+        }
+    return {
+        "kind": item.target_kind, "id": target.pk, "text": str(target), "version": target.version,
+        "review_status": target.review_status, "fields": snapshot(target),
+    }
+
+
+def judge_view(verdict: Verdict) -> dict:
+    return {
+        "label": verdict.label, "score": verdict.score, "confidence": verdict.confidence,
+        "rationale": verdict.rationale, "evidence": verdict.evidence, "judge_config": str(verdict.judge_config),
+    }
+
+
+def judged_inputs(verdicts: list[Verdict]) -> dict[int, dict]:
+    """verdict id → what its judge was shown (``scoring.pipelines.judged``): ``judged_text`` in
+    words and ``judged_input``, its parts (the whole report is marked, not copied). A bounded
+    number of queries: one per judged kind, and a few per report for the steps that read its
+    citations. It holds the question, never the verdict: blind mode shows it before labelling."""
+    return {
+        pk: {"judged_text": judged.text, "judged_input": judged.as_dict()}
+        for pk, judged in scoring_judged_inputs(verdicts).items()
+    }
+
+
+def label_view(label: Label) -> dict:
+    return {
+        "id": label.pk, "annotator_id": label.annotator_id, "annotator": label.annotator.get_username(),
+        "value": label.value, "created_at": label.created_at,
+    }
+
+
+def gold_view(item: AnnotationItem) -> dict | None:
+    gold = getattr(item, "gold", None) if item.status == AnnotationItem.Status.ADJUDICATED else None
+    if gold is None:
+        return None
+    return {"value": gold.value, "note": gold.note, "decided_by_id": gold.decided_by_id, "decided_at": gold.decided_at}
+

@@ -1,0 +1,206 @@
+"""One item as the workspace shows it to a user (``item_context_for``, which applies blind
+mode), the label form's context, and the curator's adjudication queue."""
+
+from typing import Any
+
+from django.db.models import Case, Prefetch, Q, When
+from django.utils import timezone
+
+from benchmark import selectors as benchmark_selectors
+from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, ReviewStatus, Task, TaskPrompt
+
+from ..blind import item_revealed
+from ..models import AnnotationItem, AnnotationProject, Assignment, TargetKind
+from .projects import project_role
+from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
+
+
+def _claim_view(*, item: AnnotationItem, user) -> dict | None:
+    """The user's unexpired claim on the item, for the workspace's countdown."""
+    return (
+        Assignment.objects.filter(item=item, user=user, status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now())
+        .values("id", "claimed_at", "expires_at")
+        .first()
+    )
+
+
+# What the verify panel reads of the task for each kind of proposal, beside the survey
+# (``display.verify_view``): the proposal's group, or its gold reference's bib entry.
+_TASK_PANEL_PREFETCH = {
+    TargetKind.CHECKLIST_ITEM: (
+        Prefetch(
+            "checklist_groups",
+            queryset=ChecklistGroup.objects.prefetch_related(
+                Prefetch("items", queryset=ChecklistItem.objects.order_by("position"))
+            ).order_by("position"),
+        ),
+    ),
+    TargetKind.GOLD_REFERENCE: (
+        Prefetch("gold_references", queryset=GoldReference.objects.select_related("bib_entry")),
+    ),
+}
+_TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_GROUP] = _TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_ITEM]
+
+
+def _claim_dict(claim: Assignment) -> dict | None:
+    if claim.status != Assignment.Status.ACTIVE or claim.expires_at <= timezone.now():
+        return None
+    return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
+
+
+def _pair_task(task_id: int) -> dict:
+    """What both reports of a pair answer: the task's key, title and prompt (its general prompt,
+    else its first prompt not rejected, else its title) — benchmark content, never hidden."""
+    task = Task.objects.select_related("survey").only("key", "title", "survey__title").filter(pk=task_id).first()
+    if task is None:
+        return {}
+    prompt = (  # its general prompt first, else the first one: one query
+        TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
+        .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk")
+        .values_list("text", flat=True).first()
+    )
+    title = task.title or task.survey.title
+    return {"key": task.key, "title": title, "prompt": prompt or title}
+
+
+def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
+    """The proposal's task with its survey and what the panel shows of the proposal's own
+    kind (its checklist group, its gold reference); None for discipline-wide rubric criteria
+    and deleted targets. Every sibling proposal (``task_material``) is read only when the
+    workspace asks for it: most proposals never need it, and it is the bulk of the panel."""
+    if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
+        return None
+    tasks = (
+        Task.objects.select_related("survey").defer("survey__full_text")  # megabytes the panel never shows
+        .prefetch_related(*_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
+    )
+    return tasks.filter(pk=item.task_id).first()
+
+
+def task_material(*, task_id: int) -> Task:
+    """The task with its survey and every proposal of every kind, prefetched (a bounded number
+    of queries): the workspace's "everything proposed for this task" section."""
+    return benchmark_selectors.task_detail(task_id=task_id)
+
+
+def _project_view(project: AnnotationProject) -> dict:
+    return {
+        "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
+        "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
+    }
+
+
+def label_form_context(*, item: AnnotationItem, project: AnnotationProject, target: Any) -> dict:
+    """What a label form needs of an item (``forms.label_form_for``): the project and the
+    target as an unrevealed labeller sees it — a submission is checked against this before
+    ``label_submit`` takes the item's lock, without reading labels or claims. ``target``: the
+    item's target row (``item_target``), which the caller passes on to ``label_submit``."""
+    return {"project": _project_view(project),
+            "target": target_brief(item, target, blind=project.blind, label_set=project.label_set)}
+
+
+def item_context_for(
+    *, item: AnnotationItem, user, with_task: bool = False, role: str | None = None, claim: Assignment | None = None,
+    project: AnnotationProject | None = None, target: Any = None,
+) -> dict:
+    """Everything the workspace may show ``user`` about ``item``.
+
+    In a blind project, other annotators' labels, the judge's verdict (agreement) and the
+    system names (pairwise) stay hidden until the user has committed their own label;
+    curators also see them once the item has all its labels (``annotation.blind``, whose
+    ``item_revealed`` decides it). Raises ``PermissionError`` for users outside the project.
+
+    ``with_task`` (verify items): ``context["task"]`` is the proposal's task — its survey and
+    sibling proposals, which the workspace shows beside the proposal — else None. Blind mode
+    hides nothing of it: it is benchmark content, not anyone's label. A sibling's review
+    status changes only once its own item has settled (agreed labels or a curator's gold
+    label), and the current proposal's status stays "proposed" until this item settles, so it
+    reveals no label of this item. Off by default: the API and the adjudication queue do not
+    show it and need not pay its queries.
+
+    ``role``: the user's role in the item's project when the caller already resolved it
+    (``project_with_role``) in this request; else it is looked up. ``claim``: the user's
+    unexpired claim on the item that ``claim_next_item`` just returned (then ``item`` is that
+    claim's item, read in its transaction, and ``project`` the item's project read in this
+    request: neither is read again); else the item is read afresh. ``target``: the item's
+    target row when the caller read it in this request (``item_targets``, for a batch).
+    """
+    if claim is not None and project is not None and claim.item_id == item.pk and item.project_id == project.pk:
+        item.project = project
+    else:
+        item = AnnotationItem.objects.select_related("project", "gold").get(pk=item.pk)
+    project = item.project
+    if role is None:
+        role = project_role(project=project, user=user)
+    if role is None:
+        raise PermissionError(f"{user} is not a member of project {project.name!r}")
+    held = claim is not None and claim.user_id == user.pk and claim.status == Assignment.Status.ACTIVE
+    revealed = item_revealed(item=item, role=role, user=user, holds_claim=held)
+    labels = list(item.labels.select_related("annotator")) if revealed else []
+    own = next((label for label in labels if label.annotator_id == user.pk), None)
+    if target is None or target.pk != item.target_id:
+        target = item_target(item, with_text=True)
+    context = {
+        "project": _project_view(project),
+        "role": role,
+        "item": {
+            "id": item.pk, "position": item.position, "status": item.status, "labels_needed": item.labels_needed,
+            "labels_done": item.labels_done, "target_kind": item.target_kind, "target_id": item.target_id,
+            "task_id": item.task_id, "conflict": item.conflict if revealed else "",
+        },
+        "target": target_brief(item, target, blind=not revealed, label_set=project.label_set),
+        "own_label": label_view(own) if own else None,
+        "claim": _claim_view(item=item, user=user) if claim is None else _claim_dict(claim),
+        "revealed": revealed,
+        "other_labels": [label_view(label) for label in labels if label is not own] if revealed else None,
+        "judge": None,
+        "gold": gold_view(item) if revealed else None,
+        "task": _verify_task(item, target) if with_task else None,
+    }
+    if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
+        context["target"]["task"] = _pair_task(target.task_id)
+        for side in ("left", "right"):
+            report = getattr(target, f"report_{side}")
+            outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]
+            context["target"][side].update(text=report.text, outline=outline)
+    if target is not None and item.target_kind == TargetKind.VERDICT:
+        context["target"].update(judged_inputs([target])[target.pk])
+        context["item"]["labels"] = context["target"]["labels"]
+        context["target"]["report_text"] = target.report.text
+        if revealed:
+            context["judge"] = judge_view(target)
+    return context
+
+
+
+def adjudication_queue(*, project: AnnotationProject, limit: int = 200) -> list[dict]:
+    """Items waiting for a curator: complete, and their labels disagree (with each other, or with
+    the judge in agreement projects), or an agreed decision could not be applied (``conflict``).
+    Labels side by side, verdicts with the text of what the judge assessed (``judged_text``);
+    a bounded number of queries whatever the length (items, labels with their annotators, one
+    per target kind, one per judged kind)."""
+    items = list(
+        AnnotationItem.objects.filter(project=project, status=AnnotationItem.Status.COMPLETE)
+        .filter(Q(disagreement=True) | ~Q(conflict=""))
+        .prefetch_related("labels__annotator")
+        .order_by("position", "id")[:limit]
+    )
+    targets = item_targets(items)
+    verdicts = [
+        targets[item.pk] for item in items if item.target_kind == TargetKind.VERDICT and targets[item.pk] is not None
+    ]
+    judged = judged_inputs(verdicts)
+    rows = []
+    for item in items:
+        target = targets[item.pk]
+        row = {
+            "item_id": item.pk, "position": item.position, "task_id": item.task_id, "conflict": item.conflict,
+            "target": target_brief(item, target, label_set=project.label_set),
+            "labels": [label_view(label) for label in item.labels.all()],
+        }
+        if item.target_kind == TargetKind.VERDICT and target is not None:
+            row["target"].update(judged[target.pk])
+            row["judge"] = judge_view(target)
+        rows.append(row)
+    return rows
+
