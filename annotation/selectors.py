@@ -156,6 +156,13 @@ def projects_progress_for(*, user, projects) -> dict[int, dict]:
 # --- Targets --------------------------------------------------------------------------------
 
 
+# A pair's task prompt: its general prompt first, else the first one not rejected.
+_PAIR_PROMPT = Subquery(
+    TaskPrompt.objects.filter(task_id=OuterRef("task_id")).exclude(review_status=ReviewStatus.REJECTED)
+    .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk").values("text")[:1]
+)
+
+
 def _proposables(kind: str) -> QuerySet:
     """The rows of a verify kind, with what their ``str()`` reads (a gold reference is its bib entry)."""
     model = VERIFY_TARGETS[kind][0]
@@ -174,6 +181,9 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
             rows = ReportPair.objects.select_related("report_left__system", "report_right__system")
             if not with_text:
                 rows = rows.defer("report_left__parsed", "report_right__parsed")
+            else:  # with what both reports answer (``_pair_task``), in the same query
+                rows = rows.select_related("task__survey").defer("task__survey__full_text").annotate(
+                    task_prompt=_PAIR_PROMPT)
         elif kind == TargetKind.VERDICT:
             rows = Verdict.objects.select_related("report__system", "judge_config").defer(
                 "report__parsed", "raw_response"
@@ -290,19 +300,12 @@ def _claim_dict(claim: Assignment) -> dict | None:
     return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
 
 
-def _pair_task(task_id: int) -> dict:
+def _pair_task(pair: ReportPair) -> dict:
     """What both reports of a pair answer: the task's key, title and prompt (its general prompt,
-    else its first prompt not rejected, else its title) — benchmark content, never hidden."""
-    task = Task.objects.select_related("survey").only("key", "title", "survey__title").filter(pk=task_id).first()
-    if task is None:
-        return {}
-    prompt = (  # its general prompt first, else the first one: one query
-        TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
-        .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk")
-        .values_list("text", flat=True).first()
-    )
-    title = task.title or task.survey.title
-    return {"key": task.key, "title": title, "prompt": prompt or title}
+    else its first prompt not rejected, else its title) — benchmark content, never hidden. Read
+    along with the pair (``item_targets`` with ``with_text``)."""
+    title = pair.task.title or pair.task.survey.title
+    return {"key": pair.task.key, "title": title, "prompt": pair.task_prompt or title}
 
 
 def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
@@ -407,7 +410,8 @@ def item_context_for(
         "task": _verify_task(item, target) if with_task else None,
     }
     if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
-        context["target"]["task"] = _pair_task(target.task_id)
+        context["target"]["task"] = _pair_task(target if hasattr(target, "task_prompt") else
+                                               item_target(item, with_text=True))
         for side in ("left", "right"):
             report = getattr(target, f"report_{side}")
             outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]
