@@ -125,13 +125,15 @@ def _claim_more(
 
 def label_submit_and_claim(
     *, annotator, submission: Submission, project: AnnotationProject | None = None, role: str | None = None,
-    target=None,
-) -> tuple[SubmissionResult, Assignment | None]:
+    target=None, count: int = 1,
+) -> tuple[SubmissionResult, list[Assignment]]:
     """One turn of the annotator loop in one transaction: ``label_submit`` of ``submission``,
-    then, when it was stored (or is a resubmission), ``claim_next_item`` in its project. The
-    rules are theirs; what is saved is a transaction, a read of the user's held claims (they
-    come with the item's claims) and an INSERT (both audit rows in one). Returns the result
-    (its ``error`` unraised: the caller decides) and the next claim, or None."""
+    then, when it was stored (or is a resubmission), ``claim_next_items`` in its project
+    (``count``: the next item and those the client shows after it, such as the workspace's
+    prefetched one). The rules are theirs; what is saved is a transaction, a read of the user's
+    held claims (they come with the item's claims) and an INSERT (all audit rows in one).
+    Returns the result (its ``error`` unraised: the caller decides) and the claims, oldest
+    first (none when nothing is left)."""
     targets = {submission.item_id: target} if target is not None else None
     try:
         with transaction.atomic():
@@ -139,7 +141,7 @@ def label_submit_and_claim(
                                      targets=targets, with_held=True)
             (result,) = batch.answer_all()
             if result.error is not None:
-                return result, None
+                return result, []
             project = result.label.project
             claims: list[Assignment] = []
 
@@ -148,17 +150,17 @@ def label_submit_and_claim(
                     require_labeller(project=project, user=annotator, role=result.role)
                 except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
                     return
-                claims.extend(_claim_more(project=project, user=annotator, count=1,
+                claims.extend(_claim_more(project=project, user=annotator, count=count,
                                           held=batch.held_claims(project), audit=audit))
 
             batch.write(then=claim_next)
-            return result, (claims[0] if claims else None)
+            return result, claims
     except IntegrityError:
         # A form's token raced in for another item (see ``label_submit_many``): each step alone.
         (result,) = label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)
         if result.error is not None:
-            return result, None
-        return result, claim_next_item(project=result.label.project, user=annotator, role=result.role)
+            return result, []
+        return result, claim_next_items(project=result.label.project, user=annotator, role=result.role, count=count)
 
 
 def _claim_end(*, assignment: Assignment, user, status: str, action: str) -> Assignment:
