@@ -298,6 +298,25 @@ def test_pairwise_shows_two_anonymous_reports_with_linked_citations(as_user, own
     assert 'data-key="1 ArrowLeft"' in html and "data-timed" in html
 
 
+def test_the_item_held_ready_is_claimed_and_as_blind_as_the_shown_one(as_user, owner, alice, bob):
+    project = pairwise_project(owner, [alice, bob], n_systems=3, overlap=2)
+    systems = {pair.report_left.system.name for pair in project.pairs.all()}
+    shown_item = claim_of(alice, project)  # nothing claimed yet: the workspace claims both below
+    assert shown_item is None
+    panel = body(as_user(alice).get(url("workspace", project)))
+    ready = panel.split("<template data-after>")[1]
+    held = Assignment.objects.filter(user=alice, status=Assignment.Status.ACTIVE).order_by("claimed_at", "id")
+    assert [str(claim.item_id) for claim in held] == re.findall(r'data-item="(\d+)"', panel)[:2]
+    assert "Report A" in ready and not any(name in ready for name in systems)
+
+
+def test_agreement_items_hold_no_item_ready(as_user, owner, alice):
+    project = agreement_project(owner, [alice], labels=["correct"])  # the verdict follows the label
+    panel = body(as_user(alice).get(url("workspace", project)))
+    assert "<template data-after>" not in panel
+    assert Assignment.objects.filter(user=alice, status=Assignment.Status.ACTIVE).count() == 1
+
+
 def test_pairwise_shows_the_task_the_reports_answer_above_them(as_user, owner, alice):
     from benchmark.models import TaskPrompt
 
