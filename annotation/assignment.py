@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Label
 from .rawsql import rows, table
-from .services.audit import audit_record, audit_records
+from .services.audit import audit_record
 from .services.claims import claims_create
 from .services.errors import AnnotationError, ProjectNotOpenError
 from .services.labels import Submission, SubmissionResult, label_submit_many, require_labeller, submissions_open

@@ -24,7 +24,8 @@ from ..selectors import (
 )
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
-from ..services.labels import Submission, label_submit_many, label_undo_last
+from ..services.labels import Submission, label_submit_many
+from ..services.undo import label_undo_last
 from . import display
 from core.http import refuse
 from .access import alert, item_in, project_for
@@ -87,7 +88,8 @@ def _prefetches(project) -> bool:
 
 def _after_html(request, project, role, after) -> str:
     """The prefetched item's section (``after``: its claim), for the panel's template."""
-    page = {"project": project, "material_lazy": True, **_item_page(request, project, role, item=after.item, claim=after)}
+    page = {"project": project, "material_lazy": True,
+            **_item_page(request, project, role, item=after.item, claim=after)}
     return render_to_string("annotation/_item.html", page, request=request)
 
 
@@ -117,7 +119,8 @@ def _render(
 def _render_after(request, project, role, *, after, flash: str):
     """The answer to a label whose next item the client already shows (``PREFETCH_SHOWN``): the
     item after it (to hold ready), the flash and the progress line; nothing of what is shown."""
-    page = {"project": project, "flash": flash, "oob": True, "progress": own_progress(project=project, user=request.user),
+    page = {"project": project, "flash": flash, "oob": True,
+            "progress": own_progress(project=project, user=request.user),
             "after_html": _after_html(request, project, role, after) if after is not None else ""}
     response = render(request, "annotation/_prefetched.html", page)
     response["HX-Retarget"] = "#ws-after"

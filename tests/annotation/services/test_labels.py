@@ -9,7 +9,8 @@ from annotation.models import AnnotationItem, Assignment, Label, PairwisePrefere
 from annotation.services import labels as labels_module
 from annotation.services.audit import audit_record
 from annotation.services.errors import AlreadyLabelledError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
-from annotation.services.labels import label_submit, label_undo_last
+from annotation.services.labels import label_submit
+from annotation.services.undo import label_undo_last
 from annotation.services.projects import project_set_status
 from annotation.services.review import item_adjudicate
 from benchmark.models import ChecklistItem
