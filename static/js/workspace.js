@@ -282,7 +282,7 @@
   // it was, the next one goes back behind it. Requests from the shown item wait for the answer.
 
   const sent = new Map(); // label form sent -> {section, shown, template}
-  let waiting = null; // a request made while an answer is awaited
+  let waiting = []; // requests made from the shown item while the answer is awaited, in order
 
   function heldSections() {
     let hold = document.getElementById("ws-sent");
@@ -318,7 +318,7 @@
     const elt = event.detail.elt;
     if (!sent.size || !elt.closest || !elt.closest("#workspace")) return;
     event.preventDefault();
-    waiting = () => event.detail.issueRequest(true);
+    waiting.push(() => event.detail.issueRequest(true));
   }
 
   function onAfterRequest(event) {
@@ -331,15 +331,11 @@
       if (state.shown.isConnected) state.shown.replaceWith(state.section);
       document.getElementById("ws-after")?.replaceChildren(state.template);
       state.section.focus({ preventScroll: true });
-      waiting = null;
+      waiting = []; // made from the item shown, which is gone again
     } else {
       state.section.remove();
     }
-    if (waiting && !sent.size) {
-      const issue = waiting;
-      waiting = null;
-      issue();
-    }
+    if (!sent.size) waiting.splice(0).forEach((issue) => issue());
   }
 
   function onAfterSwap(event) {
