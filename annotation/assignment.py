@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Label
 from .rawsql import rows, table
-from .services.audit import audit_record, audit_records
-from .services.claims import claims_create, items_with_free_slot
+from .services.audit import audit_record
+from .services.claims import claims_create
 from .services.errors import AnnotationError, ProjectNotOpenError
 from .services.labels import Submission, SubmissionResult, label_submit_many, require_labeller, submissions_open
 from .services.locking import item_lock, lock_clause
@@ -33,7 +33,9 @@ def _claimable(
     item, assignment, label = table(AnnotationItem), table(Assignment), table(Label)
     passed = f"AND i.id NOT IN ({', '.join(['%s'] * len(passed_over))})" if passed_over else ""
     sql = f"""
-        SELECT i.* FROM {item} i
+        SELECT i.*, EXISTS (SELECT 1 FROM {assignment} x WHERE x.item_id = i.id AND x.status = %s
+                            AND x.expires_at <= %s) AS stale
+        FROM {item} i
         WHERE i.project_id = %s AND i.status = %s
           AND (SELECT COUNT(*) FROM {assignment} a WHERE a.item_id = i.id AND a.status = %s AND a.expires_at > %s)
               < i.labels_needed - i.labels_done
@@ -42,8 +44,9 @@ def _claimable(
           {passed}
         ORDER BY i.labels_needed - i.labels_done, i.labels_done, i.position, i.id
         LIMIT %s {lock_clause(of="i", skip_locked=True)}"""
+    at = connection.ops.adapt_datetimefield_value(now)
     params = [
-        project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, connection.ops.adapt_datetimefield_value(now),
+        Assignment.Status.ACTIVE, at, project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, at,
         user.pk, user.pk, Assignment.Status.SKIPPED, *passed_over, limit,
     ]
     return rows(AnnotationItem, sql, params)
@@ -108,28 +111,29 @@ def _claim_more(
         Assignment.objects.filter(pk__in=stale).update(status=Assignment.Status.EXPIRED, ended_at=now)
     if len(usable) >= count:
         return usable[:count]
-    chosen: list[AnnotationItem] = []
+    claims: list[Assignment] = []
     passed_over = [claim.item_id for claim in usable]
-    while len(chosen) < count - len(usable):
+    while len(claims) < count - len(usable):
         items = _claimable(project=project, user=user, now=now, passed_over=passed_over,
-                           limit=count - len(usable) - len(chosen))
+                           limit=count - len(usable) - len(claims))
         if not items:
             break
-        free = items_with_free_slot(items, now)
-        chosen += [item for item in items if item.pk in free]
+        claims += claims_create(project=project, items=items, user=user, now=now, audit=audit)
         passed_over += [item.pk for item in items]
-    return usable + claims_create(project=project, items=chosen, user=user, now=now, audit=audit)
+    return usable + claims
 
 
 def label_submit_and_claim(
     *, annotator, submission: Submission, project: AnnotationProject | None = None, role: str | None = None,
-    target=None,
-) -> tuple[SubmissionResult, Assignment | None]:
+    target=None, count: int = 1,
+) -> tuple[SubmissionResult, list[Assignment]]:
     """One turn of the annotator loop in one transaction: ``label_submit`` of ``submission``,
-    then, when it was stored (or is a resubmission), ``claim_next_item`` in its project. The
-    rules are theirs; what is saved is a transaction, a read of the user's held claims (they
-    come with the item's claims) and an INSERT (both audit rows in one). Returns the result
-    (its ``error`` unraised: the caller decides) and the next claim, or None."""
+    then, when it was stored (or is a resubmission), ``claim_next_items`` in its project
+    (``count``: the next item and those the client shows after it, such as the workspace's
+    prefetched one). The rules are theirs; what is saved is a transaction, a read of the user's
+    held claims (they come with the item's claims) and an INSERT (all audit rows in one).
+    Returns the result (its ``error`` unraised: the caller decides) and the claims, oldest
+    first (none when nothing is left)."""
     targets = {submission.item_id: target} if target is not None else None
     try:
         with transaction.atomic():
@@ -137,24 +141,26 @@ def label_submit_and_claim(
                                      targets=targets, with_held=True)
             (result,) = batch.answer_all()
             if result.error is not None:
-                return result, None
-            audit: list[dict] = []
-            batch.write(audit=audit)
+                return result, []
             project = result.label.project
-            try:
-                require_labeller(project=project, user=annotator, role=result.role)
-            except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
-                audit_records(audit)
-                return result, None
-            claims = _claim_more(project=project, user=annotator, count=1, held=batch.held_claims(project),
-                                 audit=audit)
-            return result, (claims[0] if claims else None)
+            claims: list[Assignment] = []
+
+            def claim_next(audit: list[dict]) -> None:
+                try:
+                    require_labeller(project=project, user=annotator, role=result.role)
+                except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
+                    return
+                claims.extend(_claim_more(project=project, user=annotator, count=count,
+                                          held=batch.held_claims(project), audit=audit))
+
+            batch.write(then=claim_next)
+            return result, claims
     except IntegrityError:
         # A form's token raced in for another item (see ``label_submit_many``): each step alone.
         (result,) = label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)
         if result.error is not None:
-            return result, None
-        return result, claim_next_item(project=result.label.project, user=annotator, role=result.role)
+            return result, []
+        return result, claim_next_items(project=result.label.project, user=annotator, role=result.role, count=count)
 
 
 def _claim_end(*, assignment: Assignment, user, status: str, action: str) -> Assignment:

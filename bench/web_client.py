@@ -23,6 +23,16 @@ CLIENT_TOKEN = re.compile(r'name="client_token" value="([^"]+)"')
 CSRF_FIELD = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
+HELD_READY = re.compile(r"<template data-after>(.*?)</template>", re.S)
+SHOWN_ITEM = re.compile(r'data-item="(\d+)"')
+
+
+def held_ready(panel: str) -> str | None:
+    """The next item's section that a workspace panel holds ready (issue #20), or None."""
+    found = HELD_READY.search(panel)
+    return found.group(1) if found else None
+
+
 def label_form(panel: str) -> tuple[str, str]:
     """The label form's URL and its ``client_token`` in a workspace panel."""
     action, token = FORM_ACTION.search(panel), CLIENT_TOKEN.search(panel)
@@ -47,9 +57,9 @@ class Browser:
         """A fresh connection before each phase (the server closes idle keep-alive connections)."""
         self.connection.close()
 
-    def request(self, method: str, path: str, *, data: dict | None = None, htmx: bool = False
-                ) -> tuple[int, str, float]:
-        headers = {"Host": f"127.0.0.1:{self.port}", "X-Forwarded-Proto": "https"}
+    def request(self, method: str, path: str, *, data: dict | None = None, htmx: bool = False,
+                extra: dict | None = None) -> tuple[int, str, float]:
+        headers = {"Host": f"127.0.0.1:{self.port}", "X-Forwarded-Proto": "https", **(extra or {})}
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
         if htmx:
@@ -149,17 +159,25 @@ class Browser:
         return self.loop(project_id), 1
 
     def loop(self, project_id: int) -> float:
-        """Submit the shown item's label; the response is the next item's panel. Its seconds."""
+        """Submit the shown item's label as workspace.js does: the item held ready is shown at
+        once and the POST names it (``X-Ws-Shown``), so the response is only the item after it;
+        without one held ready the response is the next item's panel. Its seconds."""
         if self.panel is None:  # after an error: open the workspace again, outside the loop
             self.open_workspace(project_id)
         action, token = label_form(self.panel)
         csrf = CSRF_FIELD.search(self.panel)
+        ready = held_ready(self.panel)
+        shown = {"X-Ws-Shown": SHOWN_ITEM.search(ready).group(1)} if ready else {}
         self.panel = None
-        status, body, seconds = self.request("POST", action, htmx=True, data={
+        status, body, seconds = self.request("POST", action, htmx=True, extra=shown, data={
             "csrfmiddlewaretoken": csrf.group(1) if csrf else "", "client_token": token, "decision": "accept"})
         if status != 200 or "Saved your label" not in body:
             raise BenchError(f"submit {action}: HTTP {status}")
-        self.panel = body
+        after = held_ready(body)
+        if ready and 'class="ws-item"' not in body.split("<template")[0]:  # the answer to a shown item
+            self.panel = ready + (f"<template data-after>{after}</template>" if after else "")
+        else:
+            self.panel = body
         return seconds
 
 

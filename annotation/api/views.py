@@ -394,11 +394,12 @@ class LabelListApi(LabellerApi, ListApi):
             if result.error is not None:
                 raise result.error
             return Response(self.OutputSerializer(result.label).data, status=status.HTTP_201_CREATED)
-        result, claim = label_submit_and_claim(annotator=request.user, submission=submission)
+        result, claims = label_submit_and_claim(annotator=request.user, submission=submission)
         if result.error is not None:
             raise result.error
         following = {"assignment": None, "item": None}
-        if claim is not None:
+        if claims:
+            claim = claims[0]
             project = result.label.project
             following = NextItemApi.OutputSerializer({"assignment": claim, "item": item_context_for(
                 item=claim.item, user=request.user, role=result.role, claim=claim, project=project)}).data

@@ -4,9 +4,9 @@ and the JSON-ready views of targets, labels, verdicts and gold labels the worksp
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Case, OuterRef, QuerySet, Subquery, When
 
-from benchmark.models import GoldReference
+from benchmark.models import GoldReference, ReviewStatus, TaskPrompt
 from benchmark.services.history import snapshot
 from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
@@ -14,6 +14,13 @@ from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
 from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, Label, ReportPair, TargetKind
 from ..services.values import agreement_labels
+
+
+# A pair's task prompt: its general prompt first, else the first one not rejected.
+_PAIR_PROMPT = Subquery(
+    TaskPrompt.objects.filter(task_id=OuterRef("task_id")).exclude(review_status=ReviewStatus.REJECTED)
+    .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk").values("text")[:1]
+)
 
 
 def _proposables(kind: str) -> QuerySet:
@@ -34,6 +41,9 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
             rows = ReportPair.objects.select_related("report_left__system", "report_right__system")
             if not with_text:
                 rows = rows.defer("report_left__parsed", "report_right__parsed")
+            else:  # with what both reports answer (``workspace._pair_task``), in the same query
+                rows = rows.select_related("task__survey").defer("task__survey__full_text").annotate(
+                    task_prompt=_PAIR_PROMPT)
         elif kind == TargetKind.VERDICT:
             rows = Verdict.objects.select_related("report__system", "judge_config").defer(
                 "report__parsed", "raw_response"

@@ -3,14 +3,14 @@ mode), the label form's context, and the curator's adjudication queue."""
 
 from typing import Any
 
-from django.db.models import Case, Prefetch, Q, When
+from django.db.models import Prefetch, Q
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
-from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, ReviewStatus, Task, TaskPrompt
+from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
 
 from ..blind import item_revealed
-from ..models import AnnotationItem, AnnotationProject, Assignment, TargetKind
+from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
 
@@ -48,19 +48,12 @@ def _claim_dict(claim: Assignment) -> dict | None:
     return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
 
 
-def _pair_task(task_id: int) -> dict:
+def _pair_task(pair: ReportPair) -> dict:
     """What both reports of a pair answer: the task's key, title and prompt (its general prompt,
-    else its first prompt not rejected, else its title) — benchmark content, never hidden."""
-    task = Task.objects.select_related("survey").only("key", "title", "survey__title").filter(pk=task_id).first()
-    if task is None:
-        return {}
-    prompt = (  # its general prompt first, else the first one: one query
-        TaskPrompt.objects.filter(task_id=task_id).exclude(review_status=ReviewStatus.REJECTED)
-        .order_by(Case(When(level=TaskPrompt.Level.GENERAL, then=0), default=1), "pk")
-        .values_list("text", flat=True).first()
-    )
-    title = task.title or task.survey.title
-    return {"key": task.key, "title": title, "prompt": prompt or title}
+    else its first prompt not rejected, else its title) — benchmark content, never hidden. Read
+    along with the pair (``item_targets`` with ``with_text``)."""
+    title = pair.task.title or pair.task.survey.title
+    return {"key": pair.task.key, "title": title, "prompt": pair.task_prompt or title}
 
 
 def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
@@ -158,7 +151,8 @@ def item_context_for(
         "task": _verify_task(item, target) if with_task else None,
     }
     if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
-        context["target"]["task"] = _pair_task(target.task_id)
+        context["target"]["task"] = _pair_task(target if hasattr(target, "task_prompt") else
+                                               item_target(item, with_text=True))
         for side in ("left", "right"):
             report = getattr(target, f"report_{side}")
             outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]

@@ -31,10 +31,16 @@ def _log_row(*, target_kind: str, project=None, **event) -> dict:
     return dict(event, target_model=KIND_MODELS[target_kind], project_id=project.pk if project is not None else None)
 
 
+def audit_rows_for(events: list[dict]) -> list[dict]:
+    """Audit rows (each a dict of ``audit_record``'s arguments) as ``core.audit.audit_log_rows``
+    takes them, for a service that writes them along with rows of another app."""
+    return [_log_row(**event) for event in events]
+
+
 def audit_records(events: list[dict]) -> list[AuditLog]:
     """Write audit rows (each a dict of ``audit_record``'s arguments) in one INSERT, inside the
     transaction of the change they record (``audit_log_rows`` refuses to run outside one)."""
-    return audit_log_rows([_log_row(**event) for event in events])
+    return audit_log_rows(audit_rows_for(events))
 
 
 def audit_record(

@@ -1,27 +1,25 @@
-"""Submitting and undoing labels.
+"""Submitting labels.
 
 A label is final once submitted: a second, different submission by the same annotator for
 the same item is refused (``AlreadyLabelledError``). To correct a mistake the annotator
-undoes their last action (``label_undo_last``) while nothing depends on it yet, then labels
-again — except in blind projects, where committing reveals what was hidden and the label stays
-final. Resubmitting the same form (same ``client_token``) returns the first label.
+undoes their last action (``services.undo.label_undo_last``) while nothing depends on it yet,
+then labels again — except in blind projects, where committing reveals what was hidden and the
+label stays final. Resubmitting the same form (same ``client_token``) returns the first label.
 """
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from benchmark.models import Task
-from benchmark.services.history import StaleEditError, proposable_update
 from core.accounts import is_global_curator
-from core.models import AuditLog
 
 from .. import rawsql
 from ..models import (
+    VERIFY_TARGETS,
     AnnotationItem,
     AnnotationProject,
     Assignment,
@@ -32,19 +30,12 @@ from ..models import (
     Role,
 )
 from ..selectors.projects import LABELLING_ROLES, project_role
-from ..selectors.targets import item_target, item_targets
-from .audit import audit_record, audit_records
-from .claims import active_claims, claim_create, claim_release, item_has_free_slot
-from .errors import (
-    AlreadyLabelledError,
-    AnnotationError,
-    ClaimLostError,
-    ItemNotOpenError,
-    ProjectNotOpenError,
-    UndoRefusedError,
-)
-from .locking import item_lock, lock_clause
-from .review import COMPLETED_ITEM_FIELDS, item_complete, task_uncurate
+from ..selectors.targets import item_targets
+from .audit import audit_records, audit_rows_for
+from .claims import active_claims_where
+from .errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError
+from .locking import lock_clause
+from .review import COMPLETED_ITEM_FIELDS, item_complete, review_edits_save
 from .values import value_clean
 
 PREFERENCE_SOURCE = "studio"
@@ -112,27 +103,55 @@ class SubmissionResult:
 
 def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]:
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
-    with the annotator's membership role in its project as ``my_role``: one query."""
-    item, membership = rawsql.table(AnnotationItem), rawsql.table(ProjectMembership)
+    with its project (``item.project``, one instance per project) and the annotator's
+    membership role in it as ``my_role``: one query. The project row is read, not locked."""
+    item, project, membership = (rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership))
     ids = sorted(set(item_ids))
     sql = (
-        f"SELECT i.*, (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s)"
-        f" AS my_role FROM {item} i WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause()}"
+        f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')},"
+        f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
+        f" FROM {item} i JOIN {project} p ON p.id = i.project_id"
+        f" WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause(of='i')}"
     )
-    return {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *ids])}
+    items = {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *ids])}
+    projects: dict[int, AnnotationProject] = {}
+    for row in items.values():
+        row.project = projects.setdefault(row.project_id, rawsql.joined_row(row, AnnotationProject, "p"))
+    return items
 
 
-def _labels_read(*, items: list[AnnotationItem], annotator, tokens: list[uuid.UUID]) -> list[Label]:
-    """Every label of the items (at most k each: what completes them) and the annotator's labels
-    made with these forms (``tokens``, resubmissions): one query, under the items' locks."""
+def _labels_and_claims_read(
+    *, items: list[AnnotationItem], annotator, tokens: list[uuid.UUID], with_held: bool
+) -> tuple[list[Label], list[Assignment]]:
+    """Under the items' locks, in one statement: every label of the items (at most k each: what
+    completes them) and the annotator's labels made with these forms (``tokens``,
+    resubmissions), in order; and the items' active claims (``with_held``: with the
+    annotator's other active claims in their projects)."""
     tokens_db = [Label._meta.get_field("client_token").get_db_prep_value(t, connection) for t in tokens]
     mine = f" OR (annotator_id = %s AND client_token IN ({', '.join(['%s'] * len(tokens_db))}))" if tokens_db else ""
-    return rawsql.rows(
-        Label,
-        f"SELECT * FROM {rawsql.table(Label)} WHERE item_id IN ({', '.join(['%s'] * len(items))}){mine}"
-        " ORDER BY created_at, id",
-        [*(i.pk for i in items), *([annotator.pk, *tokens_db] if tokens_db else [])],
-    )
+    claims_where, claims_params = active_claims_where(
+        items, user=annotator if with_held else None, projects=sorted({item.project_id for item in items}))
+    labels, claims = rawsql.union_rows([
+        (Label, f"item_id IN ({', '.join(['%s'] * len(items))}){mine}",
+         [*(i.pk for i in items), *([annotator.pk, *tokens_db] if tokens_db else [])]),
+        (Assignment, claims_where, claims_params),
+    ])
+    return sorted(labels, key=lambda label: (label.created_at, label.pk)), claims
+
+
+def _proposables_locked(items: list[AnnotationItem]) -> dict[int, Any]:
+    """item id → its benchmark row (verify items), read under its row lock (in id order) for the
+    decision the label may apply: one query per kind."""
+    by_kind: dict[str, list[AnnotationItem]] = {}
+    for item in items:
+        by_kind.setdefault(item.target_kind, []).append(item)
+    out = {}
+    for kind, group in by_kind.items():
+        model = VERIFY_TARGETS[kind][0]
+        rows = {row.pk: row for row in model.objects.select_for_update().filter(
+            pk__in=[item.target_id for item in group]).order_by("pk")}
+        out.update({item.pk: rows.get(item.target_id) for item in group})
+    return out
 
 
 def _not_found(item_id) -> AnnotationItem.DoesNotExist:
@@ -156,27 +175,27 @@ class _Batch:
         wanted = [s.item_id for s in submissions if isinstance(s.item_id, int)]
         self.items = _locked_items(item_ids=wanted, annotator=annotator) if wanted else {}
         project_ids = {item.project_id for item in self.items.values()}
-        self.projects = {project.pk: project} if project is not None and project_ids == {project.pk} else \
-            AnnotationProject.objects.in_bulk(project_ids)
+        self.projects = {item.project_id: item.project for item in self.items.values()}
         self.roles = {}
         for pid in project_ids:
             mine = next(i.my_role for i in self.items.values() if i.project_id == pid)
             self.roles[pid] = role if role is not None and project is not None and pid == project.pk else mine
             if self.roles[pid] is None and is_global_curator(annotator):
                 self.roles[pid] = Role.CURATOR
-        for item in self.items.values():
-            item.project = self.projects[item.project_id]
-        targets = {pk: t for pk, t in (targets or {}).items() if pk in self.items
-                   and t is not None and t.pk == self.items[pk].target_id}
-        missing = [item for pk, item in self.items.items() if pk not in targets]
-        self.targets = {**(item_targets(missing) if missing else {}), **targets}
+        # A verify item's benchmark row is read again under its lock, whoever read it before:
+        # the decision the label may complete is written from it.
+        proposals = [item for item in self.items.values() if item.target_kind in VERIFY_TARGETS]
+        others = {pk: item for pk, item in self.items.items() if item.target_kind not in VERIFY_TARGETS}
+        targets = {pk: t for pk, t in (targets or {}).items()
+                   if pk in others and t is not None and t.pk == others[pk].target_id}
+        missing = [item for pk, item in others.items() if pk not in targets]
+        self.targets = {**(item_targets(missing) if missing else {}), **targets, **_proposables_locked(proposals)}
         tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]
-        self.labels = _labels_read(items=list(self.items.values()), annotator=annotator, tokens=tokens) \
-            if self.items else []
         # ``with_held``: the annotator's other active claims in these projects come along, for the
         # claim that follows in the same transaction (``label_submit_and_claim``).
-        self.claims = active_claims(list(self.items.values()), user=annotator if with_held else None,
-                                    projects=list(project_ids))
+        self.labels, self.claims = _labels_and_claims_read(
+            items=list(self.items.values()), annotator=annotator, tokens=tokens, with_held=with_held,
+        ) if self.items else ([], [])
         self.accepted: list[tuple[AnnotationItem, Label, Assignment | None]] = []
         self.submissions = submissions
 
@@ -247,43 +266,44 @@ class _Batch:
         self.accepted.append((item, label, claim))
         return SubmissionResult(label=label, created=True, role=self.roles[item.project_id])
 
-    def write(self, *, audit: list[dict] | None = None) -> None:
-        """Insert the accepted labels, end their claims, mirror pairwise ones, write their audit
-        rows and count them on their items: a few statements whatever their number; an item
-        they complete is settled on its own (``item_complete``). ``audit``: a list to put the
-        audit rows in, for the caller to write with its own in the same transaction."""
-        if not self.accepted:
-            return
-        # No savepoint around the insert: on a conflict the whole transaction is refused and rolled back.
-        Label.objects.bulk_create([label for _, label, _ in self.accepted])
-        claims = [claim.pk for _, _, claim in self.accepted if claim is not None]
-        if claims:
-            Assignment.objects.filter(pk__in=claims).update(status=Assignment.Status.SUBMITTED, ended_at=self.now)
-        pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
-                 if item.project.kind == AnnotationProject.Kind.PAIRWISE]
-        if pairs:
-            preference_record(rows=pairs)
-        rows = [
-            dict(actor=self.annotator, action="label.submit", target_kind="annotation_item", target_id=item.pk,
-                 project=item.project, before={"labels_done": item.labels_done, "status": item.status},
-                 after={"label_id": label.pk, "value": label.value, "labels_done": item.labels_done + 1})
-            for item, label, _ in self.accepted
-        ]
-        if audit is None:
+    def write(self, *, then: Callable[[list[dict]], None] | None = None) -> None:
+        """Insert the accepted labels, end their claims, mirror pairwise ones, settle the items
+        they complete (``item_complete``: verify decisions are written together), write their
+        audit rows and count them on their items: a few statements whatever their number.
+        ``then``: more writes of the transaction (the next claim), made before the audit rows
+        are written, adding its own rows to the list it is given: one INSERT for all."""
+        rows: list[dict] = []
+        edits: list = []
+        if self.accepted:
+            # No savepoint around the insert: on a conflict the whole transaction is refused and rolled back.
+            Label.objects.bulk_create([label for _, label, _ in self.accepted])
+            claims = [claim.pk for _, _, claim in self.accepted if claim is not None]
+            if claims:
+                Assignment.objects.filter(pk__in=claims).update(status=Assignment.Status.SUBMITTED, ended_at=self.now)
+            pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
+                     if item.project.kind == AnnotationProject.Kind.PAIRWISE]
+            if pairs:
+                preference_record(rows=pairs)
+            for item, label, _ in self.accepted:
+                rows.append(dict(
+                    actor=self.annotator, action="label.submit", target_kind="annotation_item", target_id=item.pk,
+                    project=item.project, before={"labels_done": item.labels_done, "status": item.status},
+                    after={"label_id": label.pk, "value": label.value, "labels_done": item.labels_done + 1},
+                ))
+                item.labels_done += 1  # under the item's lock: this copy is the row as it is
+                if item.labels_done >= item.labels_needed:
+                    labels = [earlier for earlier in self.labels if earlier.item_id == item.pk] + [label]
+                    item_complete(item=item, actor=self.annotator, target=self.targets.get(item.pk), labels=labels,
+                                  edits=edits)
+        if then is not None:
+            then(rows)
+        if edits:
+            review_edits_save(edits=edits, actor=self.annotator, audit_rows=audit_rows_for(rows))
+        elif rows:
             audit_records(rows)
-        else:
-            audit += rows
-        counted = []
-        for item, label, _ in self.accepted:
-            item.labels_done += 1
-            if item.labels_done < item.labels_needed:
-                counted.append(item.pk)
-                continue
-            labels = [earlier for earlier in self.labels if earlier.item_id == item.pk] + [label]
-            item_complete(item=item, actor=self.annotator, target=self.targets.get(item.pk), labels=labels)
-            item.save(update_fields=["labels_done", *COMPLETED_ITEM_FIELDS])
-        if counted:  # the counter moves in the database: no read-modify-write of a stale copy
-            AnnotationItem.objects.filter(pk__in=counted).update(labels_done=F("labels_done") + 1)
+        if self.accepted:  # every item's counter and settlement in one UPDATE
+            AnnotationItem.objects.bulk_update([item for item, _, _ in self.accepted],
+                                               ["labels_done", *COMPLETED_ITEM_FIELDS])
 
 
 def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None, targets=None,
@@ -363,128 +383,3 @@ def label_submit(
     if result.error is not None:
         raise result.error
     return result.label
-
-
-def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment | None:
-    label = Label.objects.filter(project=project, annotator=annotator).order_by("-created_at", "-id").first()
-    skip = (
-        Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.SKIPPED)
-        .order_by("-ended_at", "-id")
-        .first()
-    )
-    if skip is not None and (label is None or skip.ended_at > label.created_at):
-        return skip
-    return label
-
-
-def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> Assignment | None:
-    """Reserve the undone item for the annotator again (under the item's lock), so the
-    workspace shows it as theirs (first). Same rules as ``claim_next_item``: the claims they
-    held meanwhile are released (and may be offered to them again after this item), never
-    beyond overlap k, nothing in a paused or closed project."""
-    now = timezone.now()
-    if project.status != AnnotationProject.Status.OPEN or not item_has_free_slot(item, now):
-        return None
-    for held in Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.ACTIVE):
-        claim_release(assignment=held, user=annotator, now=now)
-    return claim_create(project=project, item=item, user=annotator, now=now)
-
-
-def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditLog:
-    locked = item_lock(item_id=skip.item_id)
-    updated = Assignment.objects.filter(pk=skip.pk, status=Assignment.Status.SKIPPED).update(
-        status=Assignment.Status.UNDONE
-    )
-    if not updated:
-        raise UndoRefusedError("that skip was already undone")
-    event = audit_record(
-        actor=annotator, action="assignment.skip_undo", target_kind="annotation_item", target_id=skip.item_id,
-        project=project, before={"assignment_id": skip.pk, "status": Assignment.Status.SKIPPED},
-        after={"status": Assignment.Status.UNDONE},
-    )
-    _reclaim(item=locked, annotator=annotator, project=project)
-    return event
-
-
-def _review_revert(*, item: AnnotationItem, annotator) -> None:
-    """Put the benchmark row back as it was before this item's decision was applied."""
-    if item.task_id and item.task.status == Task.Status.CURATED:
-        if item.task.task_sets.filter(frozen_at__isnull=False).exists():
-            raise UndoRefusedError(f"task {item.task.key} is curated and part of a frozen task set; ask a curator")
-        task_uncurate(task_id=item.task_id, actor=annotator, project=item.project)
-    target = item_target(item)
-    revision = item.applied_revision
-    changes = {name: revision.before[name] for name in target.tracked_fields if name in (revision.before or {})}
-    try:
-        updated = proposable_update(
-            obj=target, changes=changes, expected_version=item.target_version, actor=annotator, action="review:undo",
-            note=f"label undone in project {item.project.name!r}",
-        )
-    except StaleEditError as exc:
-        raise UndoRefusedError(f"cannot undo: the reviewed item changed since ({exc})") from exc
-    item.applied_revision = None
-    item.target_version = updated.version
-
-
-BLIND_UNDO_REFUSED = (
-    "your label on item {position} is final: this project is blind, and committing it showed you what was"
-    " hidden (the judge's verdict, the other labels, the systems compared); ask a curator to correct it"
-)
-
-
-def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:
-    locked = item_lock(item_id=label.item_id)
-    if project.blind:
-        raise UndoRefusedError(BLIND_UNDO_REFUSED.format(position=locked.position))
-    label = Label.objects.filter(pk=label.pk).first()
-    if label is None:
-        raise UndoRefusedError("that label was already undone")
-    if locked.status == AnnotationItem.Status.ADJUDICATED:
-        raise UndoRefusedError(
-            f"item {locked.pk} was already adjudicated by a curator; your label is part of the record"
-        )
-    before = {
-        "label_id": label.pk, "value": label.value, "labels_done": locked.labels_done, "status": locked.status,
-        "applied_revision_id": locked.applied_revision_id,
-    }
-    if locked.applied_revision_id is not None:
-        _review_revert(item=locked, annotator=annotator)
-    PairwisePreference.objects.filter(label=label).delete()
-    if label.assignment_id:
-        Assignment.objects.filter(pk=label.assignment_id).update(status=Assignment.Status.UNDONE)
-    label.delete()
-    locked.labels_done -= 1
-    locked.status = AnnotationItem.Status.OPEN
-    locked.disagreement, locked.conflict, locked.completed_at = False, "", None
-    locked.save()
-    event = audit_record(
-        actor=annotator, action="label.undo", target_kind="annotation_item", target_id=locked.pk, project=project,
-        before=before, after={"labels_done": locked.labels_done, "status": locked.status},
-    )
-    _reclaim(item=locked, annotator=annotator, project=project)
-    return event
-
-
-@transaction.atomic
-def label_undo_last(*, annotator, project: AnnotationProject) -> AuditLog | None:
-    """Undo the annotator's most recent label or skip in the project; None when there is none.
-
-    In a blind project a label is final (``UndoRefusedError``): committing it revealed what the
-    project hides, so undoing would let the annotator copy the revealed answer. Skips reveal
-    nothing and are undone as anywhere.
-
-    A label is removed with its counter, its pairwise preference row, and (verify) the review
-    decision it caused, which is reverted through ``proposable_update`` (a task curated by it
-    goes back to in review). Refused (``UndoRefusedError``) once a curator adjudicated the
-    item, when the benchmark row changed since, or when the task is in a frozen task set.
-
-    The undone item is reserved for the annotator again (a new claim, see ``_reclaim``) when
-    it has a free slot, so they can label it anew right away.
-    """
-    project = AnnotationProject.objects.get(pk=project.pk)  # its current status decides the re-claim
-    action = _last_action(annotator=annotator, project=project)
-    if action is None:
-        return None
-    if isinstance(action, Assignment):
-        return _skip_undo(skip=action, annotator=annotator, project=project)
-    return _label_undo(label=action, annotator=annotator, project=project)

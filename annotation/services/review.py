@@ -16,7 +16,14 @@ from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef
 from django.utils import timezone
 
 from benchmark.models import SETTLED_STATUSES, Task
-from benchmark.services.history import StaleEditError, proposable_review
+from benchmark.services.history import (
+    ProposableEdit,
+    StaleEditError,
+    proposable_edit,
+    proposable_edits_save,
+    proposable_review,
+    review_changes,
+)
 
 from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
@@ -51,6 +58,24 @@ def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str,
         task_curate_if_settled(task_id=item.task_id, actor=actor, project=item.project, kind=item.target_kind)
 
 
+def review_check(*, target, value: dict, actor, note: str, expected_version: int) -> ProposableEdit:
+    """A verify decision checked against the item's benchmark row (read under its lock in the
+    caller's transaction) and applied to it in memory, for the caller to write with others
+    (``proposable_edits_save``); ``ReviewConflictError`` (the row untouched) as ``review_apply``."""
+    decision = value["decision"]
+    try:
+        return proposable_edit(
+            current=target, changes=review_changes(status=DECISION_STATUS[decision],
+                                                   edits=value["edits"] if decision == "edit" else None),
+            expected_version=expected_version, actor=actor, note=note, action=f"review:{DECISION_STATUS[decision]}",
+        )
+    except StaleEditError as exc:
+        raise ReviewConflictError(f"the decision was not applied: {exc}") from exc
+    except (ValidationError, ValueError) as exc:
+        messages = exc.messages if isinstance(exc, ValidationError) else [str(exc)]
+        raise ReviewConflictError(f"the decision was not applied: {'; '.join(messages)}") from exc
+
+
 def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = None) -> bool:
     """Whether a complete item goes to adjudication: its labels differ (``consensus_key``), or,
     agreement projects, any label differs from the judge's."""
@@ -65,10 +90,16 @@ _UNREAD = object()
 COMPLETED_ITEM_FIELDS = ("status", "completed_at", "disagreement", "conflict", "applied_revision", "target_version")
 
 
-def item_complete(*, item: AnnotationItem, actor, target=_UNREAD, labels: list[Label] | None = None) -> None:
+def item_complete(
+    *, item: AnnotationItem, actor, target=_UNREAD, labels: list[Label] | None = None,
+    edits: list[tuple[AnnotationItem, ProposableEdit]] | None = None,
+) -> None:
     """Called under the item's lock when its last label arrived (the caller saves the item's
     ``COMPLETED_ITEM_FIELDS``). ``target``: the item's target row when the caller read it under
-    the same lock; ``labels``: the item's labels in order, when the caller read them under it."""
+    the same lock; ``labels``: the item's labels in order, when the caller read them under it.
+    ``edits``: a list for an agreed verify decision, checked and applied in memory to ``target``
+    (which the caller then read under its row lock), for the caller to write with others
+    (``review_edits_save``); else it is written here (``review_apply``)."""
     project = item.project
     if labels is None:
         labels = rawsql.rows(
@@ -84,15 +115,39 @@ def item_complete(*, item: AnnotationItem, actor, target=_UNREAD, labels: list[L
     if project.kind != AnnotationProject.Kind.VERIFY or disagreement:
         return
     reviewers = ", ".join(str(label.annotator_id) for label in labels)
+    note = f"two-stage verification in project {project.name!r} (reviewers {reviewers})"
+    if edits is not None:
+        try:
+            edits.append((item, review_check(target=target, value=labels[0].value, actor=actor, note=note,
+                                             expected_version=item.target_version)))
+        except ReviewConflictError as exc:
+            item.conflict = str(exc)
+        return
     try:
         review_apply(
-            item=item, target=target, value=labels[0].value, actor=actor,
-            note=f"two-stage verification in project {project.name!r} (reviewers {reviewers})",
+            item=item, target=target, value=labels[0].value, actor=actor, note=note,
             expected_version=item.target_version,
         )
     except ReviewConflictError as exc:
         # The labels are kept; a curator settles the item from the adjudication queue.
         item.conflict = str(exc)
+
+
+def review_edits_save(*, edits: list[tuple[AnnotationItem, ProposableEdit]], actor, audit_rows: list[dict]) -> None:
+    """Write the decisions ``item_complete`` checked (``edits``) and the transaction's other audit
+    rows (``audit_rows_for``) together, point each item at its revision, and curate each task
+    once that all its proposables are settled."""
+    proposable_edits_save([edit for _, edit in edits], audit_rows=audit_rows)
+    tasks: dict[int, tuple[AnnotationItem, set[str]]] = {}
+    for item, edit in edits:
+        item.applied_revision = edit.row.latest_revision
+        item.target_version = edit.row.version
+        item.conflict = ""
+        if item.task_id:
+            tasks.setdefault(item.task_id, (item, set()))[1].add(item.target_kind)
+    for task_id, (item, kinds) in tasks.items():
+        task_curate_if_settled(task_id=task_id, actor=actor, project=item.project,
+                               kind=next(iter(kinds)) if len(kinds) == 1 else "")
 
 
 @transaction.atomic

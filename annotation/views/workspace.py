@@ -8,9 +8,10 @@ the same URLs serve full pages without JavaScript. What an item shows comes from
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from ..assignment import assignment_skip, claim_next_item, label_submit_and_claim, skips_revisit
+from ..assignment import assignment_skip, claim_next_items, label_submit_and_claim, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from ..selectors.progress import own_progress
@@ -19,7 +20,8 @@ from ..selectors.targets import item_target
 from ..selectors.workspace import item_context_for, label_form_context, task_material
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
-from ..services.labels import Submission, label_submit_many, label_undo_last
+from ..services.labels import Submission, label_submit_many
+from ..services.undo import label_undo_last
 from . import display
 from core.http import refuse
 from .access import alert, item_in, project_for
@@ -42,47 +44,84 @@ def _carried_flash(request) -> str:
     return " ".join(str(m) for m in messages.get_messages(request) if FLASH_TAG in m.extra_tags.split())
 
 
+def _item_page(request, project, role, *, item, claim=None, form=None, add_form=None, add_kind="") -> dict:
+    """What the panel shows of ``item`` (``_item.html``): its context, form and display."""
+    context = item_context_for(item=item, user=request.user, with_task=True, role=role, claim=claim, project=project)
+    page = {"ctx": context}
+    can_label = (
+        context["own_label"] is None
+        and context["item"]["status"] == AnnotationItem.Status.OPEN
+        and context["role"] in LABELLING_ROLES
+        and project.status == AnnotationProject.Status.OPEN
+    )
+    if form is None and can_label:
+        form = label_form_for(context)  # a form passed in carries the user's input: always shown
+    shown = display.kind_view(context, task=context["task"])
+    if form is not None and context["project"]["kind"] == Kind.VERIFY:
+        shown["fields"] = [dict(row, edit=form.edit_form[row["name"]]) for row in shown.get("fields", [])]
+    # htmx panels load the "add a missing item" form when it is opened (most items never need
+    # it, and building and rendering it is a fifth of the panel); a page shows it inline.
+    add_lazy = bool(request.htmx) and add_form is None and not add_kind and _add_allowed(project, context)
+    page.update(
+        kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
+        display=shown, labels=display.labels_view(context), form=form,
+        add_form=add_form if add_form is not None or add_lazy else _add_form(project, context, kind=add_kind),
+        add_open=add_form is not None or bool(add_kind), add_lazy=add_lazy,
+    )
+    return page
+
+
+# The htmx workspace holds the next item ready (issue #20): the panel carries it, claimed and
+# rendered, in an inert <template>; on submit workspace.js shows it at once while the POST goes
+# out, and the POST's answer brings the item after it (``PREFETCH_SHOWN``). Agreement items
+# show the judge's verdict after the label, so their panel is not followed at once.
+PREFETCH_SHOWN = "X-Ws-Shown"  # request header: the prefetched item the client already shows
+
+
+def _prefetches(project) -> bool:
+    return project.kind != Kind.AGREEMENT and project.status == AnnotationProject.Status.OPEN
+
+
+def _after_html(request, project, role, after) -> str:
+    """The prefetched item's section (``after``: its claim), for the panel's template."""
+    page = {"project": project, "material_lazy": True,
+            **_item_page(request, project, role, item=after.item, claim=after)}
+    return render_to_string("annotation/_item.html", page, request=request)
+
+
 def _render(
-    request, project, role, *, item=None, claim=None, form=None, add_form=None, add_kind="", flash="", notice="",
-    status=200,
+    request, project, role, *, item=None, claim=None, after=None, form=None, add_form=None, add_kind="", flash="",
+    notice="", status=200,
 ):
     """The panel for ``item`` (or the "nothing left" panel), as a page or an htmx partial.
-    ``role``: the user's role in ``project``, read once per request by ``project_for``."""
+    ``role``: the user's role in ``project``, read once per request by ``project_for``.
+    ``after``: the claim on the item to hold ready behind it."""
     if not request.htmx and not flash:
         flash = _carried_flash(request)
-    context = None
-    if item is not None:
-        context = item_context_for(
-            item=item, user=request.user, with_task=True, role=role, claim=claim, project=project
-        )
     # htmx loads "everything proposed for this task" when it is opened; a page without
     # JavaScript shows it inline.
-    page = {"project": project, "ctx": context, "flash": flash, "notice": notice, "oob": bool(request.htmx),
+    page = {"project": project, "ctx": None, "flash": flash, "notice": notice, "oob": bool(request.htmx),
             "material_lazy": bool(request.htmx)}
-    if context is not None:
-        can_label = (
-            context["own_label"] is None
-            and context["item"]["status"] == AnnotationItem.Status.OPEN
-            and context["role"] in LABELLING_ROLES
-            and project.status == AnnotationProject.Status.OPEN
-        )
-        if form is None and can_label:
-            form = label_form_for(context)  # a form passed in carries the user's input: always shown
-        shown = display.kind_view(context, task=context["task"])
-        if form is not None and context["project"]["kind"] == Kind.VERIFY:
-            shown["fields"] = [dict(row, edit=form.edit_form[row["name"]]) for row in shown.get("fields", [])]
-        # htmx panels load the "add a missing item" form when it is opened (most items never need
-        # it, and building and rendering it is a fifth of the panel); a page shows it inline.
-        add_lazy = bool(request.htmx) and add_form is None and not add_kind and _add_allowed(project, context)
-        page.update(
-            kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
-            display=shown, labels=display.labels_view(context), form=form,
-            add_form=add_form if add_form is not None or add_lazy else _add_form(project, context, kind=add_kind),
-            add_open=add_form is not None or bool(add_kind), add_lazy=add_lazy,
-        )
+    if item is not None:
+        page.update(_item_page(request, project, role, item=item, claim=claim, form=form, add_form=add_form,
+                               add_kind=add_kind))
+        if after is not None:
+            page["after_html"] = _after_html(request, project, role, after)
     page["progress"] = own_progress(project=project, user=request.user)
     template = "annotation/_panel.html" if request.htmx else "annotation/workspace.html"
     return render(request, template, page, status=status)
+
+
+def _render_after(request, project, role, *, after, flash: str):
+    """The answer to a label whose next item the client already shows (``PREFETCH_SHOWN``): the
+    item after it (to hold ready), the flash and the progress line; nothing of what is shown."""
+    page = {"project": project, "flash": flash, "oob": True,
+            "progress": own_progress(project=project, user=request.user),
+            "after_html": _after_html(request, project, role, after) if after is not None else ""}
+    response = render(request, "annotation/_prefetched.html", page)
+    response["HX-Retarget"] = "#ws-after"
+    response["HX-Reswap"] = "innerHTML"
+    return response
 
 
 def _add_allowed(project: AnnotationProject, context: dict) -> bool:
@@ -119,14 +158,16 @@ def _add_response(request, project, role, item, *, form=None, kind="", added=Non
 def _next(request, project, role, *, flash: str = "", status: int = 200):
     """Claim the user's next item (or keep the held one) and show it."""
     try:
-        assignment = claim_next_item(project=project, user=request.user, role=role)
+        claims = claim_next_items(project=project, user=request.user, role=role,
+                                  count=2 if _prefetches(project) else 1)
     except PermissionError as exc:
         return refuse(request, str(exc))
     except ProjectNotOpenError as exc:
         return _render(request, project, role, notice=str(exc), flash=flash, status=status)
-    if assignment is None:
+    if not claims:
         return _render(request, project, role, flash=flash, status=status)
-    return _render(request, project, role, item=assignment.item, claim=assignment, flash=flash, status=status)
+    return _render(request, project, role, item=claims[0].item, claim=claims[0], after=(claims[1:] or [None])[0],
+                   flash=flash, status=status)
 
 
 @login_required
@@ -180,8 +221,9 @@ def label_create(request, project_id: int, item_id: int):
     # Agreement items show the judge's verdict next, without JavaScript a redirect follows.
     follow = bool(request.htmx) and project.kind != Kind.AGREEMENT
     if follow:
-        result, claim = label_submit_and_claim(
-            annotator=request.user, submission=submission, project=project, role=role, target=target
+        result, claims = label_submit_and_claim(
+            annotator=request.user, submission=submission, project=project, role=role, target=target,
+            count=2 if _prefetches(project) else 1,
         )
     else:
         (result,) = label_submit_many(
@@ -205,9 +247,12 @@ def label_create(request, project_id: int, item_id: int):
     )
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
-    if claim is None:
+    if not claims:
         return _render(request, project, role, flash=flash)
-    return _render(request, project, role, item=claim.item, claim=claim, flash=flash)
+    after = (claims[1:] or [None])[0]
+    if request.headers.get(PREFETCH_SHOWN) == str(claims[0].item_id):  # the client shows it already
+        return _render_after(request, project, role, after=after, flash=flash)
+    return _render(request, project, role, item=claims[0].item, claim=claims[0], after=after, flash=flash)
 
 
 @require_POST

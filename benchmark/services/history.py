@@ -1,13 +1,18 @@
 """Changes to curated items, each with its audit row (``core.audit``) in the same transaction."""
 
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.db.models import Q
+from django.utils import timezone
 
-from core.audit import audit_log_record
+from core.audit import audit_log_record, audit_log_rows
+from core.models import AuditLog
 
 from ..models import Proposable, ReviewStatus
 
@@ -59,6 +64,74 @@ def _tied_fields(obj: models.Model, changed: set[str]) -> set[str]:
     return checked
 
 
+@dataclass
+class ProposableEdit:
+    """A change checked and applied in memory to a row read under its lock (``proposable_edit``),
+    for ``proposable_edits_save`` to write: ``fields`` to update and the ``audit`` row."""
+
+    row: Proposable
+    fields: list[str]
+    audit: dict
+
+
+def proposable_edit(
+    *,
+    current: Proposable,
+    changes: dict[str, Any],
+    expected_version: int,
+    actor=None,
+    actor_label: str = "",
+    action: str = "edit",
+    note: str = "",
+) -> ProposableEdit:
+    """Check ``changes`` against ``current`` (read under its row lock, in the caller's
+    transaction) and apply them in memory, version and all. Raises ``ValueError`` (unknown
+    field), ``StaleEditError`` or ``ValidationError`` before anything is written, leaving
+    ``current`` as it was."""
+    unknown = set(changes) - set(current.tracked_fields)
+    if unknown:
+        raise ValueError(f"{type(current).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
+    if current.version != expected_version:
+        raise StaleEditError(current, expected_version, current.version)
+    before = snapshot(current)
+    kept = {name: getattr(current, name) for name in changes}
+    for name, value in changes.items():
+        setattr(current, name, value)
+    # Only what changed is validated, with every field a constraint ties to it (Django skips a
+    # constraint when any of its fields is excluded): the rest was valid when it was written.
+    checked = _tied_fields(current, set(changes))
+    try:
+        current.full_clean(exclude=[f.name for f in current._meta.concrete_fields if f.name not in checked])
+    except ValidationError:
+        for name, value in kept.items():
+            setattr(current, name, value)
+        raise
+    current.version += 1
+    fields = [*changes, "version"]
+    if hasattr(current, "updated_at"):  # set here: a bulk UPDATE does not run auto_now
+        current.updated_at = timezone.now()
+        fields.append("updated_at")
+    audit = dict(target=current, action=action, actor=actor, actor_label=actor_label, before=before,
+                 after=snapshot(current), note=note)
+    return ProposableEdit(row=current, fields=fields, audit=audit)
+
+
+def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict] = ()) -> list[AuditLog]:
+    """Write checked edits (inside the transaction that locked their rows): one UPDATE per model
+    and one INSERT for their audit rows together with ``audit_rows`` (more rows of the same
+    transaction, ``audit_log_rows`` dicts). Each edited row's ``latest_revision`` is its audit
+    row; returns the audit rows of ``audit_rows``."""
+    by_model: dict[type, list[ProposableEdit]] = defaultdict(list)
+    for edit in edits:
+        by_model[type(edit.row)].append(edit)
+    for model, group in by_model.items():
+        model.objects.bulk_update([edit.row for edit in group], sorted({f for edit in group for f in edit.fields}))
+    rows = audit_log_rows([edit.audit for edit in edits] + list(audit_rows)) if edits or audit_rows else []
+    for edit, row in zip(edits, rows):
+        edit.row.latest_revision = row
+    return rows[len(edits):]
+
+
 @transaction.atomic
 def proposable_update(
     *,
@@ -80,32 +153,28 @@ def proposable_update(
     if unknown:
         raise ValueError(f"{type(obj).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
     current = type(obj).objects.select_for_update().get(pk=obj.pk)
-    if current.version != expected_version:
-        raise StaleEditError(current, expected_version, current.version)
-    before = snapshot(current)
-    for name, value in changes.items():
-        setattr(current, name, value)
-    # Only what changed is validated, with every field a constraint ties to it (Django skips a
-    # constraint when any of its fields is excluded): the rest was valid when it was written.
-    checked = _tied_fields(current, set(changes))
-    current.full_clean(exclude=[f.name for f in current._meta.concrete_fields if f.name not in checked])
-    current.version += 1
-    current.save(update_fields=[*changes, "version", *(["updated_at"] if hasattr(current, "updated_at") else [])])
-    current.latest_revision = audit_log_record(
-        target=current, action=action, actor=actor, actor_label=actor_label, before=before, after=snapshot(current), note=note
-    )
+    edit = proposable_edit(current=current, changes=changes, expected_version=expected_version, actor=actor,
+                           actor_label=actor_label, action=action, note=note)
+    current.save(update_fields=edit.fields)
+    current.latest_revision = audit_log_record(**edit.audit)
     return current
+
+
+def review_changes(*, status: str, edits: dict | None = None) -> dict[str, Any]:
+    """The changes of accepting, rejecting, or editing-and-accepting an item (status ``edited``
+    needs ``edits``)."""
+    if status not in ReviewStatus.values:
+        raise ValueError(f"unknown review status {status!r}; expected one of {', '.join(ReviewStatus.values)}")
+    if status == ReviewStatus.EDITED and not edits:
+        raise ValueError("an 'edited' review needs the edited fields")
+    return dict(edits or {}, review_status=status)
 
 
 def proposable_review(
     *, obj: Proposable, status: str, expected_version: int, actor=None, note: str = "", edits: dict | None = None
 ) -> Proposable:
     """Accept, reject, or edit-and-accept an item (status ``edited`` needs ``edits``)."""
-    if status not in ReviewStatus.values:
-        raise ValueError(f"unknown review status {status!r}; expected one of {', '.join(ReviewStatus.values)}")
-    if status == ReviewStatus.EDITED and not edits:
-        raise ValueError("an 'edited' review needs the edited fields")
-    changes = dict(edits or {}, review_status=status)
     return proposable_update(
-        obj=obj, changes=changes, expected_version=expected_version, actor=actor, action=f"review:{status}", note=note
+        obj=obj, changes=review_changes(status=status, edits=edits), expected_version=expected_version, actor=actor,
+        action=f"review:{status}", note=note,
     )

@@ -273,6 +273,82 @@
     else swapped.querySelector(".ws-item")?.focus({ preventScroll: true });
   }
 
+  // --- The next item held ready (issue #20) -----------------------------------------------------
+  // The panel carries the next item, claimed and rendered, in #ws-after's template. Sending the
+  // label form shows it at once: the sent item's section leaves <main> for a hidden holder and
+  // the request names the item shown (X-Ws-Shown), so its answer is only the item after it
+  // (into #ws-after), the flash and the progress line. A refusal (409, 422) answers with the
+  // sent item and its message, as before; when the request failed the sent item comes back as
+  // it was, the next one goes back behind it. Requests from the shown item wait for the answer.
+
+  const sent = new Map(); // label form sent -> {section, shown, template}
+  let waiting = []; // requests made from the shown item while the answer is awaited, in order
+
+  function heldSections() {
+    let hold = document.getElementById("ws-sent");
+    if (!hold) {
+      hold = document.createElement("div");
+      hold.id = "ws-sent";
+      hold.hidden = true;
+      document.body.appendChild(hold);
+    }
+    return hold;
+  }
+
+  function onConfigRequest(event) {
+    const form = event.detail.elt;
+    if (!form.matches || !form.matches("form[data-ws-form]") || !form.closest("#workspace")) return;
+    const template = document.querySelector("#ws-after > template[data-after]");
+    const section = form.closest(".ws-item");
+    const next = template && template.content.querySelector(".ws-item");
+    if (!next || !section) return;
+    event.detail.headers["X-Ws-Shown"] = next.dataset.item;
+    const shown = document.importNode(next, true);
+    template.remove();
+    section.before(shown);
+    heldSections().appendChild(section);
+    sent.set(form, { section, shown, template });
+    htmx.process(shown);
+    initPanel();
+    window.scrollTo(0, 0);
+    shown.focus({ preventScroll: true });
+  }
+
+  function onConfirm(event) {
+    const elt = event.detail.elt;
+    if (!sent.size || !elt.closest || !elt.closest("#workspace")) return;
+    event.preventDefault();
+    waiting.push(() => event.detail.issueRequest(true));
+  }
+
+  function onAfterRequest(event) {
+    const state = sent.get(event.detail.elt);
+    if (!state) return;
+    sent.delete(event.detail.elt);
+    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    if (!event.detail.successful && status !== 409 && status !== 422) {
+      // not saved and not answered: the sent item as it was, the next one behind it again
+      if (state.shown.isConnected) state.shown.replaceWith(state.section);
+      document.getElementById("ws-after")?.replaceChildren(state.template);
+      state.section.focus({ preventScroll: true });
+      waiting = []; // made from the item shown, which is gone again
+    } else {
+      state.section.remove();
+    }
+    if (!sent.size) waiting.splice(0).forEach((issue) => issue());
+  }
+
+  function onAfterSwap(event) {
+    const slot = event.detail.target;
+    if (!slot || slot.id !== "ws-after") return;
+    const flash = slot.querySelector("[data-after-flash]");
+    if (!flash) return; // htmx:afterSwap comes once per element swapped (the progress line too)
+    const workspace = document.getElementById("workspace");
+    workspace.querySelectorAll(":scope > .ws-flash").forEach((old) => old.remove());
+    flash.removeAttribute("data-after-flash");
+    workspace.prepend(flash);
+  }
+
   function responseMessage(xhr) {
     const type = xhr.getResponseHeader("Content-Type") || "";
     if (type.startsWith("text/plain") && xhr.responseText) return xhr.responseText;
@@ -297,6 +373,10 @@
     const row = event.target.closest && event.target.closest("[data-rows] .ws-row");
     if (row && !row.classList.contains("active")) setActiveRow(row);
   });
+  document.body.addEventListener("htmx:confirm", onConfirm);
+  document.body.addEventListener("htmx:configRequest", onConfigRequest);
+  document.body.addEventListener("htmx:afterRequest", onAfterRequest);
+  document.body.addEventListener("htmx:afterSwap", onAfterSwap);
   document.body.addEventListener("htmx:beforeRequest", clearAlert);
   document.body.addEventListener("htmx:afterSettle", afterSettle);
   document.body.addEventListener("htmx:responseError", (event) => showAlert(responseMessage(event.detail.xhr)));

@@ -156,3 +156,18 @@ def test_skipping_by_item_looks_up_the_users_claim(owner, alice, bob):
     assert assignment_skip(item=claim.item, user=alice) is None
     with pytest.raises(TypeError, match="assignment_skip takes either item or assignment"):
         assignment_skip(user=alice)
+
+
+def test_label_and_next_keeps_the_label_audit_row_while_another_claim_is_held(owner, alice):
+    # Before: with a usable claim held, the next claim returned early and the label's deferred
+    # audit row was never written.
+    from annotation.assignment import claim_next_items, label_submit_and_claim
+    from annotation.services.labels import Submission
+
+    project = agreement_project(owner, [alice], labels=["correct"] * 3)
+    first, second = claim_next_items(project=project, user=alice, count=2)
+    result, following = label_submit_and_claim(
+        annotator=alice, submission=Submission(item_id=first.item_id, value=CORRECT, client_token=token()))
+    assert result.error is None and [claim.pk for claim in following] == [second.pk]
+    assert AuditLog.objects.filter(action="label.submit", actor=alice, object_id=first.item_id).count() == 1
+    assert AuditLog.objects.filter(action="assignment.claim", actor=alice).count() == 2  # nothing claimed anew

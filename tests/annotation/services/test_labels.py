@@ -9,7 +9,8 @@ from annotation.models import AnnotationItem, Assignment, Label, PairwisePrefere
 from annotation.services import labels as labels_module
 from annotation.services.audit import audit_record
 from annotation.services.errors import AlreadyLabelledError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
-from annotation.services.labels import label_submit, label_undo_last
+from annotation.services.labels import label_submit
+from annotation.services.undo import label_undo_last
 from annotation.services.projects import project_set_status
 from annotation.services.review import item_adjudicate
 from benchmark.models import ChecklistItem
@@ -55,7 +56,9 @@ def test_a_token_racing_in_for_another_item_is_refused_and_nothing_of_it_is_stor
     first, second = project.items.order_by("position")[:2]
     form = token()
     label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=form)
-    monkeypatch.setattr(labels_module, "_labels_read", lambda **kwargs: [])  # the race's blind spot
+    read = labels_module._labels_and_claims_read
+    # the race's blind spot: the labels read under the lock miss the other item's label
+    monkeypatch.setattr(labels_module, "_labels_and_claims_read", lambda **kwargs: ([], read(**kwargs)[1]))
     with pytest.raises(ValueError, match="already used for another label"):
         label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
     second.refresh_from_db()

@@ -27,4 +27,7 @@ def verify(owner, alice, bob):
 
 
 def claim_of(user, project) -> Assignment:
-    return Assignment.objects.get(user=user, project=project, status=Assignment.Status.ACTIVE)
+    """The user's claim on the item the workspace shows: their oldest active one (the next item,
+    held ready behind it, is claimed too)."""
+    return Assignment.objects.filter(user=user, project=project, status=Assignment.Status.ACTIVE).order_by(
+        "claimed_at", "id").first()

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import Assignment, Label, PairwisePreference, Role
+from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference, Role
 from annotation.services.labels import label_submit
 from annotation.services.projects import membership_add
 from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
@@ -30,6 +30,11 @@ def form_token(html: str) -> str:
 
 def body(response) -> str:
     return response.content.decode()
+
+
+def shown_part(html: str) -> str:
+    """The panel without the next item held ready behind it (``#ws-after``)."""
+    return html.split('<div id="ws-after"')[0]
 
 
 # --- Claiming and showing ---------------------------------------------------------------------
@@ -89,8 +94,9 @@ def test_htmx_requests_get_the_panel_only_and_keep_the_held_claim(as_user, verif
     again = client.get(url("workspace", verify))
     assert "<html" not in body(first)
     assert 'hx-swap-oob="true"' in body(first)  # the progress line
-    assert Assignment.objects.filter(user=alice, project=verify).count() == 1
-    assert re.search(r'data-item="(\d+)"', body(first))[1] == re.search(r'data-item="(\d+)"', body(again))[1]
+    # the item shown and the next one, held ready behind it: both claimed once
+    assert Assignment.objects.filter(user=alice, project=verify).count() == 2
+    assert re.findall(r'data-item="(\d+)"', body(first))[:2] == re.findall(r'data-item="(\d+)"', body(again))[:2]
 
 
 @pytest.mark.parametrize("name", ["workspace", "item", "label", "skip", "undo", "progress", "adjudication"])
@@ -292,6 +298,25 @@ def test_pairwise_shows_two_anonymous_reports_with_linked_citations(as_user, own
     assert 'data-key="1 ArrowLeft"' in html and "data-timed" in html
 
 
+def test_the_item_held_ready_is_claimed_and_as_blind_as_the_shown_one(as_user, owner, alice, bob):
+    project = pairwise_project(owner, [alice, bob], n_systems=3, overlap=2)
+    systems = {pair.report_left.system.name for pair in project.pairs.all()}
+    shown_item = claim_of(alice, project)  # nothing claimed yet: the workspace claims both below
+    assert shown_item is None
+    panel = body(as_user(alice).get(url("workspace", project)))
+    ready = panel.split("<template data-after>")[1]
+    held = Assignment.objects.filter(user=alice, status=Assignment.Status.ACTIVE).order_by("claimed_at", "id")
+    assert [str(claim.item_id) for claim in held] == re.findall(r'data-item="(\d+)"', panel)[:2]
+    assert "Report A" in ready and not any(name in ready for name in systems)
+
+
+def test_agreement_items_hold_no_item_ready(as_user, owner, alice):
+    project = agreement_project(owner, [alice], labels=["correct"])  # the verdict follows the label
+    panel = body(as_user(alice).get(url("workspace", project)))
+    assert "<template data-after>" not in panel
+    assert Assignment.objects.filter(user=alice, status=Assignment.Status.ACTIVE).count() == 1
+
+
 def test_pairwise_shows_the_task_the_reports_answer_above_them(as_user, owner, alice):
     from benchmark.models import TaskPrompt
 
@@ -414,7 +439,7 @@ def test_outline_comparisons_show_both_outlines(as_user, owner, alice):
     ReportFactory._meta.model.objects.filter(task__in=project.tasks.all()).update(
         parsed={"outline": [{"level": 1, "title": "Radar basics"}, {"level": 2, "title": "Doppler"}]}
     )
-    html = body(as_user(alice).get(url("workspace", project)))
+    html = shown_part(body(as_user(alice).get(url("workspace", project))))
     assert html.count('<li class="lvl2">Doppler</li>') == 2 and "Which outline answers" in html
 
 
@@ -582,15 +607,22 @@ def test_other_without_a_note_is_refused_by_the_service_too(as_user, verify, ali
 
 # --- Query counts of the annotator loop (issue #8) ----------------------------------------------
 
-# The htmx loop's bounds (a claim, then a submit whose decision is applied and the next claim),
+# The htmx loop's bounds (opening the workspace, then submits whose decision is applied),
 # whatever the number of items, labels and sibling proposals: the project and role are read
-# once per request, the item context once, the task's other proposals only when asked for
+# once per request, each item's context once, the task's other proposals only when asked for
 # (``?part=task-material``), and an applied decision checks its task's curation in one query.
-# Before issue #8 this loop made 37 and 77 queries; before issue #20 (the label and the next
-# claim in one transaction, held claims read with the item's, audit rows in one INSERT,
-# claims counted in one query) 21 and 46.
-NEXT_ITEM_MAX_QUERIES = 16
-SUBMIT_MAX_QUERIES = 28
+# Before issue #8 this loop made 37 and 77 queries; before issue #20 21 and 46; with the label
+# and the next claim in one transaction 16 and 28. Since the workspace holds the next item
+# ready (issue #20), opening it claims and renders two items, and a submit (the next item
+# already shown, ``X-Ws-Shown``) stores the label and claims and renders the item after it.
+OPEN_MAX_QUERIES = 19
+SUBMIT_MAX_QUERIES = 24
+
+
+def held_ready(html: str) -> str:
+    """The next item's section, held ready in the panel's template (``#ws-after``)."""
+    parts = html.split("<template data-after>")
+    return parts[1].split("</template>")[0] if len(parts) > 1 else ""
 
 
 @pytest.mark.parametrize("n_items", [3, 40])
@@ -604,25 +636,29 @@ def test_the_annotator_loop_makes_a_bounded_number_of_queries(
     for item in project.items.all():  # every item one label short: alice's label settles it
         label_all(item, [bob], {"decision": "accept", "reason": "", "note": "", "edits": {}})
     client = as_user(alice)
-    for _ in range(2):
-        with django_assert_max_num_queries(NEXT_ITEM_MAX_QUERIES):
-            html = body(client.get(url("workspace", project)))
-        item = claim_of(alice, project).item
+    with django_assert_max_num_queries(OPEN_MAX_QUERIES):
+        panel = body(client.get(url("workspace", project)))
+    shown, after = shown_part(panel), held_ready(panel)
+    for _ in range(2):  # as workspace.js does: the next item is shown at once, the POST says so
+        item = AnnotationItem.objects.get(pk=re.search(r'data-item="(\d+)"', shown)[1])
+        showing = re.search(r'data-item="(\d+)"', after)[1]
         with django_assert_max_num_queries(SUBMIT_MAX_QUERIES):
-            response = client.post(
-                url("label", project, item), {"client_token": form_token(html), "decision": "accept"}
-            )
-        assert f"Saved your label on item {item.position}" in body(response)
+            response = client.post(url("label", project, item), {"client_token": form_token(shown), "decision": "accept"},
+                                   HTTP_X_WS_SHOWN=showing)
+        answer = body(response)
+        assert f"Saved your label on item {item.position}" in answer
+        assert response["HX-Retarget"] == "#ws-after" and 'class="ws-item"' not in answer.split("<template")[0]
         item.refresh_from_db()
         assert (item.status, item.labels_done) == ("complete", 2)
         assert item.applied_revision_id is not None  # the agreed decision was applied to the row
+        shown, after = after, held_ready(answer)
 
 
 def test_the_htmx_panel_loads_the_task_material_when_it_is_opened(as_user, verify, alice):
     from benchmark.models import ChecklistItem
 
     client = as_user(alice)
-    panel = body(client.get(url("workspace", verify)))
+    panel = shown_part(body(client.get(url("workspace", verify))))
     item = claim_of(alice, verify).item
     siblings = list(ChecklistItem.objects.filter(group__task_id=item.task_id).exclude(pk=item.target_id))
     assert "Everything proposed for this task" in panel
