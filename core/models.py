@@ -1,4 +1,5 @@
-"""Models every app needs: the timestamp base, people with their global role, the audit trail."""
+"""Models every app needs: the timestamp base, the background-job base and worker heartbeats, people
+with their global role, the audit trail."""
 
 from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
@@ -14,6 +15,37 @@ class TimeStamped(models.Model):
 
     class Meta:
         abstract = True
+
+
+class Job(TimeStamped):
+    """A background job a Celery worker claims (``core.jobs.job_claim``) and recovery puts back in
+    the queue when its worker died (``core.jobs.jobs_recover``). Each kind has its own ``status``
+    field; ``queued_status`` is the value a job waits in, ``running_status`` the value of a claimed one."""
+
+    queued_status: str
+    running_status: str
+
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class WorkerHeartbeat(models.Model):
+    """A live Celery worker. Workers refresh their row every few seconds; see ``core.workers``."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+
+    class Meta:
+        db_table = "scoring_workerheartbeat"  # moved from scoring with its rows
+
+    def __str__(self) -> str:
+        return self.hostname
 
 
 class Role(models.TextChoices):

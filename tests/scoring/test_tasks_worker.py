@@ -18,7 +18,8 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard, Verdict, WorkerHeartbeat
+from core.models import WorkerHeartbeat
+from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard, Verdict
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
 from tests.support.fake_openai import FakeOpenAI, labelled_checklist_responder, requested_items
 from tests.support.workers import worker_environment
@@ -142,7 +143,9 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         assert set(run.jobs.values_list("status", flat=True)) == {"done"}
         assert all(run.jobs.get(pk=pk).attempts == 2 for pk in orphans)  # reclaimed after the kill
         # (the orphan may have been put back to pending by a concurrent recovery first, and counted too)
-        redelivered = [int(n) for n in re.findall(r"enqueued (\d+) pending job\(s\) again", log.read_text())]
+        redelivered = [int(n) for n in re.findall(
+            r"re-queued \d+ run job\(s\) left running by a dead worker, enqueued (\d+) waiting one\(s\) again",
+            log.read_text())]
         assert pending_at_kill > 0 and max(redelivered, default=0) >= pending_at_kill
 
         # nothing finished was lost or redone, and nothing is duplicated
