@@ -10,7 +10,7 @@ import time
 from celery.signals import worker_ready, worker_shutdown
 from celery.worker import state
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from .jobs import jobs_executing_touch, jobs_recover
@@ -41,6 +41,7 @@ class HeartbeatThread(threading.Thread):
         self.pid = os.getpid()
         self.started_at = timezone.now()
         self.stopped = threading.Event()
+        self.recovery: threading.Thread | None = None
 
     def run(self) -> None:
         # The worker recovers jobs as it starts; after that, every JOB_RECOVERY_SECONDS, so a job
@@ -58,12 +59,23 @@ class HeartbeatThread(threading.Thread):
                         jobs_recover(lost=lost)
                 worker_heartbeat_beat(hostname=self.hostname, pid=self.pid, started_at=self.started_at)
                 jobs_executing_touch(hostname=self.hostname, executing=executing_tasks())
-                if time.monotonic() >= next_recovery:
+                if time.monotonic() >= next_recovery and not (self.recovery and self.recovery.is_alive()):
                     next_recovery = time.monotonic() + settings.JOB_RECOVERY_SECONDS
-                    jobs_recover()
+                    # on a thread of its own: a long recovery (finalizing a large run) must not delay
+                    # the beats, or other workers would take this one's jobs for orphans
+                    self.recovery = threading.Thread(target=self._recover, name="studio-recovery", daemon=True)
+                    self.recovery.start()
             except Exception:  # a missed beat must never kill the worker; the next one retries
                 logger.exception("heartbeat failed")
             self.stopped.wait(settings.WORKER_HEARTBEAT_SECONDS)
+
+    def _recover(self) -> None:
+        try:
+            jobs_recover()
+        except Exception:  # the next period tries again
+            logger.exception("job recovery failed")
+        finally:
+            connection.close()
 
     def stop(self) -> None:
         self.stopped.set()

@@ -37,6 +37,26 @@ def test_the_heartbeat_thread_recovers_jobs_periodically_not_only_at_start(setti
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_slow_recovery_does_not_delay_the_beats(settings, monkeypatch):
+    settings.WORKER_HEARTBEAT_SECONDS = 0.02
+    settings.JOB_RECOVERY_SECONDS = 0.05
+    recovering, beats = [], []
+    monkeypatch.setattr(worker_process, "jobs_recover", lambda **kw: recovering.append(1) or time.sleep(1.0))
+    monkeypatch.setattr(worker_process, "worker_heartbeat_beat", lambda **kw: beats.append(time.monotonic()))
+    thread = worker_process.HeartbeatThread("slow-recovery@test")
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not recovering and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    time.sleep(0.6)  # inside the one-second recovery
+    thread.stop()
+    thread.recovery.join(5)
+    assert len([b for b in beats if b > started]) >= 5
+    assert len(recovering) == 1  # one recovery at a time
+
+
+@pytest.mark.django_db(transaction=True)
 def test_the_heartbeat_keeps_the_jobs_its_worker_executes_fresh(settings, monkeypatch):
     settings.WORKER_HEARTBEAT_SECONDS = 0.02
     job = ExportJob.objects.create(kind="taskset", requested_by=UserFactory(), status="running", worker="busy@test")
