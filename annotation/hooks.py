@@ -34,4 +34,4 @@ def connect() -> None:
     importer_register(Importer(
         "surveylens-annotations", "annotation.importers.surveylens_annotations:import_surveylens_annotations",
         "SurveyLens human pairwise label files (outline object, content and reference lists) or a folder"))
-    job_kind_register(JobKind(ExportJob, ExportJob.Status.RUNNING, ExportJob.Status.QUEUED, run_export))
+    job_kind_register(JobKind(ExportJob, run_export))

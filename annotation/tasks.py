@@ -3,33 +3,22 @@
 ``run_export`` is enqueued per export job by ``annotation.services.exports.export_request``
 (its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
 run). ``refresh_project_agreement`` recomputes a project's cached agreement figures when the
-dashboard found them stale. ``deliver_webhook`` is enqueued per delivery by ``annotation.services.webhooks.webhooks_fire``
-after the transaction commits. A failed attempt is retried with exponential backoff and
-jitter until the delivery's ``MAX_ATTEMPTS`` (counted on the row, so redeliveries after a
-worker crash count too); the service then marks it failed.
+dashboard found them stale. Webhook deliveries are sent by ``core.deliver_webhook``;
+``annotation.deliver_webhook`` only hands over the messages queued under its name before.
 """
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from core.tasks import deliver_webhook
+
 from .models import ExportJob, WebhookDelivery
 from .services.exports import export_execute
-from .services.webhooks import MAX_ATTEMPTS, webhook_backoff, webhook_deliver
 
 
-@shared_task(
-    name="annotation.deliver_webhook", bind=True, acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, retry_backoff_max=60, retry_jitter=True,
-    max_retries=MAX_ATTEMPTS + 2,  # the row's attempts end the retries first; this also bounds database retries
-)
-def deliver_webhook(self, delivery_id: int) -> str:
-    delivery = WebhookDelivery.objects.filter(pk=delivery_id).first()
-    if delivery is None:
-        return "missing"
-    delivery = webhook_deliver(delivery_id=delivery_id)
-    if delivery.status == WebhookDelivery.Status.PENDING:
-        raise self.retry(countdown=webhook_backoff(attempts=delivery.attempts))
-    return delivery.status
+@shared_task(name="annotation.deliver_webhook")
+def deliver_webhook_queued_before_core(delivery_id: int) -> None:
+    deliver_webhook.delay(WebhookDelivery._meta.label_lower, delivery_id)
 
 
 @shared_task(name="annotation.refresh_project_agreement", acks_late=True,

@@ -11,4 +11,4 @@ class BenchmarkConfig(AppConfig):
         from .models import ImportJob
         from .tasks import run_import_job
 
-        job_kind_register(JobKind(ImportJob, ImportJob.Status.RUNNING, ImportJob.Status.QUEUED, run_import_job))
+        job_kind_register(JobKind(ImportJob, run_import_job))

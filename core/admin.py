@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import AnnotatorProfile, AuditLog
+from .models import AnnotatorProfile, AuditLog, WorkerHeartbeat
 
 
 @admin.register(AnnotatorProfile)
@@ -23,3 +23,10 @@ class AuditLogAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin):
+    list_display = ("hostname", "pid", "started_at", "last_seen")
+    search_fields = ("hostname",)
+    list_filter = ("started_at",)

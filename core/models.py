@@ -1,4 +1,5 @@
-"""Models every app needs: the timestamp base, people with their global role, the audit trail."""
+"""Models every app needs: the timestamp base, the background-job base and worker heartbeats, the
+webhook-delivery base, people with their global role, the audit trail."""
 
 from django.conf import settings
 from django.contrib.contenttypes.fields import GenericForeignKey
@@ -14,6 +15,64 @@ class TimeStamped(models.Model):
 
     class Meta:
         abstract = True
+
+
+class Job(TimeStamped):
+    """A background job a Celery worker claims (``core.jobs.job_claim``) and recovery puts back in
+    the queue when its worker died (``core.jobs.jobs_recover``). Each kind has its own ``status``
+    field; ``queued_status`` is the value a job waits in, ``running_status`` the value of a claimed one."""
+
+    queued_status: str
+    running_status: str
+
+    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class WorkerHeartbeat(models.Model):
+    """A live Celery worker. Workers refresh their row every few seconds; see ``core.workers``."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    last_seen = models.DateTimeField(db_index=True)
+
+    class Meta:
+        db_table = "scoring_workerheartbeat"  # moved from scoring with its rows
+
+    def __str__(self) -> str:
+        return self.hostname
+
+
+class WebhookDeliveryBase(models.Model):
+    """One event POSTed to one receiver (``core.webhooks``): pending until a 2xx answer (delivered)
+    or the last attempt (failed). An app subclasses it with the subscription the receiver comes
+    from and says where it goes (``receiver``)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    event = models.CharField(max_length=40)
+    payload = models.JSONField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    def receiver(self) -> tuple[str, str, bool]:
+        """(URL, signing secret, whether the subscription is still active)."""
+        raise NotImplementedError
 
 
 class Role(models.TextChoices):

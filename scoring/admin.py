@@ -3,13 +3,6 @@ from django.contrib import admin
 from . import models
 
 
-@admin.register(models.WorkerHeartbeat)
-class WorkerHeartbeatAdmin(admin.ModelAdmin):
-    list_display = ("hostname", "pid", "started_at", "last_seen")
-    search_fields = ("hostname",)
-    list_filter = ("started_at",)
-
-
 @admin.register(models.JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
     list_display = ("name", "backend", "model", "prompt_version", "repeats", "max_concurrency", "temperature")

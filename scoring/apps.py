@@ -6,13 +6,20 @@ class ScoringConfig(AppConfig):
     verbose_name = "Scoring"
 
     def ready(self) -> None:
+        from django.db.models import Q
+
         from benchmark.views import task_page_panel_register
         from core.jobs import JobKind, job_kind_register
 
-        from . import worker_signals  # noqa: F401  (connects the heartbeat to Celery's signals)
-        from .models import ProposalBatch
-        from .tasks import propose_batch
+        from .models import EvaluationRun, ProposalBatch, RunJob
+        from .services.runs import run_jobs_resend, runs_settled_finalize
+        from .tasks import execute_job, propose_batch
         from .views_proposals import proposal_panel
 
         task_page_panel_register(proposal_panel)  # the task page's "Propose with LLM" panel
-        job_kind_register(JobKind(ProposalBatch, ProposalBatch.Status.RUNNING, ProposalBatch.Status.PENDING, propose_batch))
+        job_kind_register(JobKind(ProposalBatch, propose_batch))
+        # Only the jobs of running runs; a marked run's pending jobs may never have reached the broker.
+        job_kind_register(JobKind(
+            RunJob, execute_job, scope=Q(run__status=EvaluationRun.Status.RUNNING), unsent=Q(run__jobs_unsent=True),
+            enqueue=run_jobs_resend, recovered=runs_settled_finalize,
+        ))

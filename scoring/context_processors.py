@@ -1,6 +1,6 @@
 from django.utils.functional import SimpleLazyObject
 
-from .workers import live_workers
+from core.workers import live_workers
 
 
 def worker_status(request) -> dict:

@@ -6,18 +6,7 @@ from django.db import models
 from django.db.models import Q
 
 from benchmark.models import Protocol, Report, System, Task, TaskSet, TimeStamped
-
-
-class WorkerHeartbeat(models.Model):
-    """A live Celery worker. Workers refresh their row every few seconds; see ``scoring.workers``."""
-
-    hostname = models.CharField(max_length=255, unique=True)
-    pid = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    last_seen = models.DateTimeField(db_index=True)
-
-    def __str__(self) -> str:
-        return self.hostname
+from core.models import Job
 
 
 class JudgeConfig(TimeStamped):
@@ -106,7 +95,7 @@ class EvaluationRun(TimeStamped):
         return self.name or f"run #{self.pk} ({self.protocol})"
 
 
-class RunJob(TimeStamped):
+class RunJob(Job):
     """One unit of work in a run: one report through one step (or all steps) of the protocol."""
 
     class Status(models.TextChoices):
@@ -122,9 +111,8 @@ class RunJob(TimeStamped):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
-    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+
+    queued_status, running_status = Status.PENDING, Status.RUNNING
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "report", "step"], name="runjob_unique")]
@@ -256,7 +244,7 @@ class Embedding(models.Model):
         constraints = [models.UniqueConstraint(fields=["model", "content_hash"], name="embedding_unique")]
 
 
-class ProposalBatch(TimeStamped):
+class ProposalBatch(Job):
     """One request to propose benchmark material with a judge (``scoring.services.proposals``):
     which tasks and stages, and how it went — what ``propose --wait`` and the task page follow,
     since Celery keeps no results here."""
@@ -272,14 +260,13 @@ class ProposalBatch(TimeStamped):
     stages = models.JSONField(default=list)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
     total = models.PositiveIntegerField(default=0, help_text="units: one stage on one task")
     done = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     summary = models.JSONField(default=dict, blank=True, help_text="proposed per kind, calls, tokens, cost, failures")
     error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+
+    queued_status, running_status = Status.PENDING, Status.RUNNING
 
     class Meta:
         ordering = ["-created_at", "-id"]

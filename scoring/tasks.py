@@ -1,20 +1,16 @@
 """Celery tasks of the scoring app: each takes ids, loads, calls one service, handles retry.
 
 ``execute_job`` is enqueued per job by ``scoring.services.runs`` after the transaction
-commits; ``finalize_run`` by the job that settles a run's last one; ``recover_jobs`` by
-every worker as it starts, so evaluation jobs, proposal batches and export jobs a killed
-worker left behind are executed again, and the pending jobs of running runs are sent again
-(their messages may have been lost with a worker or never sent while the broker was down).
+commits (and by recovery, ``core.jobs``); ``finalize_run`` by the job that settles a run's
+last one; ``propose_batch`` per proposal batch.
 """
 
 from celery import shared_task
-from celery.signals import worker_ready
 from django.db import InterfaceError, OperationalError
 
 from .models import EvaluationRun
 from .services.proposals import proposal_batch_execute
 from .services.runs import job_execute, run_finalize
-from .workers import recover_orphaned_work
 
 RETRY = dict(
     acks_late=True,
@@ -42,13 +38,3 @@ def finalize_run(run_id: int) -> str:
 @shared_task(name="scoring.propose_batch", bind=True, **RETRY)
 def propose_batch(self, batch_id: int) -> str:
     return proposal_batch_execute(batch_id=batch_id, worker=self.request.hostname or "")
-
-
-@shared_task(name="scoring.recover_jobs", **RETRY)
-def recover_jobs(worker_started: bool = False) -> dict:
-    return recover_orphaned_work(redeliver_pending=worker_started)
-
-
-@worker_ready.connect
-def recover_on_worker_start(sender=None, **kwargs) -> None:
-    recover_jobs.delay(worker_started=True)

@@ -3,7 +3,7 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 
 from core.broker import broker_check
-from .workers import live_workers
+from core.workers import live_workers
 
 
 @never_cache

@@ -17,10 +17,10 @@ from django.views.decorators.http import require_POST
 from benchmark.models import ChecklistItem, ConstraintQuestion, Nugget, Origin, RubricCriterion, Task, TaskPrompt
 from core.accounts import is_global_curator
 from core.http import refuse
+from core.workers import live_workers
 
 from .models import JudgeConfig
 from .services.proposals import STAGES, proposal_batch_create, stages_for
-from .workers import live_workers
 
 RECENT_BATCHES = 5
 

@@ -16,12 +16,12 @@ from django.views.decorators.http import require_POST
 
 from core.accounts import is_global_curator
 from core.http import refuse
+from core.workers import live_workers
 
 from . import selectors
 from .forms import RunCreateForm
 from .models import EvaluationRun
 from .services.runs import BrokerUnavailable, run_cancel, run_launch, run_resume, run_start
-from .workers import live_workers
 
 RUNS_PER_PAGE = 25
 REPORT_CARDS_PER_PAGE = 50

@@ -315,7 +315,7 @@ def inter_annotator(*, user) -> dict:
     caller asks for a refresh (``agreement_refresh_request``: a write, so not done in this read)
     — at 1M labels a recomputation takes seconds, too long for a page. Never computed, or no
     worker alive: computed here."""
-    from scoring.workers import live_workers
+    from core.workers import live_workers
 
     projects = _curated_projects(user, with_fingerprint=True)
     cached = cache.get_many([iaa_cache_key(p["id"]) for p in projects])

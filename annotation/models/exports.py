@@ -4,8 +4,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from core.models import Job
 
-class ExportJob(models.Model):
+
+class ExportJob(Job):
     """One export, run by a Celery worker (``annotation.tasks.run_export``), never inside a request.
 
     ``file_path`` is relative to ``VAR_DIR/exports``; the file appears there only when it is
@@ -26,7 +28,6 @@ class ExportJob(models.Model):
     parameters = models.JSONField(default=dict, help_text="what to export: task set or project, format, history")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="export_jobs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it; empty in a command")
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
     file_path = models.CharField(max_length=500, blank=True)
@@ -35,9 +36,8 @@ class ExportJob(models.Model):
     sha256 = models.CharField(max_length=64, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
+
+    queued_status, running_status = Status.QUEUED, Status.RUNNING
 
     class Meta:
         db_table = "benchmark_exportjob"  # moved from benchmark with its rows

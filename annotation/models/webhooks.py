@@ -1,9 +1,9 @@
-"""Outgoing webhooks: a project's subscriptions (``Webhook``) and one row per attempt to tell a
-receiver about an event (``WebhookDelivery``).
+"""Outgoing webhooks: a project's subscriptions (``Webhook``) and one row per event to tell a
+receiver about (``WebhookDelivery``).
 
 A delivery is created in the same transaction as the change it reports (so a rolled-back
-change leaves no delivery) and POSTed by the ``annotation.deliver_webhook`` Celery task after
-commit; see ``annotation.services.webhooks`` for the body, headers and signature.
+change leaves no delivery) and POSTed by the ``core.deliver_webhook`` Celery task after
+commit; see ``core.webhooks`` for the body, headers, signature and retries.
 """
 
 import secrets
@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from benchmark.models import TimeStamped
+from core.models import WebhookDeliveryBase
 
 from .workspace import AnnotationProject
 
@@ -49,23 +50,11 @@ class Webhook(TimeStamped):
             raise ValidationError({"events": f"unknown events {unknown}; use {', '.join(WebhookEvent.values)}"})
 
 
-class WebhookDelivery(models.Model):
-    """One event for one webhook: pending until a 2xx answer (delivered) or the last attempt (failed)."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        DELIVERED = "delivered", "Delivered"
-        FAILED = "failed", "Failed"
+class WebhookDelivery(WebhookDeliveryBase):
+    """One event for one webhook of a project (the attempts and their outcome: ``WebhookDeliveryBase``)."""
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=40, choices=WebhookEvent.choices)
-    payload = models.JSONField()
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    last_error = models.TextField(blank=True)
-    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -73,3 +62,6 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} #{self.pk} → {self.webhook_id} ({self.status})"
+
+    def receiver(self) -> tuple[str, str, bool]:
+        return self.webhook.url, self.webhook.secret, self.webhook.active

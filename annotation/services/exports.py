@@ -37,6 +37,7 @@ from benchmark.models import TaskSet
 from benchmark.services.bundles import GENERATOR, Bundle, taskset_bundle_write, taskset_formats_for
 from benchmark.services.tasksets import TaskSetError
 from core.accounts import is_global_curator
+from core.jobs import job_claim, job_release
 from core.converters import MAX_ID
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
@@ -212,13 +213,11 @@ def _file_digest(path: Path) -> str:
 
 def export_execute(*, job_id: int, worker: str = "") -> ExportJob:
     """Run one queued job to done or failed; ``worker`` is the Celery worker's hostname, recorded
-    so that the job can be re-queued if that worker dies (``scoring.services.recovery`` puts it
+    so that the job can be re-queued if that worker dies (``core.jobs.jobs_recover`` puts it
     back to queued). Only a queued job is claimed, so a second message for a job runs nothing."""
-    now = timezone.now()
     if not ExportJob.objects.filter(pk=job_id).exists():
         raise ExportJob.DoesNotExist(f"no export job {job_id}")
-    claimed = ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.QUEUED).update(
-        status=ExportJob.Status.RUNNING, started_at=now, updated_at=now, error="", worker=worker)
+    claimed = job_claim(ExportJob, job_id, worker=worker, error="")
     job = ExportJob.objects.select_related("requested_by").get(pk=job_id)
     if not claimed:
         return job
@@ -238,7 +237,7 @@ def export_execute(*, job_id: int, worker: str = "") -> ExportJob:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
         if isinstance(exc, (OperationalError, InterfaceError)):
-            ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.QUEUED, updated_at=timezone.now())
+            job_release(ExportJob, job.pk)
             raise  # transient database trouble: the task retries
         disk_full = isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
         if disk_full:

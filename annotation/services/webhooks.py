@@ -1,21 +1,10 @@
-"""Outgoing webhooks for ``run.finished`` and ``task.curated``.
+"""Outgoing webhooks for ``run.finished`` and ``task.curated``: which projects' subscriptions hear
+about an event. Delivering them (signature, POST, retries) is ``core.webhooks``'.
 
 ``webhooks_fire`` runs inside the caller's transaction: it creates one ``WebhookDelivery`` per
-active webhook of the given projects subscribed to the event and enqueues
-``annotation.deliver_webhook`` per delivery with ``transaction.on_commit``. A change that rolls
-back therefore leaves neither a delivery nor a message, and a worker never sees an
-uncommitted row.
-
-``webhook_deliver`` makes one attempt: it POSTs the delivery's payload as JSON with
-
-* ``X-Studio-Event``: the event name,
-* ``X-Studio-Delivery``: the delivery id (the same on every retry: receivers dedupe on it),
-* ``X-Studio-Signature``: ``sha256=<hex HMAC-SHA256 of the raw body, keyed with the secret>``,
-
-and marks the delivery delivered on a 2xx answer. Otherwise it records the error and the
-response code; the Celery task retries with exponential backoff and jitter
-(``webhook_backoff``) until ``MAX_ATTEMPTS`` attempts, after which the delivery is failed.
-Delivery is at least once (``acks_late``: a worker killed after the POST sends it again).
+active webhook of the given projects subscribed to the event and enqueues ``core.deliver_webhook``
+per delivery with ``transaction.on_commit``. A change that rolls back therefore leaves neither a
+delivery nor a message, and a worker never sees an uncommitted row.
 
 Which projects hear about an event (a run or a task is not tied to one project):
 
@@ -28,13 +17,6 @@ Which projects hear about an event (a run or a task is not tied to one project):
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import logging
-import random
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 
 from django.db import transaction
@@ -42,16 +24,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from benchmark.models import Task, TaskSet
+from core.webhooks import webhook_deliveries_enqueue
 
 from ..models import AnnotationProject, Webhook, WebhookDelivery, WebhookEvent
-
-logger = logging.getLogger(__name__)
-
-MAX_ATTEMPTS = 6
-TIMEOUT_SECONDS = 10
-BACKOFF_BASE_SECONDS = 30
-BACKOFF_MAX_SECONDS = 3600
-Status = WebhookDelivery.Status
 
 
 # --- firing (inside the caller's transaction) ---------------------------------------------
@@ -79,17 +54,7 @@ def webhooks_fire(*, event: str, project_ids: Iterable[int] | QuerySet, payload:
         )
         for hook in hooks
     ])
-    ids = [delivery.pk for delivery in deliveries]
-
-    def enqueue() -> None:
-        from annotation.tasks import deliver_webhook
-
-        for delivery_id in ids:
-            deliver_webhook.delay(delivery_id)
-
-    # robust: the change being reported is committed; a broker error is logged and the rows
-    # stay pending (visible in the admin) rather than failing the curator's or worker's call.
-    transaction.on_commit(enqueue, robust=True)
+    webhook_deliveries_enqueue(deliveries)
     return deliveries
 
 
@@ -120,66 +85,3 @@ def webhooks_fire_run_finished(*, run) -> list[WebhookDelivery]:
             "task_set_id": run.task_set_id, "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         }},
     )
-
-
-# --- delivering (in a Celery worker, outside any transaction) -----------------------------
-
-
-def webhook_signature(*, secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
-
-
-def webhook_backoff(*, attempts: int) -> float:
-    """Seconds before the next attempt after ``attempts`` failed ones: exponential, capped, plus up to 50 % jitter."""
-    base = min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2 ** max(attempts - 1, 0))
-    return base + random.uniform(0, base / 2)
-
-
-def webhook_deliver(*, delivery_id: int) -> WebhookDelivery:
-    """One attempt to POST a pending delivery (no transaction is held during the request).
-
-    Returns the delivery: ``delivered`` after a 2xx answer; still ``pending`` after a failure
-    with attempts left (the caller retries later); ``failed`` after the last attempt, or when
-    the webhook was deactivated meanwhile. Delivered and failed deliveries are left alone."""
-    delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
-    if delivery.status != Status.PENDING:
-        return delivery
-    webhook = delivery.webhook
-    if not webhook.active:
-        return _record(delivery, status=Status.FAILED, error="the webhook was deactivated", code=None, count=False)
-    body = json.dumps(delivery.payload, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    request = urllib.request.Request(webhook.url, data=body, method="POST", headers={
-        "Content-Type": "application/json",
-        "User-Agent": "survey-eval-studio-webhooks",
-        "X-Studio-Event": delivery.event,
-        "X-Studio-Delivery": str(delivery.pk),
-        "X-Studio-Signature": webhook_signature(secret=webhook.secret, body=body),
-    })
-    code, error = None, ""
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            code = response.status
-    except urllib.error.HTTPError as exc:  # a non-2xx answer (urllib follows redirects itself)
-        code, error = exc.code, f"HTTP {exc.code}: {exc.read(500).decode('utf-8', 'replace')}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, timeout, DNS, bad URL
-        error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-    if code is not None and 200 <= code < 300:
-        return _record(delivery, status=Status.DELIVERED, error="", code=code)
-    error = error or f"HTTP {code}"
-    final = delivery.attempts + 1 >= MAX_ATTEMPTS
-    logger.warning("webhook delivery %s to %s failed (attempt %s): %s", delivery.pk, webhook.url,
-                   delivery.attempts + 1, error)
-    return _record(delivery, status=Status.FAILED if final else Status.PENDING, error=error, code=code)
-
-
-@transaction.atomic
-def _record(delivery: WebhookDelivery, *, status: str, error: str, code: int | None, count: bool = True):
-    locked = WebhookDelivery.objects.select_for_update().get(pk=delivery.pk)
-    if locked.status == Status.DELIVERED:  # another worker's attempt already succeeded
-        return locked
-    locked.attempts += 1 if count else 0
-    locked.status, locked.last_error, locked.response_code = status, error[:2000], code
-    if status == Status.DELIVERED:
-        locked.delivered_at = timezone.now()
-    locked.save(update_fields=["attempts", "status", "last_error", "response_code", "delivered_at"])
-    return locked

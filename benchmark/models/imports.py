@@ -4,11 +4,13 @@ or every error it found."""
 from django.conf import settings
 from django.db import models
 
+from core.models import Job
 
-class ImportJob(models.Model):
+
+class ImportJob(Job):
     """One upload imported by a Celery worker (``benchmark.tasks.run_import_job``), never inside a
     request. The upload waits in ``VAR_DIR/imports/<upload_dir>/`` and is deleted once the job
-    ends; a worker that dies mid-import is recovered like an export (``scoring.services.recovery``)
+    ends; a worker that dies mid-import is recovered like every job (``core.jobs``)
     — the import is one transaction, so a half-run import stored nothing and simply runs again."""
 
     class Status(models.TextChoices):
@@ -22,14 +24,12 @@ class ImportJob(models.Model):
     upload_dir = models.CharField(max_length=100, blank=True, help_text="folder under VAR_DIR/imports; empty once ended")
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="import_jobs")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    worker = models.CharField(max_length=200, blank=True, help_text="the Celery worker running it")
     counts = models.JSONField(default=dict, blank=True, help_text='{"task": {"created": 3, "unchanged": 1}}')
     messages = models.JSONField(default=list, blank=True)
     errors = models.JSONField(default=list, blank=True, help_text="[{file, line, field, message}]; nothing stored")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(auto_now=True)
+
+    queued_status, running_status = Status.QUEUED, Status.RUNNING
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from core.accounts import is_global_curator
+from core.jobs import job_claim, job_release
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, Importer, run_import
@@ -121,9 +122,7 @@ def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
     queued job is claimed, so a second message runs nothing; ``worker`` lets recovery re-queue it."""
     if not ImportJob.objects.filter(pk=job_id).exists():
         raise ImportJob.DoesNotExist(f"no import job {job_id}")
-    now = timezone.now()
-    claimed = ImportJob.objects.filter(pk=job_id, status=ImportJob.Status.QUEUED).update(
-        status=ImportJob.Status.RUNNING, started_at=now, updated_at=now, worker=worker)
+    claimed = job_claim(ImportJob, job_id, worker=worker)
     job = ImportJob.objects.get(pk=job_id)
     if not claimed:
         return job
@@ -136,7 +135,7 @@ def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
         errors = _error_rows(exc, upload=upload, shown_as=job.original_name, zipped=zipped)
         _end(job.pk, status=ImportJob.Status.FAILED, errors=errors)
     except (OperationalError, InterfaceError):
-        ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.QUEUED, updated_at=timezone.now())
+        job_release(ImportJob, job.pk)
         raise  # transient database trouble: the task retries (the import rolled back)
     except Exception as exc:
         logger.exception("import job %s failed", job.pk)

@@ -52,6 +52,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from benchmark.models import Discipline, Protocol, Task, TaskPrompt
+from core.jobs import job_claim, job_release
 from scoring.judges import JudgeAnswer, JudgeCall, judge_for, record_call
 from scoring.judges.endpoints import redact
 from scoring.models import JudgeConfig, LLMCall, ProposalBatch
@@ -432,10 +433,7 @@ def proposal_batch_execute(*, batch_id: int, progress: Progress | None = None, j
     """Run a pending batch once (claimed with a conditional update) and keep its counters and
     summary on the row. Returns the batch's final status, or ``skipped`` / ``missing``.
     ``worker`` (the Celery worker's hostname) lets a batch whose worker died be re-queued."""
-    now = timezone.now()
-    claimed = ProposalBatch.objects.filter(pk=batch_id, status=ProposalBatch.Status.PENDING).update(
-        status=ProposalBatch.Status.RUNNING, started_at=now, updated_at=now, worker=worker)
-    if not claimed:
+    if not job_claim(ProposalBatch, batch_id, worker=worker):
         return "skipped" if ProposalBatch.objects.filter(pk=batch_id).exists() else "missing"
     batch = ProposalBatch.objects.select_related("judge_config", "created_by").get(pk=batch_id)
     failed = 0
@@ -452,7 +450,7 @@ def proposal_batch_execute(*, batch_id: int, progress: Progress | None = None, j
         summary = propose(tasks=batch.tasks.select_related("survey__discipline"), stages=batch.stages,
                           judge_config=batch.judge_config, progress=report, actor=batch.created_by, judge=judge)
     except (OperationalError, InterfaceError):  # transient: back to pending, so the Celery retry runs it
-        ProposalBatch.objects.filter(pk=batch_id).update(status=ProposalBatch.Status.PENDING, updated_at=timezone.now())
+        job_release(ProposalBatch, batch_id)
         raise
     except Exception as exc:
         logger.exception("proposal batch %s failed", batch_id)

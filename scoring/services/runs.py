@@ -4,32 +4,22 @@ A run fans out into ``RunJob`` rows, one per (report, pipeline step). Each job i
 Celery task (``scoring.tasks.execute_job``) enqueued after the transaction commits;
 jobs never run in the web process.
 
-Exactly-once execution. ``job_execute`` holds a PostgreSQL session advisory lock on the
-job for as long as it executes, and claims the job with a conditional UPDATE. Two
-workers can therefore never execute one job at the same time, and a job left
-``running`` by a killed worker is recognisable: its lock is free (the database dropped
-it with the dead worker's connection). Such an orphan is claimable again when its
-message is redelivered, and ``jobs_recover`` (run when a worker starts and every
-``JOB_RECOVERY_SECONDS`` in each worker's heartbeat thread) or
-``run_resume`` re-enqueues it — needed because the filesystem broker deletes a message
-when it hands it out, so a SIGKILLed worker's message is gone. For the same reason, when a
-worker is found lost (``scoring.workers.lost_workers_take``), the pending jobs are enqueued
-again: it may have taken their messages without starting them. Whatever a job stored
-before the kill stays: verdicts are committed as each judge answer arrives and are
-reused, never duplicated, when the job runs again.
-
-Other databases (SQLite, the embedded single-machine default) have no advisory locks:
-there a job is claimed only from ``pending`` and records the worker that claimed it;
-``jobs_recover`` takes a running job for an orphan when that worker is lost or its
-heartbeat has gone stale (``scoring.workers``), and ``run_resume`` puts every job left
-``running`` back to ``pending`` assuming no live worker still executes them (if one
-does, the unique verdict key still prevents duplicate rows; the cost is repeated calls).
+Claim and recovery are those of every background job (``core.jobs``): ``job_execute`` claims
+a pending job of a running run with one conditional UPDATE that records the worker, so two
+messages for one job execute it once. A job left ``running`` by a killed worker (or by a task
+that ended without settling it) is put back to pending and enqueued again by
+``core.jobs.jobs_recover`` (when a worker starts and every ``JOB_RECOVERY_SECONDS`` in each
+worker) or by ``run_resume``; when a worker is found lost, the pending jobs are enqueued again
+too, as the filesystem broker deletes a message when it hands it out. Whatever a job stored
+before the kill stays: verdicts are committed as each judge answer arrives and are reused,
+never duplicated, when the job runs again.
 
 Sending. A run whose jobs are being sent is marked ``jobs_unsent`` in the transaction
 that makes them pending, and unmarked only once every message is on the broker. When
 the broker cannot be reached the caller gets ``BrokerUnavailable`` (the run stays
-running, its jobs pending), and ``jobs_recover`` sends them again: at every recovery
-for a marked run, and for every running run when a worker starts or is found lost.
+running, its jobs pending), and recovery sends them again: at every recovery for a marked
+run (the ``unsent`` of the job kind registered in ``scoring.apps``), and for every running
+run when a worker starts or is found lost.
 """
 
 from __future__ import annotations
@@ -40,21 +30,20 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from django.core.exceptions import ImproperlyConfigured, ValidationError
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from benchmark.models import Report, System, Task, TaskSet
 from core.broker import BrokerUnavailable, broker_address
+from core.jobs import job_claim, job_release, orphaned
 from scoring.judges.endpoints import redact
 from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
 from scoring.selectors import run_failure_account
 from scoring.signals import run_finished
-
-from .run_job_locks import job_lock, orphaned_jobs
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +174,8 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     retry = set(run.jobs.filter(status__in=[Job.PENDING, Job.FAILED, Job.CANCELLED]).values_list("pk", flat=True))
     incomplete = run.score_cards.filter(report__isnull=False, items_failed__gt=0).values("report_id")
     retry |= set(run.jobs.filter(status=Job.DONE, report_id__in=incomplete).values_list("pk", flat=True))
-    retry |= orphaned_jobs(run.jobs.filter(status=Job.RUNNING))
+    # an explicit resume takes a command's running jobs too: the command may have been killed
+    retry |= set(orphaned(run.jobs.filter(status=Job.RUNNING), claimed_by_command=True).values_list("pk", flat=True))
     now = timezone.now()
     RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", worker="", finished_at=None,
                                                updated_at=now)
@@ -198,39 +188,24 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     return run
 
 
-def jobs_recover(*, redeliver_pending: bool = False, lost: Sequence[str] = ()) -> dict[str, int]:
-    """Re-enqueue jobs of running runs that a dead worker left ``running``, send the pending
-    jobs of runs marked ``jobs_unsent`` (the broker was unreachable), and finalize runs whose
-    jobs have all settled but whose finalization was lost. Called when a worker starts and
-    periodically by every worker (``scoring.workers.HeartbeatThread``).
+def run_jobs_resend(job_ids: Sequence[int]) -> None:
+    """Send these pending jobs again (recovery, ``core.jobs``); their runs stay marked ``jobs_unsent``
+    until every message went out."""
+    run_ids = set(RunJob.objects.filter(pk__in=job_ids).values_list("run_id", flat=True))
+    _enqueue_jobs(job_ids, run_ids=run_ids, raise_unsent=False)
 
-    ``lost``: workers known to have died (their running jobs are orphans even where a worker of
-    the same name is alive again). ``redeliver_pending`` (a worker starts or was lost): send the
-    pending jobs of every running run again — a lost worker may have taken their messages and
-    died before starting them. A job whose message arrives twice runs once: the second finds
-    it claimed (``job_execute``). A broker still unreachable leaves the runs marked for the next
-    recovery."""
-    finalized = 0
-    with transaction.atomic():
-        running = RunJob.objects.filter(status=Job.RUNNING, run__status=Run.RUNNING)
-        requeued = sorted(orphaned_jobs(running, lost=lost))
-        now = timezone.now()
-        RunJob.objects.filter(pk__in=requeued, status=Job.RUNNING).update(status=Job.PENDING, worker="", updated_at=now)
-        runs = EvaluationRun.objects.filter(status=Run.RUNNING)
-        pending = RunJob.objects.filter(
-            status=Job.PENDING, run__in=runs if redeliver_pending else runs.filter(jobs_unsent=True)
-        ).exclude(pk__in=requeued)
-        redelivered = sorted(pending.values_list("pk", flat=True))
-        run_ids = set(RunJob.objects.filter(pk__in=requeued + redelivered).values_list("run_id", flat=True))
-        _enqueue_jobs(requeued + redelivered, run_ids=run_ids, raise_unsent=False)
+
+def runs_settled_finalize() -> dict[str, int]:
+    """Finalize the running runs whose jobs have all settled but whose finalization was lost
+    (after each recovery, ``core.jobs``)."""
     active = RunJob.objects.filter(run=OuterRef("pk"), status__in=ACTIVE_JOB_STATUSES)
+    finalized = 0
     for run in EvaluationRun.objects.filter(status=Run.RUNNING).exclude(Exists(active)):
         run_finalize(run=run)
         finalized += 1
-    if requeued or redelivered or finalized:
-        logger.warning("recovered %d orphaned job(s), enqueued %d pending job(s) again, finalized %d settled run(s)",
-                       len(requeued), len(redelivered), finalized)
-    return {"requeued": len(requeued), "redelivered": len(redelivered), "finalized": finalized}
+    if finalized:
+        logger.warning("finalized %d settled run(s)", finalized)
+    return {"runs_finalized": finalized}
 
 
 # --- executing one job -------------------------------------------------------------------
@@ -239,9 +214,9 @@ def jobs_recover(*, redeliver_pending: bool = False, lost: Sequence[str] = ()) -
 def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = "") -> str:
     """Execute one job at most once at a time; idempotent. Returns what happened:
 
-    ``done`` / ``failed`` (executed; a failure's error is on the job), ``busy`` (another
-    worker executes it now), ``cancelled`` (its run was cancelled before it started),
-    ``skipped`` (already settled, or its run is not running), ``missing``.
+    ``done`` / ``failed`` (executed; a failure's error is on the job), ``cancelled`` (its run
+    was cancelled before it started), ``skipped`` (claimed already — another delivery executes
+    it — or settled, or its run is not running), ``missing``.
 
     A job fails when its step raised, or when any of its judge calls failed (its error then
     counts them by reason; the verdicts of the calls that worked are kept, so a resume asks only
@@ -253,47 +228,44 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
     is the Celery worker's hostname, recorded on the job for recovery (empty in a command).
     Transient database errors put the job back to pending and propagate, so the Celery
     task retries it."""
-    with job_lock(job_id) as acquired:
-        if not acquired:
-            return "busy"
-        outcome = _job_claim(job_id, orphan_claimable=connection.vendor == "postgresql", worker=worker)
-        if outcome != "claimed":
-            return outcome
-        job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
-        guard = None
-        try:
-            pipeline = pipeline_for(job.run.protocol)
-            deadline_at = job.run.deadline_at.timestamp() if job.run.deadline_at else None
-            guard = GuardedJudge(judge or _judge_for(job.run.judge_config),
-                                 stop_reason=lambda: _stop_reason(job.run_id), deadline_at=deadline_at)
-            pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
-        except TRANSIENT_DB_ERRORS:
-            _job_release(job_id)
-            raise
-        except JudgeStopped as stop:
-            if stop.halts_run:
-                run_halt(run=job.run, job=job, reason=stop.reason)
-            else:
-                _job_settle(job, status=Job.FAILED, error=f"stopped: {stop.reason}", enqueue=enqueue)
-            return "failed"
-        except ImproperlyConfigured as exc:  # e.g. no key for the endpoint: no job of this run can succeed
-            run_halt(run=job.run, job=job, reason=str(exc))
-            return "failed"
-        except Exception as exc:
-            logger.exception("job %s (%s on report %s) failed", job_id, job.step, job.report_id)
-            _job_settle(job, status=Job.FAILED, error=f"{type(exc).__name__}: {exc}", enqueue=enqueue)
-            return "failed"
-        except BaseException:  # worker shutdown: let the next delivery run it
-            _job_release(job_id)
-            raise
-        if guard.fatal:  # the last call of the job was the fatal one
-            run_halt(run=job.run, job=job, reason=f"the judge endpoint refused this configuration: {guard.fatal}")
-            return "failed"
-        if guard.failed:
-            _job_settle(job, status=Job.FAILED, error=guard.failure_summary(), enqueue=enqueue)
-            return "failed"
-        _job_settle(job, status=Job.DONE, error="", enqueue=enqueue)
-        return "done"
+    outcome = _job_claim(job_id, worker=worker)
+    if outcome != "claimed":
+        return outcome
+    job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
+    guard = None
+    try:
+        pipeline = pipeline_for(job.run.protocol)
+        deadline_at = job.run.deadline_at.timestamp() if job.run.deadline_at else None
+        guard = GuardedJudge(judge or _judge_for(job.run.judge_config),
+                             stop_reason=lambda: _stop_reason(job.run_id), deadline_at=deadline_at)
+        pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
+    except TRANSIENT_DB_ERRORS:
+        job_release(RunJob, job_id)
+        raise
+    except JudgeStopped as stop:
+        if stop.halts_run:
+            run_halt(run=job.run, job=job, reason=stop.reason)
+        else:
+            _job_settle(job, status=Job.FAILED, error=f"stopped: {stop.reason}", enqueue=enqueue)
+        return "failed"
+    except ImproperlyConfigured as exc:  # e.g. no key for the endpoint: no job of this run can succeed
+        run_halt(run=job.run, job=job, reason=str(exc))
+        return "failed"
+    except Exception as exc:
+        logger.exception("job %s (%s on report %s) failed", job_id, job.step, job.report_id)
+        _job_settle(job, status=Job.FAILED, error=f"{type(exc).__name__}: {exc}", enqueue=enqueue)
+        return "failed"
+    except BaseException:  # worker shutdown: let the next delivery run it
+        job_release(RunJob, job_id)
+        raise
+    if guard.fatal:  # the last call of the job was the fatal one
+        run_halt(run=job.run, job=job, reason=f"the judge endpoint refused this configuration: {guard.fatal}")
+        return "failed"
+    if guard.failed:
+        _job_settle(job, status=Job.FAILED, error=guard.failure_summary(), enqueue=enqueue)
+        return "failed"
+    _job_settle(job, status=Job.DONE, error="", enqueue=enqueue)
+    return "done"
 
 
 def _stop_reason(run_id: int) -> str:
@@ -347,18 +319,12 @@ def _judge_for(config: JudgeConfig):
     return judge_for(config)
 
 
-def _job_claim(job_id: int, *, orphan_claimable: bool, worker: str = "") -> str:
-    """Conditional UPDATE pending (or, under our lock, orphaned running) → running."""
+def _job_claim(job_id: int, *, worker: str = "") -> str:
+    """Pending → running when its run is running (``core.jobs.job_claim``); else why not."""
     now = timezone.now()
-    claimable = [Job.PENDING, Job.RUNNING] if orphan_claimable else [Job.PENDING]
     run_running = EvaluationRun.objects.filter(pk=OuterRef("run_id"), status=Run.RUNNING)
-    claimed = (
-        RunJob.objects.filter(pk=job_id, status__in=claimable)
-        .filter(Exists(run_running))
-        .update(status=Job.RUNNING, attempts=F("attempts") + 1, started_at=now, finished_at=None, error="",
-                worker=worker, updated_at=now)
-    )
-    if claimed:
+    if job_claim(RunJob, job_id, Exists(run_running), worker=worker, attempts=F("attempts") + 1,
+                 finished_at=None, error=""):
         return "claimed"
     row = RunJob.objects.filter(pk=job_id).values("status", "run__status").first()
     if row is None:
@@ -367,13 +333,6 @@ def _job_claim(job_id: int, *, orphan_claimable: bool, worker: str = "") -> str:
         RunJob.objects.filter(pk=job_id, status=Job.PENDING).update(status=Job.CANCELLED, finished_at=now, updated_at=now)
         return "cancelled"
     return "skipped"
-
-
-def _job_release(job_id: int) -> None:
-    try:
-        RunJob.objects.filter(pk=job_id, status=Job.RUNNING).update(status=Job.PENDING, updated_at=timezone.now())
-    except DatabaseError:
-        logger.warning("could not put job %s back to pending; it will be recovered as an orphan", job_id)
 
 
 def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
@@ -395,7 +354,7 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
 def _enqueue_jobs(job_ids: Sequence[int], *, run_ids: Iterable[int], raise_unsent: bool = True) -> None:
     """Send the jobs' messages once committed. Their runs are marked ``jobs_unsent`` in this
     transaction and unmarked only after every message went out, so a broker that cannot be
-    reached, or this process dying first, leaves them to recovery (``jobs_recover``). A broker
+    reached, or this process dying first, leaves them to recovery (``core.jobs.jobs_recover``). A broker
     that cannot be reached raises ``BrokerUnavailable`` from the commit (``raise_unsent``: the
     caller hears of it) or is logged (recovery tries again later)."""
     if not job_ids:

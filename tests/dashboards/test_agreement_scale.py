@@ -129,7 +129,7 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
 def test_changed_labels_serve_the_cached_figures_marked_stale_while_a_worker_refreshes(db, monkeypatch):
     from django.utils import timezone
 
-    from scoring.models import WorkerHeartbeat
+    from core.models import WorkerHeartbeat
 
     owner = curator("stale-boss")
     users = [annotator(f"stale-{n}") for n in range(2)]

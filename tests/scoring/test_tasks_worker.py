@@ -18,7 +18,9 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard, Verdict, WorkerHeartbeat
+from core.jobs import jobs_recover
+from core.models import WorkerHeartbeat
+from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard, Verdict
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
 from tests.support.fake_openai import FakeOpenAI, labelled_checklist_responder, requested_items
 from tests.support.workers import worker_environment
@@ -142,7 +144,9 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
         assert set(run.jobs.values_list("status", flat=True)) == {"done"}
         assert all(run.jobs.get(pk=pk).attempts == 2 for pk in orphans)  # reclaimed after the kill
         # (the orphan may have been put back to pending by a concurrent recovery first, and counted too)
-        redelivered = [int(n) for n in re.findall(r"enqueued (\d+) pending job\(s\) again", log.read_text())]
+        redelivered = [int(n) for n in re.findall(
+            r"re-queued \d+ run job\(s\) left running by a dead worker, enqueued (\d+) waiting one\(s\) again",
+            log.read_text())]
         assert pending_at_kill > 0 and max(redelivered, default=0) >= pending_at_kill
 
         # nothing finished was lost or redone, and nothing is duplicated
@@ -166,3 +170,34 @@ def test_a_worker_killed_mid_run_loses_nothing_and_a_new_worker_finishes_with_th
     assert reference.status == "finished"
     assert report_metrics(run) == report_metrics(reference)
     assert ScoreCard.objects.filter(run=run).count() == 8 + 2
+
+
+def test_a_job_a_live_worker_executes_longer_than_three_heartbeats_is_not_recovered(tmp_path, settings):
+    settings.WORKER_HEARTBEAT_SECONDS = 1  # as the worker's, so this process's recovery sees what its would
+    task = two_group_checklist().task
+    reports_for(task, systems(1))
+    env = worker_environment(tmp_path)  # a heartbeat every second: stale after 3 s
+    log = tmp_path / "worker.log"
+    with FakeOpenAI(latency=3.0) as server:
+        server.responder = labelled_checklist_responder
+        config = judge_config(name="loopback-slower", backend="openai", base_url=server.base_url, model="loopback",
+                              max_concurrency=1, max_retries=0)
+        worker = start_worker(env, "slow@test", log)
+        try:
+            started = subprocess.run(
+                [sys.executable, "manage.py", "evaluate", "--protocol", "deepsynth", "--judge", config.name,
+                 "--systems", "sys-a", "--tasks", task.key], cwd=ROOT, env=env, capture_output=True, text=True,
+                timeout=120)
+            assert started.returncode == 0, started.stdout + started.stderr
+            job = RunJob.objects.get()
+            wait_for(lambda: RunJob.objects.filter(pk=job.pk, status="running").exists(), 60, "the job to start", log,
+                     process=worker)
+            time.sleep(4.5)  # longer than three beats, inside the job's two 3-second calls
+            assert jobs_recover(lost=[])["runjob_requeued"] == 0
+            wait_for(lambda: EvaluationRun.objects.filter(status="finished").exists(), 60, "the run to finish", log,
+                     process=worker)
+        finally:
+            stop(worker)
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.worker) == ("done", 1, "slow@test")
+    assert len(server.chat_requests()) == 2  # executed once

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from scoring.models import EvaluationRun, LLMCall, RunJob, Verdict, WorkerHeartbeat
+from core.models import WorkerHeartbeat
+from scoring.models import EvaluationRun, LLMCall, RunJob, Verdict
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
 from tests.scoring.test_tasks_worker import ROOT, stop, wait_for
 from tests.support.fake_openai import FakeOpenAI, bearer_key, labelled_checklist_responder

@@ -19,11 +19,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from scoring.metric_names import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics
 from benchmark.models import System, Task, TaskSet
+from core.workers import live_workers
 from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES
 from scoring.selectors import run_failure_reasons, run_job_errors, run_progress, run_score_cards, runs_usage
 from scoring.services.runs import BrokerUnavailable, job_execute, run_create, run_finalize, run_start
-from scoring.workers import live_workers
 
 NO_WORKER = (
     "No Celery worker is alive. Start one with `celery -A config worker` (or `manage.py studio`, "

@@ -14,9 +14,9 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Protocol, Task
+from core.workers import live_workers
 from scoring.models import JudgeConfig, ProposalBatch
 from scoring.services.proposals import STAGES, proposal_batch_create, proposal_batch_execute
-from scoring.workers import live_workers
 
 from .evaluate import NO_WORKER, ProgressBar, _split, _task_set
 

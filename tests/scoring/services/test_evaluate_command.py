@@ -4,9 +4,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from core.workers import worker_heartbeat_beat
 from scoring.models import EvaluationRun, ScoreCard
 from scoring.services import runs
-from scoring.workers import worker_heartbeat_beat
 from tests.scoring.services.fakes import ScriptedJudge, judge_config, reports_for, systems, two_group_checklist
 
 

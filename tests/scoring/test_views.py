@@ -9,8 +9,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from scoring.models import WorkerHeartbeat
-from scoring.workers import live_workers, worker_heartbeat_beat
+from core.models import WorkerHeartbeat
+from core.workers import live_workers, worker_heartbeat_beat
 from tests.support.workers import worker_environment
 
 ROOT = Path(settings.BASE_DIR)
@@ -70,25 +70,3 @@ def test_a_real_celery_worker_process_reports_its_heartbeat(client, tmp_path):
     assert worker.returncode == 0, output
     # a clean shutdown removes the heartbeat, so the UI says at once that no worker runs
     assert not WorkerHeartbeat.objects.filter(hostname="probe@test").exists()
-
-
-@pytest.mark.django_db(transaction=True)
-def test_the_heartbeat_thread_recovers_jobs_periodically_not_only_at_start(settings, monkeypatch):
-    from scoring import workers
-
-    settings.WORKER_HEARTBEAT_SECONDS = 0.02
-    settings.JOB_RECOVERY_SECONDS = 0.1
-    recoveries = []
-    monkeypatch.setattr(workers, "recover_orphaned_work", lambda: recoveries.append(time.monotonic()))
-    thread = workers.HeartbeatThread("recovering@test")
-    started = time.monotonic()
-    thread.start()
-    deadline = time.monotonic() + 10
-    while len(recoveries) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    thread.stop()
-    assert len(recoveries) >= 3
-    # every 0.1 s or more, not at every 0.02 s beat; the first one is left to the start-up task
-    gaps = [b - a for a, b in zip([started, *recoveries], recoveries)]
-    assert min(gaps) >= 0.1
-    assert not WorkerHeartbeat.objects.filter(hostname="recovering@test").exists()
