@@ -89,3 +89,10 @@ def union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:
         start = 1 + sum(widths[:part])
         out[part].append(_instance(parts[part][0], row[start:start + widths[part]]))
     return out
+
+
+def value_rows(sql: str, params: list) -> list[tuple]:
+    """Every row of ``sql`` as a tuple (grouped counts, say)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

@@ -16,6 +16,37 @@ from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignme
 from .projects import LABELLING_ROLES, project_role, projects_for
 
 
+def labelling_counts(*, project_ids: list[int], user=None) -> dict[tuple[int, int], Counter]:
+    """(project id, user id) → the user's ``labels``, ``skips`` and unexpired ``active_claims``
+    in the project, for everyone or for ``user`` alone: one query, in plain SQL as the
+    workspace's progress line reads it on every request (``rawsql``). Users with none of these
+    have no entry."""
+    if not project_ids:
+        return {}
+    marks = ", ".join(["%s"] * len(project_ids))
+    label_user = assignment_user = ""
+    label_params: list = [*project_ids]
+    assignment_params: list = [Assignment.Status.SKIPPED, Assignment.Status.ACTIVE, timezone.now(), *project_ids]
+    if user is not None:
+        label_user, assignment_user = " AND annotator_id = %s", " AND user_id = %s"
+        label_params.append(user.pk)
+        assignment_params.append(user.pk)
+    rows = rawsql.value_rows(
+        f"SELECT project_id, annotator_id, COUNT(*), 0, 0 FROM {rawsql.table(Label)}"
+        f" WHERE project_id IN ({marks}){label_user} GROUP BY project_id, annotator_id"
+        " UNION ALL"
+        " SELECT project_id, user_id, 0, SUM(CASE WHEN status = %s THEN 1 ELSE 0 END),"
+        " SUM(CASE WHEN status = %s AND expires_at > %s THEN 1 ELSE 0 END)"
+        f" FROM {rawsql.table(Assignment)} WHERE project_id IN ({marks}){assignment_user}"
+        " AND status IN (%s, %s) GROUP BY project_id, user_id",
+        [*label_params, *assignment_params, Assignment.Status.SKIPPED, Assignment.Status.ACTIVE],
+    )
+    counts: dict[tuple[int, int], Counter] = defaultdict(Counter)
+    for project_id, user_id, labels, skips, active in rows:
+        counts[project_id, user_id].update(labels=labels, skips=skips, active_claims=active)
+    return counts
+
+
 def projects_progress_for(*, user, projects) -> dict[int, dict]:
     """Per project (id →): the user's ``role`` in it, ``is_curator``, their own label count
     (``mine``) and the share of items settled (``percent``); for projects they curate also the
@@ -38,11 +69,8 @@ def projects_progress_for(*, user, projects) -> dict[int, dict]:
             "percent": round(100 * project.n_settled / project.n_items) if project.n_items else 0,
         }
     curated = [pk for pk, row in stats.items() if row["is_curator"]]
-    mine = Label.objects.filter(annotator=user, project_id__in=list(stats)).values_list("project").annotate(
-        n=Count("pk")
-    )
-    for project_id, n in mine.order_by():
-        stats[project_id]["mine"] = n
+    for (project_id, _), counts in labelling_counts(project_ids=list(stats), user=user).items():
+        stats[project_id]["mine"] = counts["labels"]
     totals = (
         AnnotationItem.objects.filter(project_id__in=curated)
         .values_list("project")
@@ -69,14 +97,12 @@ def projects_progress_for(*, user, projects) -> dict[int, dict]:
     return stats
 
 
-
 def project_progress(*, project: AnnotationProject, user=None) -> dict:
     """Totals for the project and per-annotator counts: everyone's for curators (and for
     ``user=None``, internal use), only their own for annotators, none for viewers."""
     role = Role.CURATOR if user is None else project_role(project=project, user=user)
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
-    now = timezone.now()
     totals = AnnotationItem.objects.filter(project=project).aggregate(
         items=Count("pk"),
         open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN)),
@@ -91,26 +117,9 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
     per_user: dict[int, Counter] = defaultdict(Counter)
     scope = {} if role == Role.CURATOR else {"user": user}
     if role != Role.VIEWER:
-        label_scope = {} if role == Role.CURATOR else {"annotator": user}
-        label_counts = (
-            Label.objects.filter(project=project, **label_scope)
-            .values_list("annotator")
-            .annotate(n=Count("pk"))
-            .order_by()
-        )
-        for annotator_id, n in label_counts:
-            per_user[annotator_id]["labels"] = n
-        assignment_counts = (
-            Assignment.objects.filter(project=project, **scope)
-            .values_list("user")
-            .annotate(
-                skips=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
-                active=Count("pk", filter=Q(status=Assignment.Status.ACTIVE, expires_at__gt=now)),
-            )
-            .order_by()
-        )
-        for user_id, skips, active in assignment_counts:
-            per_user[user_id].update(skips=skips, active_claims=active)
+        counted = labelling_counts(project_ids=[project.pk], user=None if role == Role.CURATOR else user)
+        for (_, user_id), counts in counted.items():
+            per_user[user_id] = counts
         members = ProjectMembership.objects.filter(project=project, role__in=LABELLING_ROLES, **scope).values_list(
             "user", flat=True
         )
@@ -150,13 +159,8 @@ def project_item_totals(*, project: AnnotationProject) -> dict:
 def own_progress(*, project: AnnotationProject, user) -> dict:
     """The workspace's progress line: the user's own labels and skips in the project
     (``mine``, exact) and the project's ``project_item_totals``."""
-    labels, skips = rawsql.scalar_row(
-        f"SELECT (SELECT COUNT(*) FROM {rawsql.table(Label)} WHERE project_id = %s AND annotator_id = %s),"
-        f" (SELECT COUNT(*) FROM {rawsql.table(Assignment)} WHERE project_id = %s AND user_id = %s AND status = %s)",
-        [project.pk, user.pk, project.pk, user.pk, Assignment.Status.SKIPPED],
-    )
-    return {"mine": {"labels": labels, "skips": skips}, **project_item_totals(project=project)}
-
+    counts = labelling_counts(project_ids=[project.pk], user=user).get((project.pk, user.pk), Counter())
+    return {"mine": {"labels": counts["labels"], "skips": counts["skips"]}, **project_item_totals(project=project)}
 
 
 def task_curation_status(*, task: Task) -> dict:

@@ -60,3 +60,43 @@ def test_projects_progress_for_with_bounded_queries(owner, alice, bob, django_as
     # Plain projects (without projects_for's annotations) are read through it: one query more.
     assert projects_progress_for(user=owner, projects=projects)[projects[0].pk] == row
     assert projects_progress_for(user=owner, projects=[]) == {}
+
+
+def test_one_count_serves_the_project_list_the_project_page_and_the_workspace(owner, alice, bob):
+    """``labelling_counts`` is the one count of a user's labels, skips and live claims: checked
+    against the rows themselves, over two projects, with an expired claim that no longer counts."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Assignment, Label
+    from annotation.selectors.progress import labelling_counts, own_progress, projects_progress_for
+
+    first = agreement_project(owner, [alice, bob], name="first", labels=["correct"] * 4, overlap=2)
+    second = agreement_project(owner, [alice, bob], name="second", labels=["correct"] * 3, overlap=2)
+    for project in (first, second):
+        claim = claim_next_item(project=project, user=alice)
+        label_submit(item=claim.item, annotator=alice, value={"label": "correct"}, client_token=token())
+    assignment_skip(assignment=claim_next_item(project=first, user=alice), user=alice)
+    claim_next_item(project=first, user=bob)
+    expired = claim_next_item(project=second, user=bob)
+    Assignment.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+
+    counts = labelling_counts(project_ids=[first.pk, second.pk])
+    now = timezone.now()
+    for project in (first, second):
+        for user in (alice, bob):
+            claims = Assignment.objects.filter(project=project, user=user)
+            expected = (Label.objects.filter(project=project, annotator=user).count(),
+                        claims.filter(status="skipped").count(),
+                        claims.filter(status="active", expires_at__gt=now).count())
+            got = counts.get((project.pk, user.pk))
+            assert (got["labels"], got["skips"], got["active_claims"]) == expected
+    assert (counts[first.pk, alice.pk]["skips"], counts[first.pk, bob.pk]["active_claims"]) == (1, 1)
+    assert counts[second.pk, bob.pk]["active_claims"] == 0  # expired
+    assert set(labelling_counts(project_ids=[first.pk], user=alice)) == {(first.pk, alice.pk)}
+    assert own_progress(project=first, user=alice)["mine"] == {"labels": 1, "skips": 1}
+    assert own_progress(project=second, user=bob)["mine"] == {"labels": 0, "skips": 0}
+    assert {pk: row["mine"] for pk, row in projects_progress_for(user=alice, projects=projects_for(alice)).items()} == {
+        first.pk: 1, second.pk: 1}
+    assert labelling_counts(project_ids=[]) == {}
