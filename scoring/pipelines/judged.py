@@ -23,6 +23,7 @@ from benchmark.models import ChecklistItem, GoldReference, Nugget, RubricCriteri
 from scoring.models import Statement, Verdict
 
 from . import deepsynth, reportbench
+from .report_sources import SourceResolver, cited_passage
 from .deepscholar.citation_support import CITATIONS, QUERY_SOURCE, SUPPORT_LABELS, pair_questions
 from .deepscholar.documents import Document, ReportCitations, report_citations
 from .deepscholar.inputs import claim_windows, exemplar_text, query_text
@@ -91,7 +92,7 @@ class _ReportCache:
 
     report: object
     citations: ReportCitations | None = None
-    resolver: reportbench.SourceResolver | None = None
+    resolver: SourceResolver | None = None
     values: dict = field(default_factory=dict)
 
     def report_citations(self) -> ReportCitations:
@@ -99,9 +100,9 @@ class _ReportCache:
             self.citations = report_citations(self.report)
         return self.citations
 
-    def source_resolver(self) -> reportbench.SourceResolver:
+    def source_resolver(self) -> SourceResolver:
         if self.resolver is None:
-            self.resolver = reportbench.SourceResolver(self.report, fetch=False)
+            self.resolver = SourceResolver(self.report, fetch=False)
         return self.resolver
 
     def once(self, name: str, compute):
@@ -143,7 +144,7 @@ def _statement(verdict: Verdict, cache: _ReportCache, rows: dict) -> JudgedInput
             return JudgedInput(verdict.step, (*parts, Part("passage", "Cited source", "(no stored source text)")),
                                complete=False)
         parts.append(Part("passage", "Cited source" + ("s" if len(sources) > 1 else ""),
-                          reportbench.cited_passage(sources)))
+                          cited_passage(sources)))
     return JudgedInput(verdict.step, tuple(parts))
 
 

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from benchmark.models import BibEntry
-from scoring.pipelines.reportbench import SourceResolver
+from scoring.pipelines.report_sources import SourceResolver
 from scoring.sources import citation_count, fetched_entry, html_to_text, http_fetch
 from tests.factories import BibEntryFactory, ReportFactory, TaskFactory
 

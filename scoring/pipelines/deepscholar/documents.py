@@ -22,7 +22,7 @@ from scoring.metrics import normalize_title, normalize_url
 from scoring.models import Verdict
 from scoring.sources import citation_count
 
-from ..reportbench import SOURCE_NOT_AVAILABLE, SOURCE_TEXT_FIELDS, parsed_report
+from ..report_sources import SOURCE_NOT_AVAILABLE, SOURCE_TEXT_FIELDS, parsed_report
 from ..verdicts import upsert_verdicts, verdict_fields
 
 CLAIM_MIN_CHARS = 50  # shorter sentences (headings, fragments) make no claim, as in the released code

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from benchmark.models import ReviewStatus, SurveyCitation, TaskPrompt
 from benchmark.parsing import parse_report
 
-from ..reportbench import parsed_report
+from ..report_sources import parsed_report
 
 _SECTION_NUMBER = re.compile(r"^\s*(?:(?:chapter|section)\s+)?(?:\d+(?:\.\d+)*|[IVXLC]+|[A-Z])[.):]?\s+(?=\S)",
                              re.IGNORECASE)

@@ -23,7 +23,7 @@ from scoring.metrics import rams, rubric_score, structure_ratios, tams
 from scoring.models import Verdict
 
 from ..base import fingerprint
-from ..reportbench import parsed_report
+from ..report_sources import parsed_report
 from ..verdicts import reusable, stored_verdicts, upsert_verdicts, verdict_fields
 from .pairwise import PAIRWISE, PAIRWISE_KIND, SurveyPipeline
 from .scored_calls import SCORED_LABELS, ScoredCall, Target, ask_scored, finished_scores, slug, verdict_rows

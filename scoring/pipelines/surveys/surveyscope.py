@@ -13,7 +13,7 @@ from scoring.judges.base import Judge, JudgeCall
 from scoring.metrics import reference_prf
 
 from ..base import fingerprint, variant_option
-from ..reportbench import gold_references
+from ..report_sources import gold_references
 from ..verdicts import reusable, stored_verdicts
 from .pairwise import PAIRWISE, PAIRWISE_KIND, SurveyPipeline
 from .scored_calls import SCORED_LABELS, ScoredCall, Target, ask_scored, finished_scores, slug, verdict_rows

@@ -28,9 +28,9 @@ from scoring.judges import judge_for
 from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.models import EvaluationRun, LLMCall, Statement, Verdict
 from scoring.pipelines import PIPELINES
+from scoring.pipelines.report_sources import SourceResolver, parsed_report
 from scoring.pipelines.reportbench import (
-    CITED, CONSISTENCY, FACTUALITY, REFERENCE_KIND, REFERENCE_TITLES, REFERENCES, STEPS, UNCITED, SourceResolver,
-    parsed_report, reference_labels,
+    CITED, CONSISTENCY, FACTUALITY, REFERENCE_KIND, REFERENCE_TITLES, REFERENCES, STEPS, UNCITED, reference_labels,
 )
 from tests.factories import BibEntryFactory, GoldReferenceFactory, ReportFactory, TaskFactory
 from tests.scoring.services.fakes import judge_config
@@ -384,7 +384,7 @@ def test_the_upstream_reference_match_is_chosen_per_run(case):
 def test_a_stored_parse_that_cannot_be_read_is_parsed_again_with_a_warning(caplog):
     text = "# Title\n\nWidgets improve accuracy [1].\n\n## References\n\n[1] A Widget Paper. https://arxiv.org/abs/2101.00001\n"
     report = SimpleNamespace(pk=7, text=text, format="markdown", parsed={"schema_version": 999})
-    with caplog.at_level(logging.WARNING, logger="scoring.pipelines.reportbench"):
+    with caplog.at_level(logging.WARNING, logger="scoring.pipelines.report_sources"):
         parsed = parsed_report(report)
     assert parsed == parse_report(text, format="markdown")
     [record] = caplog.records
