@@ -127,7 +127,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 LOGIN_URL = "login"
 # Curators edit the admin pages of curation (the system alias table) by their role.
-AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "annotation.auth_backends.CuratorAdminBackend"]
+AUTHENTICATION_BACKENDS = ["core.authentication.ProfileModelBackend", "annotation.auth_backends.CuratorAdminBackend"]
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -245,7 +245,7 @@ CITATION_COUNT_LOOKUP = os.environ.get("CITATION_COUNT_LOOKUP", "")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "core.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [

@@ -28,6 +28,7 @@ from ..models import (
     ProjectMembership,
     ReportPair,
     Role,
+    TargetKind,
 )
 from ..selectors.projects import LABELLING_ROLES, project_role
 from ..selectors.targets import item_targets
@@ -103,20 +104,24 @@ class SubmissionResult:
 
 def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]:
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
-    with its project (``item.project``, one instance per project) and the annotator's
-    membership role in it as ``my_role``: one query. The project row is read, not locked."""
-    item, project, membership = (rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership))
+    with its project (``item.project``, one instance per project), the annotator's membership
+    role in it as ``my_role``, and a pairwise item's ``ReportPair`` as ``pair`` (else None):
+    one query. The project and pair rows are read, not locked (a pair never changes)."""
+    item, project, membership, pair = (
+        rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership, ReportPair))
     ids = sorted(set(item_ids))
     sql = (
-        f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')},"
+        f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}, {rawsql.joined_columns(ReportPair, 'rp')},"
         f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
         f" FROM {item} i JOIN {project} p ON p.id = i.project_id"
+        f" LEFT JOIN {pair} rp ON i.target_kind = %s AND rp.id = i.target_id"
         f" WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause(of='i')}"
     )
-    items = {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *ids])}
+    items = {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, TargetKind.REPORT_PAIR, *ids])}
     projects: dict[int, AnnotationProject] = {}
     for row in items.values():
         row.project = projects.setdefault(row.project_id, rawsql.joined_row(row, AnnotationProject, "p"))
+        row.pair = rawsql.joined_row(row, ReportPair, "rp") if row.rp__id is not None else None
     return items
 
 
@@ -186,8 +191,8 @@ class _Batch:
         # the decision the label may complete is written from it.
         proposals = [item for item in self.items.values() if item.target_kind in VERIFY_TARGETS]
         others = {pk: item for pk, item in self.items.items() if item.target_kind not in VERIFY_TARGETS}
-        targets = {pk: t for pk, t in (targets or {}).items()
-                   if pk in others and t is not None and t.pk == others[pk].target_id}
+        targets = {pk: item.pair for pk, item in others.items() if item.pair is not None} | {
+            pk: t for pk, t in (targets or {}).items() if pk in others and t is not None and t.pk == others[pk].target_id}
         missing = [item for pk, item in others.items() if pk not in targets]
         self.targets = {**(item_targets(missing) if missing else {}), **targets, **_proposables_locked(proposals)}
         tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]

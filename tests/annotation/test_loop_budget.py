@@ -21,14 +21,16 @@ from tests.annotation_factories import checklist_task, label_all, pairwise_proje
 
 ACCEPT = {"decision": "accept", "reason": "", "note": "", "edits": {}}
 # Counted as Django counts them in the test, whose transaction turns each of ours into a
-# savepoint (2 queries; on PostgreSQL in production a transaction adds none), with the DRF
-# permission's viewer check (1). Single item: the locked item with its project and the
-# user's role, its target (verify: under its row lock), its labels, its claims, the label,
-# the ended claim, (pairwise: the preference), (verify: the decision's UPDATE and the task's
-# curation check), the next candidate, its claim (slots counted again inside the INSERT),
-# one audit INSERT for all, one UPDATE of the item, the next item's target (docs/performance.md).
-# The target for one item, 12, is not reached yet; the batch target, 4, is.
-LABEL_AND_NEXT_MAX_QUERIES = {"verify": 16, "pairwise": 14}
+# savepoint (2 queries; on PostgreSQL in production a transaction adds none). The user's global
+# role comes with the user (``core.authentication``), so the API's viewer check costs none.
+# Single item: the locked item with its project, the user's role and a pairwise item's pair,
+# (verify: its target under its row lock), its labels and claims, the label, the ended claim,
+# (pairwise: the preference), (verify: the decision's UPDATE and the task's curation check), the
+# next candidate, its claim (slots counted again inside the INSERT), one audit INSERT for all,
+# one UPDATE of the item, the next item's target (docs/performance.md). Pairwise meets the
+# issue's 12; verify, whose label also applies the agreed decision to the benchmark row, makes
+# 12 statements besides the savepoint pair, 14 as counted here.
+LABEL_AND_NEXT_MAX_QUERIES = {"verify": 14, "pairwise": 12}
 BATCH_OF_10_MAX_QUERIES_PER_ITEM = {"verify": 4, "pairwise": 4}
 
 
@@ -58,13 +60,14 @@ def test_label_and_next_in_one_request_stays_within_the_budget(owner, alice, bob
     project, value = PROJECTS[kind](owner, alice, bob, 6)
     client = _client(alice)
     answer = client.post(f"/api/projects/{project.pk}/next/").json()
-    for _ in range(3):
+    for loop in range(4):  # the first warms the process's caches (content types), as a server's are
         item = answer["assignment"]["item"]
         with CaptureQueriesContext(connection) as queries:
             response = client.post("/api/labels/", {"item": item, "value": value, "client_token": str(uuid.uuid4()),
                                                     "next": True}, format="json")
         assert response.status_code == 201, response.content
-        assert len(queries) <= LABEL_AND_NEXT_MAX_QUERIES[kind], "\n".join(q["sql"][:120] for q in queries)
+        assert loop == 0 or len(queries) <= LABEL_AND_NEXT_MAX_QUERIES[kind], (
+            "\n".join(q["sql"][:120] for q in queries))
         answer = response.json()["next"]
         assert response.json()["label"]["item"] == item
         done = AnnotationItem.objects.get(pk=item)
@@ -73,7 +76,7 @@ def test_label_and_next_in_one_request_stays_within_the_budget(owner, alice, bob
         assert answer["item"]["revealed"] is (not project.blind)
         if project.blind:  # nothing hidden rides along with the next item
             assert answer["item"]["other_labels"] is None and answer["item"]["judge"] is None
-    assert AuditLog.objects.filter(action="label.submit", actor=alice).count() == 3
+    assert AuditLog.objects.filter(action="label.submit", actor=alice).count() == 4
 
 
 @pytest.mark.parametrize("kind", list(PROJECTS))
