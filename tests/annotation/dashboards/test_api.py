@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from annotation.dashboards import agreement, human
 from annotation.dashboards import selectors as s
 from tests.annotation_factories import annotator
-from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences
 
 pytestmark = pytest.mark.django_db
 
@@ -144,7 +144,7 @@ def test_new_endpoints_on_empty_database(api, name):
 def test_papers_figures_equal_selectors(api):
     from annotation.dashboards import figures
     from tests.annotation_factories import JudgeConfigFactory
-    from tests.dashboards.builders import deepscholar_run, reportbench_run, surveylens_run
+    from tests.annotation.dashboards.builders import deepscholar_run, reportbench_run, surveylens_run
 
     judge_a, judge_b = JudgeConfigFactory(name="A"), JudgeConfigFactory(name="B")
     run, systems, tasks = reportbench_run(n_tasks=3, judge=judge_a)
@@ -170,7 +170,7 @@ def test_papers_figures_equal_selectors(api):
     ("judge-sensitivity", {"judge_a": "z"}, "judge_a: 'z' is not an id"),
 ])
 def test_bad_parameters_answer_400_with_the_reason(api, name, params, message):
-    from tests.dashboards.builders import surveylens_run
+    from tests.annotation.dashboards.builders import surveylens_run
 
     surveylens_run(tasks_per_discipline=1)
     response = api.get(reverse(f"api:dashboard-{name}"), params)
@@ -194,7 +194,7 @@ def test_look_next_for_curators_only():
 
 def test_run_progress_equals_selector(api):
     from annotation.dashboards import progress
-    from tests.dashboards.test_history_and_progress import _running_run
+    from tests.annotation.dashboards.test_history_and_progress import _running_run
 
     _running_run("live")
     body = get(api, "run-progress")

@@ -11,7 +11,7 @@ from annotation.models import AnnotatorProfile, PairwisePreference
 from benchmark.importers.catalogue import run_import
 from benchmark.models import Report, System, Task
 
-from . import assert_rejected, model_counts
+from tests.benchmark.importers import assert_rejected, model_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from scoring import metrics as m
 from scoring.models import EvaluationRun, RunJob, Verdict
 from scoring.selectors import run_progress
 from tests.annotation_factories import JudgeConfigFactory
-from tests.dashboards.builders import agreement_setup
+from tests.annotation.dashboards.builders import agreement_setup
 from tests.factories import ReportFactory
 
 pytestmark = pytest.mark.django_db

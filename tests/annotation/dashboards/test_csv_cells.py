@@ -7,7 +7,7 @@ import pytest
 from django.urls import URLPattern, get_resolver, reverse
 
 from benchmark.models import Protocol
-from tests.dashboards.builders import agreement_setup, deepscholar_run, deepsynth_run, preferences, reportbench_run
+from tests.annotation.dashboards.builders import agreement_setup, deepscholar_run, deepsynth_run, preferences, reportbench_run
 from tests.factories import SystemFactory
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotation.models import GoldLabel, Label, PairwisePreference
 from scoring import metrics as m
 from scoring.models import ScoreCard, Verdict
-from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences
 from tests.support.stats import bt_map
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ from benchmark.models import GoldReference
 from scoring import metrics as m
 from scoring.models import ScoreCard, Verdict
 from tests.annotation_factories import JudgeConfigFactory, VerdictFactory
-from tests.dashboards.builders import deepscholar_run, reportbench_run, surveylens_run
+from tests.annotation.dashboards.builders import deepscholar_run, reportbench_run, surveylens_run
 from tests.factories import BibEntryFactory, ReportFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -288,7 +288,7 @@ NEW_PAGES = ("chart_recall_quartiles", "chart_coverage_window", "chart_heatmap",
 
 
 def _populate_all(scale: int, tag: str):
-    from tests.dashboards.test_history_and_progress import _running_run
+    from tests.annotation.dashboards.test_history_and_progress import _running_run
 
     judge_a, judge_b = JudgeConfigFactory(name=f"A {tag}"), JudgeConfigFactory(name=f"B {tag}")
     _, systems, tasks = reportbench_run(n_tasks=2 * scale, judge=judge_a, name=f"rb {tag}")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -55,7 +55,7 @@ def test_curator_reads_leaderboard_agreement_and_chart(page, live_server, login,
 def test_curator_reads_heatmap_then_sends_flagged_items_to_people(page, live_server, login, screenshot):
     from annotation.models import AnnotationItem, AnnotationProject
     from tests.annotation_factories import JudgeConfigFactory, VerdictFactory, curator
-    from tests.dashboards.builders import surveylens_run
+    from tests.annotation.dashboards.builders import surveylens_run
     from tests.factories import ReportFactory, TaskFactory
 
     surveylens_run(tasks_per_discipline=2, disciplines=("Biology", "Environmental Science", "Physics", "Medicine"))
