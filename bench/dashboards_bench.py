@@ -18,7 +18,7 @@ def _client():
 
     from scoring.models import EvaluationRun
     from tests.annotation_factories import curator
-    from tests.dashboards.builders import SYSTEM_NAMES, agreement_setup, deepsynth_run, preferences
+    from tests.annotation.dashboards.builders import SYSTEM_NAMES, agreement_setup, deepsynth_run, preferences
     from tests.factories import SystemFactory
 
     if not EvaluationRun.objects.filter(name="bench run").exists():  # the bench database persists
@@ -53,7 +53,7 @@ def _figures_client():
 
     from scoring.models import EvaluationRun
     from tests.annotation_factories import JudgeConfigFactory, VerdictFactory
-    from tests.dashboards.builders import SYSTEM_NAMES, deepscholar_run, reportbench_run, surveylens_run
+    from tests.annotation.dashboards.builders import SYSTEM_NAMES, deepscholar_run, reportbench_run, surveylens_run
     from tests.factories import ReportFactory, SystemFactory
 
     client = _client()

@@ -269,7 +269,7 @@ def _pairwise(*, curator, annotators: list, tasks: list, texts: list[str]) -> No
 
 def _dashboards(spec: SeedSpec) -> None:
     """The rows the dashboards read, as ``bench/dashboards_bench.py`` builds them."""
-    from tests.dashboards.builders import SYSTEM_NAMES, agreement_setup, deepsynth_run, preferences
+    from tests.annotation.dashboards.builders import SYSTEM_NAMES, agreement_setup, deepsynth_run, preferences
     from tests.factories import SystemFactory
 
     systems = [SystemFactory(name=name) for name in SYSTEM_NAMES]
