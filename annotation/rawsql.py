@@ -35,9 +35,14 @@ def by_pk(model: type[Model], pk, *, lock: str = ""):
 
 def scalar_row(sql: str, params: list) -> tuple:
     """The one row of an aggregate ``sql`` (counts, say), as a tuple."""
+    return value_rows(sql, params)[0]
+
+
+def value_rows(sql: str, params: list) -> list[tuple]:
+    """Every row of ``sql`` as a tuple (grouped counts, say)."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchone()
+        return cursor.fetchall()
 
 
 def joined_columns(model: type[Model], alias: str) -> str:
@@ -89,10 +94,3 @@ def union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:
         start = 1 + sum(widths[:part])
         out[part].append(_instance(parts[part][0], row[start:start + widths[part]]))
     return out
-
-
-def value_rows(sql: str, params: list) -> list[tuple]:
-    """Every row of ``sql`` as a tuple (grouped counts, say)."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
