@@ -56,6 +56,20 @@ def job_kinds() -> list[JobKind]:
     return list(_KINDS.values())
 
 
+def job_enqueue_on_commit(task, job_id: int, *, unsent: Callable[[str], None]) -> None:
+    """Send the job's message once the transaction that stored the job commits. When the broker
+    cannot take it, the job is committed but will never run: ``unsent`` records why (the reason
+    as text) on the job instead of it waiting silently."""
+    def enqueue() -> None:
+        try:
+            task.delay(job_id)
+        except Exception as exc:
+            logger.exception("could not enqueue %s for job %s", task.name, job_id)
+            unsent(f"could not reach the task queue: {exc}")
+
+    transaction.on_commit(enqueue)
+
+
 def job_claim(model: type[Job], job_id: int, *conditions, worker: str = "", **fields) -> bool:
     """Queued → running, atomically, recording ``worker``; False when the job is not queued (or
     ``conditions`` do not hold). ``fields``: more columns the kind sets when a job starts."""

@@ -37,7 +37,7 @@ from benchmark.models import TaskSet
 from benchmark.services.bundles import GENERATOR, Bundle, taskset_bundle_write, taskset_formats_for
 from benchmark.services.tasksets import TaskSetError
 from core.accounts import is_global_curator
-from core.jobs import job_claim, job_release
+from core.jobs import job_claim, job_enqueue_on_commit, job_release
 from core.converters import MAX_ID
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
@@ -124,21 +124,14 @@ def export_request(*, user, kind: str, parameters: dict) -> ExportJob:
         raise ValueError("parameters: expected an object")
     clean, filename = REQUESTS[kind](user=user, parameters=parameters)
     job = ExportJob.objects.create(kind=kind, parameters=clean, requested_by=user, filename=filename)
-    job_id = job.pk
+    from ..tasks import run_export  # the task module imports this one
 
-    def enqueue() -> None:
-        from ..tasks import run_export
+    def unsent(reason: str) -> None:
+        now = timezone.now()
+        ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.QUEUED).update(
+            status=ExportJob.Status.FAILED, error=reason, finished_at=now, updated_at=now)
 
-        try:
-            run_export.delay(job_id)
-        except Exception as exc:  # the job is committed: record why it will never run instead of failing silently
-            logger.exception("could not enqueue export job %s", job_id)
-            ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.QUEUED).update(
-                status=ExportJob.Status.FAILED, error=f"could not reach the task queue: {exc}",
-                finished_at=timezone.now(), updated_at=timezone.now(),
-            )
-
-    transaction.on_commit(enqueue)
+    job_enqueue_on_commit(run_export, job.pk, unsent=unsent)
     return job
 
 

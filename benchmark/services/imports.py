@@ -15,11 +15,11 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from core.accounts import is_global_curator
-from core.jobs import job_claim, job_release
+from core.jobs import job_claim, job_enqueue_on_commit, job_release
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, Importer, run_import
@@ -54,19 +54,13 @@ def import_request(*, user, format_name: str, upload) -> ImportJob:
         for chunk in upload.chunks():
             out.write(chunk)
     job = ImportJob.objects.create(format=format_name, original_name=name, upload_dir=folder, requested_by=user)
-    job_id = job.pk
+    from ..tasks import run_import_job  # the task module imports this one
 
-    def enqueue() -> None:
-        from benchmark.tasks import run_import_job
+    def unsent(reason: str) -> None:
+        _end(job.pk, status=ImportJob.Status.FAILED,
+             errors=[{"file": "", "line": None, "field": "", "message": reason}])
 
-        try:
-            run_import_job.delay(job_id)
-        except Exception as exc:  # the job is committed: record why it will never run instead of failing silently
-            logger.exception("could not enqueue import job %s", job_id)
-            _end(job_id, status=ImportJob.Status.FAILED,
-                 errors=[{"file": "", "line": None, "field": "", "message": f"could not reach the task queue: {exc}"}])
-
-    transaction.on_commit(enqueue)
+    job_enqueue_on_commit(run_import_job, job.pk, unsent=unsent)
     return job
 
 

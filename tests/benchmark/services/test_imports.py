@@ -114,3 +114,16 @@ def test_a_zip_of_report_folders_reads_each_system_folder_as_a_system(
     assert job.status == "done", job.errors
     assert set(Report.objects.values_list("system__name", flat=True)) == systems
     assert Report.objects.count() == len(layout)
+
+
+def test_the_broker_being_down_is_recorded_on_the_job(owner, monkeypatch, django_capture_on_commit_callbacks):
+    def down(job_id):
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr("benchmark.tasks.run_import_job.delay", down)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = import_request(user=owner, format_name="native", upload=_upload("tasks.jsonl", b"{}\n"))
+    job.refresh_from_db()
+    assert job.status == "failed" and job.upload_dir == ""
+    assert job.errors == [
+        {"file": "", "line": None, "field": "", "message": "could not reach the task queue: connection refused"}]
