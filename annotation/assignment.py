@@ -13,12 +13,20 @@ expires on its own.
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from .models import AnnotationItem, AnnotationProject, Assignment, Label
+from .models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label
 from .rawsql import rows, table
+from .selectors.targets import joined_target, target_join
 from .services.audit import audit_record
 from .services.claims import claims_create
 from .services.errors import AnnotationError, ProjectNotOpenError
-from .services.labels import Submission, SubmissionResult, label_submit_many, require_labeller, submissions_open
+from .services.labels import (
+    Submission,
+    SubmissionResult,
+    label_submit_many,
+    require_labeller,
+    retry_locked,
+    submissions_open,
+)
 from .services.locking import item_lock, lock_clause
 
 MAX_CLAIMS = 50  # items one request may claim (``?count=``); documented in docs/performance.md
@@ -32,10 +40,13 @@ def _claimable(
     database walks instead of sorting the open items."""
     item, assignment, label = table(AnnotationItem), table(Assignment), table(Label)
     passed = f"AND i.id NOT IN ({', '.join(['%s'] * len(passed_over))})" if passed_over else ""
+    # A verify item's benchmark row comes along for the page or answer that shows the item.
+    joined = [kind for kind in project.item_kinds or () if kind in VERIFY_TARGETS]
+    target_columns, target_joins, target_params = target_join(joined)
     sql = f"""
         SELECT i.*, EXISTS (SELECT 1 FROM {assignment} x WHERE x.item_id = i.id AND x.status = %s
-                            AND x.expires_at <= %s) AS stale
-        FROM {item} i
+                            AND x.expires_at <= %s) AS stale{target_columns}
+        FROM {item} i{target_joins}
         WHERE i.project_id = %s AND i.status = %s
           AND (SELECT COUNT(*) FROM {assignment} a WHERE a.item_id = i.id AND a.status = %s AND a.expires_at > %s)
               < i.labels_needed - i.labels_done
@@ -46,10 +57,14 @@ def _claimable(
         LIMIT %s {lock_clause(of="i", skip_locked=True)}"""
     at = connection.ops.adapt_datetimefield_value(now)
     params = [
-        Assignment.Status.ACTIVE, at, project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, at,
+        Assignment.Status.ACTIVE, at, *target_params, project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, at,
         user.pk, user.pk, Assignment.Status.SKIPPED, *passed_over, limit,
     ]
-    return rows(AnnotationItem, sql, params)
+    found = rows(AnnotationItem, sql, params)
+    for row in found:
+        if row.target_kind in joined:
+            row.target_row = joined_target(row)
+    return found
 
 
 def _held_claims(*, project: AnnotationProject, user) -> list[Assignment]:
@@ -135,26 +150,29 @@ def label_submit_and_claim(
     Returns the result (its ``error`` unraised: the caller decides) and the claims, oldest
     first (none when nothing is left)."""
     targets = {submission.item_id: target} if target is not None else None
-    try:
+
+    def run(lock_targets: bool) -> tuple[SubmissionResult, list[Assignment]]:
         with transaction.atomic():
             batch = submissions_open(annotator=annotator, submissions=[submission], project=project, role=role,
-                                     targets=targets, with_held=True)
+                                     targets=targets, with_held=True, lock_targets=lock_targets)
             (result,) = batch.answer_all()
             if result.error is not None:
                 return result, []
-            project = result.label.project
             claims: list[Assignment] = []
 
             def claim_next(audit: list[dict]) -> None:
                 try:
-                    require_labeller(project=project, user=annotator, role=result.role)
+                    require_labeller(project=result.label.project, user=annotator, role=result.role)
                 except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
                     return
-                claims.extend(_claim_more(project=project, user=annotator, count=count,
-                                          held=batch.held_claims(project), audit=audit))
+                claims.extend(_claim_more(project=result.label.project, user=annotator, count=count,
+                                          held=batch.held_claims(result.label.project), audit=audit))
 
             batch.write(then=claim_next)
             return result, claims
+
+    try:
+        return retry_locked(run)
     except IntegrityError:
         # A form's token raced in for another item (see ``label_submit_many``): each step alone.
         (result,) = label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)

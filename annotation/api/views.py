@@ -290,10 +290,10 @@ def claims_answer(request, project: AnnotationProject, role: str, *, count: int 
     """Claim the user's next ``count`` items (or return those held): ``{"assignment", "item"}``
     each, the item as ``item_context_for`` shows it (blind mode)."""
     claims = claim_next_items(project=project, user=request.user, role=role, count=count)
-    targets = item_targets([claim.item for claim in claims], with_text=True)
+    targets = item_targets([claim.item for claim in claims if not hasattr(claim.item, "target_row")], with_text=True)
     return [
         {"assignment": claim, "item": item_context_for(item=claim.item, user=request.user, role=role, claim=claim,
-                                                       project=project, target=targets[claim.item.pk])}
+                                                       project=project, target=targets.get(claim.item.pk))}
         for claim in claims
     ]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Case, OuterRef, QuerySet, Subquery, When
 
-from benchmark.models import GoldReference, ReviewStatus, TaskPrompt
+from benchmark.models import BibEntry, GoldReference, ReviewStatus, TaskPrompt
 from benchmark.services.history import snapshot
 from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
@@ -54,6 +54,46 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
         for item in group:
             out[item.pk] = found.get(item.target_id)
     return out
+
+
+def _join_alias(kind: str) -> str:
+    return f"t_{kind}"
+
+
+def target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
+    """What reads the target rows of items of ``kinds`` in the items' own query: the select
+    list to add, the ``LEFT JOIN`` clauses (after the FROM's tables) and their params. Only
+    kinds whose row is all the workspace shows of it: the verify kinds (a gold reference with
+    its bib entry) and a bare ``ReportPair`` (its reports are not joined). ``joined_target``
+    reads the row back."""
+    selects, joins, params = [], [], []
+    for kind in sorted(set(kinds)):
+        model = ReportPair if kind == TargetKind.REPORT_PAIR else VERIFY_TARGETS[kind][0]
+        alias = _join_alias(kind)
+        selects.append(rawsql.joined_columns(model, alias))
+        joins.append(f" LEFT JOIN {rawsql.table(model)} {alias} ON {item}.target_kind = %s"
+                     f" AND {alias}.id = {item}.target_id")
+        params.append(kind)
+        if model is GoldReference:  # what its ``str()`` reads
+            selects.append(rawsql.joined_columns(BibEntry, f"{alias}_bib"))
+            joins.append(f" LEFT JOIN {rawsql.table(BibEntry)} {alias}_bib ON {alias}_bib.id = {alias}.bib_entry_id")
+    return "".join(f", {s}" for s in selects), "".join(joins), params
+
+
+def joined_target(row: AnnotationItem) -> Any:
+    """The target row that ``target_join`` read along with the item ``row`` (None: deleted)."""
+    kind = row.target_kind
+    model = ReportPair if kind == TargetKind.REPORT_PAIR else VERIFY_TARGETS[kind][0]
+    alias = _join_alias(kind)
+    if getattr(row, f"{alias}__id") is None:
+        return None
+    target = rawsql.joined_row(row, model, alias)
+    if model is GoldReference:
+        target.bib_entry = rawsql.joined_row(row, BibEntry, f"{alias}_bib")
+    return target
+
+
+JOINABLE_KINDS = frozenset([*VERIFY_TARGETS, TargetKind.REPORT_PAIR])
 
 
 def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:

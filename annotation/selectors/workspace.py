@@ -116,8 +116,12 @@ def item_context_for(
     unexpired claim on the item that ``claim_next_item`` just returned (then ``item`` is that
     claim's item, read in its transaction, and ``project`` the item's project read in this
     request: neither is read again); else the item is read afresh. ``target``: the item's
-    target row when the caller read it in this request (``item_targets``, for a batch).
+    target row when the caller read it in this request (``item_targets``, for a batch); else
+    the row read along with the item (``item.target_row``: ``claim_next_items`` joins a verify
+    item's), else it is read here.
     """
+    if target is None:
+        target = getattr(item, "target_row", None)
     if claim is not None and project is not None and claim.item_id == item.pk and item.project_id == project.pk:
         item.project = project
     else:

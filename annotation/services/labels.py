@@ -15,6 +15,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from benchmark.services.history import ProposableMovedError
 from core.accounts import is_global_curator
 
 from .. import rawsql
@@ -28,10 +29,9 @@ from ..models import (
     ProjectMembership,
     ReportPair,
     Role,
-    TargetKind,
 )
 from ..selectors.projects import LABELLING_ROLES, project_role
-from ..selectors.targets import item_targets
+from ..selectors.targets import JOINABLE_KINDS, item_targets, joined_target, target_join
 from .audit import audit_records, audit_rows_for
 from .claims import active_claims_where
 from .errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError
@@ -105,23 +105,24 @@ class SubmissionResult:
 def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]:
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
     with its project (``item.project``, one instance per project), the annotator's membership
-    role in it as ``my_role``, and a pairwise item's ``ReportPair`` as ``pair`` (else None):
-    one query. The project and pair rows are read, not locked (a pair never changes)."""
-    item, project, membership, pair = (
-        rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership, ReportPair))
+    role in it as ``my_role``, and its target row as ``target_row`` when ``target_join`` reads
+    its kind (a verify item's benchmark row, a pairwise item's ``ReportPair``): one query. The
+    project and target rows are read, not locked (see ``_Batch``)."""
+    item, project, membership = (rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership))
     ids = sorted(set(item_ids))
+    target_columns, target_joins, target_params = target_join(JOINABLE_KINDS)
     sql = (
-        f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}, {rawsql.joined_columns(ReportPair, 'rp')},"
+        f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}{target_columns},"
         f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
-        f" FROM {item} i JOIN {project} p ON p.id = i.project_id"
-        f" LEFT JOIN {pair} rp ON i.target_kind = %s AND rp.id = i.target_id"
+        f" FROM {item} i JOIN {project} p ON p.id = i.project_id{target_joins}"
         f" WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause(of='i')}"
     )
-    items = {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, TargetKind.REPORT_PAIR, *ids])}
+    items = {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *target_params, *ids])}
     projects: dict[int, AnnotationProject] = {}
     for row in items.values():
         row.project = projects.setdefault(row.project_id, rawsql.joined_row(row, AnnotationProject, "p"))
-        row.pair = rawsql.joined_row(row, ReportPair, "rp") if row.rp__id is not None else None
+        if row.target_kind in JOINABLE_KINDS:
+            row.target_row = joined_target(row)
     return items
 
 
@@ -145,8 +146,8 @@ def _labels_and_claims_read(
 
 
 def _proposables_locked(items: list[AnnotationItem]) -> dict[int, Any]:
-    """item id → its benchmark row (verify items), read under its row lock (in id order) for the
-    decision the label may apply: one query per kind."""
+    """item id → its benchmark row (verify items), read again under its row lock (in id order):
+    one query per kind."""
     by_kind: dict[str, list[AnnotationItem]] = {}
     for item in items:
         by_kind.setdefault(item.target_kind, []).append(item)
@@ -169,7 +170,8 @@ class _Batch:
     """The state of one ``label_submit_many`` transaction: the locked items, their projects,
     roles, targets, labels and claims, and the answers accepted so far."""
 
-    def __init__(self, *, annotator, submissions, project, role, targets, with_held: bool = False) -> None:
+    def __init__(self, *, annotator, submissions, project, role, targets, with_held: bool = False,
+                 lock_targets: bool = False) -> None:
         self.annotator, self.now = annotator, timezone.now()
         self.tokens = {}
         for index, submission in enumerate(submissions):
@@ -187,14 +189,17 @@ class _Batch:
             self.roles[pid] = role if role is not None and project is not None and pid == project.pk else mine
             if self.roles[pid] is None and is_global_curator(annotator):
                 self.roles[pid] = Role.CURATOR
-        # A verify item's benchmark row is read again under its lock, whoever read it before:
-        # the decision the label may complete is written from it.
+        # The targets came with the items, read but not locked: a verify decision is written only
+        # while its benchmark row is at the version read (``proposable_edits_save``); when one moved,
+        # the batch runs again with the rows read under their locks (``lock_targets``).
+        self.targets_locked = lock_targets
+        joined = {pk: item.target_row for pk, item in self.items.items() if hasattr(item, "target_row")}
+        given = {pk: t for pk, t in (targets or {}).items()
+                 if pk in self.items and pk not in joined and t is not None and t.pk == self.items[pk].target_id}
+        missing = [item for pk, item in self.items.items() if pk not in joined and pk not in given]
         proposals = [item for item in self.items.values() if item.target_kind in VERIFY_TARGETS]
-        others = {pk: item for pk, item in self.items.items() if item.target_kind not in VERIFY_TARGETS}
-        targets = {pk: item.pair for pk, item in others.items() if item.pair is not None} | {
-            pk: t for pk, t in (targets or {}).items() if pk in others and t is not None and t.pk == others[pk].target_id}
-        missing = [item for pk, item in others.items() if pk not in targets]
-        self.targets = {**(item_targets(missing) if missing else {}), **targets, **_proposables_locked(proposals)}
+        self.targets = {**joined, **given, **(item_targets(missing) if missing else {}),
+                        **(_proposables_locked(proposals) if lock_targets else {})}
         tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]
         # ``with_held``: the annotator's other active claims in these projects come along, for the
         # claim that follows in the same transaction (``label_submit_and_claim``).
@@ -298,8 +303,13 @@ class _Batch:
                 item.labels_done += 1  # under the item's lock: this copy is the row as it is
                 if item.labels_done >= item.labels_needed:
                     labels = [earlier for earlier in self.labels if earlier.item_id == item.pk] + [label]
-                    item_complete(item=item, actor=self.annotator, target=self.targets.get(item.pk), labels=labels,
-                                  edits=edits)
+                    target = self.targets.get(item.pk)
+                    if (not self.targets_locked and item.target_kind in VERIFY_TARGETS and target is not None
+                            and target.version != item.target_version):
+                        # Maybe a conflict, maybe a row read before a change that committed while
+                        # the item's lock was awaited: only the row read under its lock tells.
+                        raise ProposableMovedError(f"item {item.pk}: its benchmark row moved")
+                    item_complete(item=item, actor=self.annotator, target=target, labels=labels, edits=edits)
         if then is not None:
             then(rows)
         if edits:
@@ -312,21 +322,36 @@ class _Batch:
 
 
 def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None, targets=None,
-                     with_held: bool = False) -> _Batch:
+                     with_held: bool = False, lock_targets: bool = False) -> _Batch:
     """Lock and read what ``submissions`` need (call inside a transaction); the caller then
     calls ``answer_all`` and ``write`` on it. For a service that does more in the same
-    transaction (``label_submit_and_claim``); others call ``label_submit_many``."""
+    transaction (``label_submit_and_claim``); others call ``label_submit_many``.
+    ``lock_targets``: read the verify items' benchmark rows under their locks (see
+    ``retry_locked``)."""
     return _Batch(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets,
-                  with_held=with_held)
+                  with_held=with_held, lock_targets=lock_targets)
+
+
+def retry_locked(run: Callable[[bool], Any]) -> Any:
+    """``run(lock_targets)``, a transaction around ``submissions_open``: first with the benchmark
+    rows as read with the items, once more with them read under their locks when a decision
+    found its row moved (its transaction rolled back)."""
+    try:
+        return run(False)
+    except ProposableMovedError:
+        return run(True)
 
 
 def _submit_many(*, annotator, submissions, project, role, targets) -> list[SubmissionResult]:
-    with transaction.atomic():
-        batch = submissions_open(annotator=annotator, submissions=submissions, project=project, role=role,
-                                 targets=targets)
-        results = batch.answer_all()
-        batch.write()
-    return results
+    def run(lock_targets: bool) -> list[SubmissionResult]:
+        with transaction.atomic():
+            batch = submissions_open(annotator=annotator, submissions=submissions, project=project, role=role,
+                                     targets=targets, lock_targets=lock_targets)
+            results = batch.answer_all()
+            batch.write()
+        return results
+
+    return retry_locked(run)
 
 
 def label_submit_many(
@@ -348,9 +373,8 @@ def label_submit_many(
     ``ClaimLostError``.
 
     ``project`` and ``role``: the items' project and the annotator's role in it, when the caller
-    read them in this request; ``targets``: item id → target row read in this request (a
-    verify decision is still applied against the version the reviewers saw: ``proposable_update``
-    re-reads the row under its lock).
+    read them in this request; ``targets``: item id → target row read in this request, for
+    the kinds the items' own query does not join (``target_join``: verdicts).
     """
     if not submissions:
         return []

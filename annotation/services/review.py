@@ -59,8 +59,9 @@ def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str,
 
 
 def review_check(*, target, value: dict, actor, note: str, expected_version: int) -> ProposableEdit:
-    """A verify decision checked against the item's benchmark row (read under its lock in the
-    caller's transaction) and applied to it in memory, for the caller to write with others
+    """A verify decision checked against the item's benchmark row (read in the caller's
+    transaction, under its lock or not: ``proposable_edits_save`` writes it only while it is
+    as read) and applied to it in memory, for the caller to write with others
     (``proposable_edits_save``); ``ReviewConflictError`` (the row untouched) as ``review_apply``."""
     decision = value["decision"]
     try:
@@ -98,7 +99,7 @@ def item_complete(
     ``COMPLETED_ITEM_FIELDS``). ``target``: the item's target row when the caller read it under
     the same lock; ``labels``: the item's labels in order, when the caller read them under it.
     ``edits``: a list for an agreed verify decision, checked and applied in memory to ``target``
-    (which the caller then read under its row lock), for the caller to write with others
+    (read by the caller, see ``review_check``), for the caller to write with others
     (``review_edits_save``); else it is written here (``review_apply``)."""
     project = item.project
     if labels is None:

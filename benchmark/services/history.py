@@ -1,9 +1,11 @@
 """Changes to curated items, each with its audit row (``core.audit``) in the same transaction."""
 
+import operator
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
+from functools import reduce
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -27,6 +29,11 @@ class StaleEditError(Exception):
         )
         self.expected = expected
         self.actual = actual
+
+
+class ProposableMovedError(Exception):
+    """A row read without its lock changed before the edit made from it was written: the caller
+    rolls its transaction back and reads the row again under its lock."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -66,12 +73,14 @@ def _tied_fields(obj: models.Model, changed: set[str]) -> set[str]:
 
 @dataclass
 class ProposableEdit:
-    """A change checked and applied in memory to a row read under its lock (``proposable_edit``),
-    for ``proposable_edits_save`` to write: ``fields`` to update and the ``audit`` row."""
+    """A change checked and applied in memory to a row (``proposable_edit``), for
+    ``proposable_edits_save`` to write: ``fields`` to update, the ``audit`` row, and the
+    ``read_version`` the row had when read."""
 
     row: Proposable
     fields: list[str]
     audit: dict
+    read_version: int
 
 
 def proposable_edit(
@@ -84,10 +93,10 @@ def proposable_edit(
     action: str = "edit",
     note: str = "",
 ) -> ProposableEdit:
-    """Check ``changes`` against ``current`` (read under its row lock, in the caller's
-    transaction) and apply them in memory, version and all. Raises ``ValueError`` (unknown
-    field), ``StaleEditError`` or ``ValidationError`` before anything is written, leaving
-    ``current`` as it was."""
+    """Check ``changes`` against ``current`` (read in the caller's transaction, under its row
+    lock or not: see ``proposable_edits_save``) and apply them in memory, version and all.
+    Raises ``ValueError`` (unknown field), ``StaleEditError`` or ``ValidationError`` before
+    anything is written, leaving ``current`` as it was."""
     unknown = set(changes) - set(current.tracked_fields)
     if unknown:
         raise ValueError(f"{type(current).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
@@ -106,6 +115,7 @@ def proposable_edit(
         for name, value in kept.items():
             setattr(current, name, value)
         raise
+    read_version = current.version
     current.version += 1
     fields = [*changes, "version"]
     if hasattr(current, "updated_at"):  # set here: a bulk UPDATE does not run auto_now
@@ -113,19 +123,28 @@ def proposable_edit(
         fields.append("updated_at")
     audit = dict(target=current, action=action, actor=actor, actor_label=actor_label, before=before,
                  after=snapshot(current), note=note)
-    return ProposableEdit(row=current, fields=fields, audit=audit)
+    return ProposableEdit(row=current, fields=fields, audit=audit, read_version=read_version)
 
 
 def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict] = ()) -> list[AuditLog]:
-    """Write checked edits (inside the transaction that locked their rows): one UPDATE per model
-    and one INSERT for their audit rows together with ``audit_rows`` (more rows of the same
-    transaction, ``audit_log_rows`` dicts). Each edited row's ``latest_revision`` is its audit
-    row; returns the audit rows of ``audit_rows``."""
+    """Write checked edits: one UPDATE per model and one INSERT for their audit rows together
+    with ``audit_rows`` (more rows of the same transaction, ``audit_log_rows`` dicts). Each
+    edited row's ``latest_revision`` is its audit row; returns the audit rows of ``audit_rows``.
+
+    A row is written only while it is at the version its edit was made from: a caller that
+    read the rows without their locks (``annotation``'s label loop, which saves a statement so)
+    gets ``ProposableMovedError`` when one changed meanwhile and rolls its transaction back;
+    under the row locks that never happens."""
     by_model: dict[type, list[ProposableEdit]] = defaultdict(list)
     for edit in edits:
         by_model[type(edit.row)].append(edit)
     for model, group in by_model.items():
-        model.objects.bulk_update([edit.row for edit in group], sorted({f for edit in group for f in edit.fields}))
+        as_read = reduce(operator.or_, (Q(pk=edit.row.pk, version=edit.read_version) for edit in group))
+        written = model.objects.filter(as_read).bulk_update(
+            [edit.row for edit in group], sorted({f for edit in group for f in edit.fields}))
+        if written != len(group):
+            raise ProposableMovedError(
+                f"{written} of {len(group)} {model._meta.verbose_name_plural} were still as read; not written")
     rows = audit_log_rows([edit.audit for edit in edits] + list(audit_rows)) if edits or audit_rows else []
     for edit, row in zip(edits, rows):
         edit.row.latest_revision = row

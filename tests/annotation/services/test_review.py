@@ -209,3 +209,53 @@ def test_edits_are_checked_when_applied_by_a_curator(owner, alice, bob):
     with pytest.raises(ValueError, match="value.edits.text"):
         item_adjudicate(item=item, curator=owner, value={"decision": "edit", "edits": {"text": ""}})
     assert ChecklistItem.objects.get(pk=checklist_item.pk).review_status == "proposed"
+
+
+def _joined_then(monkeypatch, meanwhile):
+    """The label loop reads a verify item's benchmark row with the item, without its lock;
+    ``meanwhile(row)`` runs right after that read, as a concurrent transaction would."""
+    from annotation.services import labels
+
+    read = labels.joined_target
+
+    def joined_target(row):
+        target = read(row)
+        return meanwhile(target) or target
+
+    monkeypatch.setattr(labels, "joined_target", joined_target)
+
+
+def test_a_row_edited_after_the_last_review_read_it_is_not_overwritten(owner, alice, bob, monkeypatch):
+    task, (checklist_item,) = checklist_task(1)
+    project = verify_project(owner, [alice, bob], tasks=[task])
+    item = project.items.get()
+    label_submit(item=item, annotator=alice, value={"decision": "accept"}, client_token=token())
+    _joined_then(monkeypatch, lambda row: proposable_update(obj=row, changes={"text": "Rewritten."},
+                                                            expected_version=1) and None)
+    label_submit(item=item, annotator=bob, value={"decision": "accept"}, client_token=token())
+    item.refresh_from_db()
+    checklist_item.refresh_from_db()
+    # Read again under its lock, the row shows the edit: the decision waits for a curator.
+    assert (checklist_item.review_status, checklist_item.text, checklist_item.version) == ("proposed", "Rewritten.", 2)
+    assert item.status == "complete" and "changed by someone else" in item.conflict
+    assert item.labels.count() == 2
+    assert AuditLog.objects.filter(action="label.submit", object_id=item.pk).count() == 2
+
+
+def test_a_row_read_before_a_change_the_item_already_knows_is_read_again(owner, alice, bob, monkeypatch):
+    """The item's lock was awaited while a change committed: the row read with it is older than
+    the version the item expects. That is no conflict: read under its lock, it matches."""
+    task, (checklist_item,) = checklist_task(1)
+    project = verify_project(owner, [alice, bob], tasks=[task])
+    item = project.items.get()
+    label_submit(item=item, annotator=alice, value={"decision": "accept"}, client_token=token())
+
+    def older(row):
+        row.version -= 1
+
+    _joined_then(monkeypatch, older)
+    label_submit(item=item, annotator=bob, value={"decision": "accept"}, client_token=token())
+    item.refresh_from_db()
+    checklist_item.refresh_from_db()
+    assert (checklist_item.review_status, checklist_item.version, item.conflict) == ("accepted", 2, "")
+    assert item.labels.count() == 2

@@ -6,7 +6,15 @@ from django.test.utils import CaptureQueriesContext
 
 from benchmark import models
 from benchmark.models import ChecklistItem, Nugget
-from benchmark.services.history import StaleEditError, proposable_review, proposable_update, snapshot
+from benchmark.services.history import (
+    ProposableMovedError,
+    StaleEditError,
+    proposable_edit,
+    proposable_edits_save,
+    proposable_review,
+    proposable_update,
+    snapshot,
+)
 from core.models import AuditLog
 from tests import factories
 
@@ -56,6 +64,26 @@ def test_a_stale_version_raises_and_changes_nothing():
     item.refresh_from_db()
     assert (item.text, item.version) == ("First editor", 2)
     assert len(revisions_of(item)) == 1
+
+
+def test_an_edit_made_from_a_row_read_without_its_lock_is_written_only_while_the_row_is_as_read():
+    item, other = factories.ChecklistItemFactory(text="Original"), factories.ChecklistItemFactory(text="Other")
+    edits = [proposable_edit(current=ChecklistItem.objects.get(pk=row.pk), changes={"text": "Edited"}, expected_version=1)
+             for row in (item, other)]
+    proposable_update(obj=item, changes={"text": "Meanwhile"}, expected_version=1)
+
+    with pytest.raises(ProposableMovedError, match="1 of 2 checklist items were still as read"), transaction.atomic():
+        proposable_edits_save(edits)
+    item.refresh_from_db()
+    other.refresh_from_db()
+    assert (item.text, item.version, other.text, other.version) == ("Meanwhile", 2, "Other", 1)
+    assert len(revisions_of(item)) == 1 and revisions_of(other) == []
+
+    (edit,) = [proposable_edit(current=ChecklistItem.objects.get(pk=other.pk), changes={"text": "Edited"},
+                               expected_version=1)]
+    proposable_edits_save([edit])
+    other.refresh_from_db()
+    assert (other.text, other.version) == ("Edited", 2) and len(revisions_of(other)) == 1
 
 
 def test_a_rolled_back_change_leaves_no_revision():
