@@ -13,8 +13,9 @@ expires on its own.
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.rawsql import rows, table
+
 from .models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label
-from .rawsql import rows, table
 from .selectors.targets import joined_target, target_join
 from .services.audit import audit_record
 from .services.claims import claims_create

@@ -27,10 +27,10 @@ from collections import defaultdict
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from benchmark.models import Report
+from core import rawsql
 from core.accounts import is_global_curator
 from scoring.models import Verdict
 
-from . import rawsql
 from .models import (AnnotationItem, AnnotationProject, GoldLabel, Label, PairwisePreference, ProjectMembership,
                      ReportPair, Role, TargetKind)
 from .selectors.projects import projects_for

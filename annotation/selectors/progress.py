@@ -10,8 +10,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
+from core import rawsql
 
-from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
 from .projects import LABELLING_ROLES, project_role, projects_for
 

@@ -3,9 +3,9 @@
 from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
+from core import rawsql
 from core.accounts import is_global_curator
 
-from .. import rawsql
 from ..models import AnnotationItem, AnnotationProject, ProjectMembership, Role
 
 LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)

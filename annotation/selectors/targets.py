@@ -8,10 +8,10 @@ from django.db.models import Case, OuterRef, QuerySet, Subquery, When
 
 from benchmark.models import BibEntry, GoldReference, ReviewStatus, TaskPrompt
 from benchmark.services.history import snapshot
+from core import rawsql
 from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
 
-from .. import rawsql
 from ..models import VERIFY_TARGETS, AnnotationItem, Label, ReportPair, TargetKind
 from ..services.values import agreement_labels
 

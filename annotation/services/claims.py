@@ -7,7 +7,8 @@ from datetime import datetime
 
 from django.db import connection
 
-from .. import rawsql
+from core import rawsql
+
 from ..models import AnnotationItem, AnnotationProject, Assignment
 from .audit import audit_record, audit_records
 

@@ -16,9 +16,9 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from benchmark.services.history import ProposableMovedError
+from core import rawsql
 from core.accounts import is_global_curator
 
-from .. import rawsql
 from ..models import (
     VERIFY_TARGETS,
     AnnotationItem,
@@ -285,11 +285,13 @@ class _Batch:
         rows: list[dict] = []
         edits: list = []
         if self.accepted:
-            # No savepoint around the insert: on a conflict the whole transaction is refused and rolled back.
-            Label.objects.bulk_create([label for _, label, _ in self.accepted])
-            claims = [claim.pk for _, _, claim in self.accepted if claim is not None]
-            if claims:
-                Assignment.objects.filter(pk__in=claims).update(status=Assignment.Status.SUBMITTED, ended_at=self.now)
+            ended = [claim for _, _, claim in self.accepted if claim is not None]
+            for claim in ended:
+                claim.status, claim.ended_at = Assignment.Status.SUBMITTED, self.now
+            # The labels and the end of their claims; no savepoint around them: on a conflict the
+            # whole transaction is refused and rolled back.
+            rawsql.insert_rows(Label, [label for _, label, _ in self.accepted],
+                               along=rawsql.update_sql(Assignment, ended, ["status", "ended_at"]) if ended else None)
             pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
                      if item.project.kind == AnnotationProject.Kind.PAIRWISE]
             if pairs:
@@ -317,8 +319,8 @@ class _Batch:
         elif rows:
             audit_records(rows)
         if self.accepted:  # every item's counter and settlement in one UPDATE
-            AnnotationItem.objects.bulk_update([item for item, _, _ in self.accepted],
-                                               ["labels_done", *COMPLETED_ITEM_FIELDS])
+            rawsql.update_rows(AnnotationItem, [item for item, _, _ in self.accepted],
+                               ["labels_done", *COMPLETED_ITEM_FIELDS])
 
 
 def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None, targets=None,

@@ -9,8 +9,9 @@ IMMEDIATE``, which serializes writers, and we refuse to run if that was changed.
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
+from core.rawsql import by_pk
+
 from ..models import AnnotationItem
-from ..rawsql import by_pk
 
 
 def _check_serialized_writers() -> None:

@@ -4,8 +4,9 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 
+from core.rawsql import by_pk
+
 from ..models import AnnotationItem, AnnotationProject
-from ..rawsql import by_pk
 from ..selectors.projects import project_with_role
 
 ALERT_TARGET = "#ws-alert"

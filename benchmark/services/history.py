@@ -1,11 +1,9 @@
 """Changes to curated items, each with its audit row (``core.audit``) in the same transaction."""
 
-import operator
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
-from functools import reduce
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -13,6 +11,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from core import rawsql
 from core.audit import audit_log_record, audit_log_rows
 from core.models import AuditLog
 
@@ -139,9 +138,9 @@ def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict]
     for edit in edits:
         by_model[type(edit.row)].append(edit)
     for model, group in by_model.items():
-        as_read = reduce(operator.or_, (Q(pk=edit.row.pk, version=edit.read_version) for edit in group))
-        written = model.objects.filter(as_read).bulk_update(
-            [edit.row for edit in group], sorted({f for edit in group for f in edit.fields}))
+        written = rawsql.update_rows(model, [edit.row for edit in group],
+                                     sorted({f for edit in group for f in edit.fields}),
+                                     as_read=("version", {edit.row.pk: edit.read_version for edit in group}))
         if written != len(group):
             raise ProposableMovedError(
                 f"{written} of {len(group)} {model._meta.verbose_name_plural} were still as read; not written")

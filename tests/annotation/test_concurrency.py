@@ -131,3 +131,56 @@ def test_twenty_annotators_at_once_never_exceed_the_overlap(work_on):
     assert AuditLog.objects.filter(action="label.submit").count() == 30 * K
     assert not Assignment.objects.filter(status=Assignment.Status.ACTIVE).exists()
     assert len({user_id for user_id in Label.objects.values_list("annotator", flat=True)}) > 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_settling_a_tasks_last_two_items_at_once_curate_it(monkeypatch):
+    """Reviewer 1 settles item A and checks the task while holding its lock; reviewer 2 settles
+    item B meanwhile and waits for that lock. Once reviewer 1 commits, reviewer 2 must count A as
+    settled: the count may not come from before the wait."""
+    from annotation.services import review
+    from tests.annotation_factories import checklist_task, label_all, verify_project
+
+    owner, first, second, third = curator(), annotator("first"), annotator("second"), annotator("third")
+    task, _ = checklist_task(2)
+    project = verify_project(owner, [first, second, third], tasks=[task])
+    item_a, item_b = project.items.order_by("position")
+    accept = {"decision": "accept"}
+    for item in (item_a, item_b):
+        label_all(item, [first], accept)
+
+    checked, release = threading.Event(), threading.Event()
+    check = review.task_curate_if_settled
+
+    def holding_the_lock(**kwargs):
+        curated = check(**kwargs)
+        if threading.current_thread().name == "reviewer-1":
+            checked.set()
+            release.wait(10)  # reviewer 2 is waiting for the task's lock now
+        return curated
+
+    monkeypatch.setattr(review, "task_curate_if_settled", holding_the_lock)
+    errors = []
+
+    def review_item(item, user):
+        try:
+            label_submit(item=item, annotator=user, value=accept, client_token=uuid.uuid4())
+        except Exception as exc:  # reported below: a thread's exception would be lost
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    one = threading.Thread(target=review_item, args=(item_a, second), name="reviewer-1")
+    two = threading.Thread(target=review_item, args=(item_b, third), name="reviewer-2")
+    one.start()
+    assert checked.wait(10)
+    two.start()
+    two.join(0.5)
+    assert two.is_alive()  # waiting for the task's lock
+    release.set()
+    one.join(10)
+    two.join(10)
+    assert errors == []
+    task.refresh_from_db()
+    assert task.status == "curated"
+    assert AuditLog.objects.filter(action="task.curate", object_id=task.pk).count() == 1
