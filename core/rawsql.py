@@ -18,14 +18,31 @@ def table(model: type[Model]) -> str:
 
 
 def rows(model: type[Model], sql: str, params: list) -> list:
-    """Every ``model`` instance that ``sql`` (``SELECT <alias>.* ...``) returns."""
-    return list(model.objects.raw(sql, params))
+    """Every ``model`` instance that ``sql`` (``SELECT <alias>.* ...``: all of the model's
+    columns) returns; extra selected columns become attributes of the instance, as the ORM's
+    ``raw()`` makes them, without its per-query set-up."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        found = cursor.fetchall()
+    if not found:
+        return []
+    where = {name: index for index, name in enumerate(names)}
+    own = [where[field.column] for field in model._meta.concrete_fields]
+    taken = set(own)
+    extra = [(index, name) for index, name in enumerate(names) if index not in taken]
+    out = []
+    for row in found:
+        obj = _instance(model, [row[index] for index in own])
+        for index, name in extra:
+            setattr(obj, name, row[index])
+        out.append(obj)
+    return out
 
 
 def first_row(model: type[Model], sql: str, params: list):
-    """The first ``model`` instance that ``sql`` (``SELECT <alias>.* ...``) returns, or None.
-    Extra selected columns become attributes of the instance."""
-    return next(iter(model.objects.raw(sql, params)), None)
+    """The first ``model`` instance that ``sql`` returns (see ``rows``), or None."""
+    return next(iter(rows(model, sql, params)), None)
 
 
 def by_pk(model: type[Model], pk, *, lock: str = ""):
@@ -61,14 +78,19 @@ def joined_columns(model: type[Model], alias: str) -> str:
 _CONVERTERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _field_converters(model: type[Model]) -> tuple[list[str], list[tuple]]:
+def _field_converters(model: type[Model]):
+    """The connection of this thread (not its proxy, whose every attribute costs a lookup),
+    ``model``'s attribute names and each concrete field's column with its converters."""
     wrapper = connections[connection.alias]
-    by_model = _CONVERTERS.setdefault(wrapper, {})
+    by_model = _CONVERTERS.get(wrapper)
+    if by_model is None:
+        by_model = _CONVERTERS[wrapper] = {}
     found = by_model.get(model)
     if found is None:
         fields = model._meta.concrete_fields
         columns = [field.get_col(model._meta.db_table) for field in fields]
         found = by_model[model] = (
+            wrapper,
             [field.attname for field in fields],
             [(column, [*wrapper.ops.get_db_converters(column), *column.get_db_converters(wrapper)])
              for column in columns],
@@ -79,13 +101,13 @@ def _field_converters(model: type[Model]) -> tuple[list[str], list[tuple]]:
 def _instance(model: type[Model], values) -> Model:
     """The ``model`` instance of a row's raw column values (in the order of its concrete
     fields), converted as the ORM converts them (JSON, durations, SQLite's dates and UUIDs)."""
-    attnames, converters = _field_converters(model)
+    wrapper, attnames, converters = _field_converters(model)
     converted = []
     for (column, functions), value in zip(converters, values):
         for convert in functions:
-            value = convert(value, column, connection)
+            value = convert(value, column, wrapper)
         converted.append(value)
-    return model.from_db(connection.alias, attnames, converted)
+    return model.from_db(wrapper.alias, attnames, converted)
 
 
 def joined_row(row: Model, model: type[Model], alias: str) -> Model:

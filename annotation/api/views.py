@@ -318,7 +318,7 @@ class NextItemApi(LabellerApi, GenericApi):
             if not raw.isdigit() or not 1 <= int(raw) <= MAX_CLAIMS:
                 raise ValueError(f"count: a whole number from 1 to {MAX_CLAIMS}, not {raw!r}")
             claims = claims_answer(request, project, role, count=int(raw))
-            return Response({"claims": [self.OutputSerializer(claim).data for claim in claims]})
+            return Response({"claims": self.OutputSerializer(claims, many=True).data})
         claims = claims_answer(request, project, role)
         if not claims:
             return Response({"assignment": None, "item": None})
@@ -426,18 +426,20 @@ class LabelBatchApi(LabellerApi, GenericApi):
             raise ValueError(f"body: 1 to {MAX_BATCH} answers per request, not {len(answers)}")
         results: list[dict | None] = [None] * len(answers)
         submissions, places = [], []
+        checker = LabelInputSerializer()  # one for all: a serializer copies its fields when made
         for index, answer in enumerate(answers):
-            checked = LabelInputSerializer(data=answer)
-            if not checked.is_valid():
-                results[index] = {"status": 400, "error": checked.errors}
+            try:
+                data = checker.run_validation(answer)
+            except serializers.ValidationError as exc:
+                results[index] = {"status": 400, "error": exc.detail}
                 continue
-            data = checked.validated_data
             submissions.append(Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"]))
             places.append(index)
-        for index, result in zip(places, label_submit_many(annotator=request.user, submissions=submissions)):
+        stored = list(zip(places, label_submit_many(annotator=request.user, submissions=submissions)))
+        labels = iter(LabelOutputSerializer([r.label for _, r in stored if r.error is None], many=True).data)
+        for index, result in stored:
             if result.error is None:
-                results[index] = {"status": 201 if result.created else 200,
-                                  "label": LabelOutputSerializer(result.label).data}
+                results[index] = {"status": 201 if result.created else 200, "label": next(labels)}
             else:
                 response = self.handle_exception(result.error)
                 results[index] = {"status": response.status_code, "error": response.data}

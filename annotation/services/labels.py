@@ -203,9 +203,14 @@ class _Batch:
         tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]
         # ``with_held``: the annotator's other active claims in these projects come along, for the
         # claim that follows in the same transaction (``label_submit_and_claim``).
-        self.labels, self.claims = _labels_and_claims_read(
+        labels, self.claims = _labels_and_claims_read(
             items=list(self.items.values()), annotator=annotator, tokens=tokens, with_held=with_held,
         ) if self.items else ([], [])
+        self.labels_by_item: dict[int, list[Label]] = {}
+        for label in labels:
+            self.labels_by_item.setdefault(label.item_id, []).append(label)
+        # The annotator's labels among them, and those accepted in this batch (``answer``).
+        self.own = [label for label in labels if label.annotator_id == annotator.pk]
         self.accepted: list[tuple[AnnotationItem, Label, Assignment | None]] = []
         self.submissions = submissions
 
@@ -230,10 +235,6 @@ class _Batch:
                 results.append(SubmissionResult(error=exc))
         return results
 
-    def _own(self) -> list[Label]:
-        return [label for label in self.labels if label.annotator_id == self.annotator.pk] + \
-            [label for _, label, _ in self.accepted]
-
     def answer(self, submission: Submission, token) -> SubmissionResult:
         """Check one answer against the rules of ``label_submit``; an accepted one joins
         ``accepted`` (written by ``write``)."""
@@ -242,7 +243,7 @@ class _Batch:
         item = self.items.get(submission.item_id)
         if item is None or self.roles.get(item.project_id) is None:
             raise _not_found(submission.item_id)
-        own = self._own()
+        own = self.own
         first = next((label for label in own if label.client_token == token), None)
         if first is not None and first.item_id != item.pk:
             raise ValueError(
@@ -274,6 +275,7 @@ class _Batch:
         label = Label(project=project, item=item, annotator=self.annotator, value=clean, client_token=token,
                       assignment=claim, created_at=self.now)
         self.accepted.append((item, label, claim))
+        self.own.append(label)
         return SubmissionResult(label=label, created=True, role=self.roles[item.project_id])
 
     def write(self, *, then: Callable[[list[dict]], None] | None = None) -> None:
@@ -304,7 +306,7 @@ class _Batch:
                 ))
                 item.labels_done += 1  # under the item's lock: this copy is the row as it is
                 if item.labels_done >= item.labels_needed:
-                    labels = [earlier for earlier in self.labels if earlier.item_id == item.pk] + [label]
+                    labels = [*self.labels_by_item.get(item.pk, ()), label]
                     target = self.targets.get(item.pk)
                     if (not self.targets_locked and item.target_kind in VERIFY_TARGETS and target is not None
                             and target.version != item.target_version):
