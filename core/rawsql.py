@@ -64,12 +64,17 @@ def value_rows(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
-def joined_columns(model: type[Model], alias: str) -> str:
+def joined_columns(model: type[Model], alias: str, *, omit: tuple[str, ...] = ()) -> str:
     """The select list of the row of ``model`` joined as ``alias``, each column renamed
-    ``<alias>__<column>`` so it rides along with the main row (``joined_row`` reads it back)."""
+    ``<alias>__<column>`` so it rides along with the main row (``joined_row`` reads it back).
+    ``omit``: fields left unread (deferred on the instance)."""
     quote = connection.ops.quote_name
     return ", ".join(f"{alias}.{quote(f.column)} AS {quote(f'{alias}__{f.column}')}"
-                     for f in model._meta.concrete_fields)
+                     for f in _fields(model, omit))
+
+
+def _fields(model: type[Model], omit: tuple[str, ...]) -> list:
+    return [f for f in model._meta.concrete_fields if f.name not in omit]
 
 
 # Per database connection (Django keeps one per thread) and model: each concrete field's column
@@ -78,18 +83,19 @@ def joined_columns(model: type[Model], alias: str) -> str:
 _CONVERTERS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _field_converters(model: type[Model]):
+def _field_converters(model: type[Model], omit: tuple[str, ...] = ()):
     """The connection of this thread (not its proxy, whose every attribute costs a lookup),
-    ``model``'s attribute names and each concrete field's column with its converters."""
+    ``model``'s attribute names and each concrete field's column with its converters (but
+    the ``omit`` fields')."""
     wrapper = connections[connection.alias]
     by_model = _CONVERTERS.get(wrapper)
     if by_model is None:
         by_model = _CONVERTERS[wrapper] = {}
-    found = by_model.get(model)
+    found = by_model.get((model, omit))
     if found is None:
-        fields = model._meta.concrete_fields
+        fields = _fields(model, omit)
         columns = [field.get_col(model._meta.db_table) for field in fields]
-        found = by_model[model] = (
+        found = by_model[(model, omit)] = (
             wrapper,
             [field.attname for field in fields],
             [(column, [*wrapper.ops.get_db_converters(column), *column.get_db_converters(wrapper)])
@@ -98,10 +104,11 @@ def _field_converters(model: type[Model]):
     return found
 
 
-def _instance(model: type[Model], values) -> Model:
+def _instance(model: type[Model], values, omit: tuple[str, ...] = ()) -> Model:
     """The ``model`` instance of a row's raw column values (in the order of its concrete
-    fields), converted as the ORM converts them (JSON, durations, SQLite's dates and UUIDs)."""
-    wrapper, attnames, converters = _field_converters(model)
+    fields but ``omit``, which are deferred), converted as the ORM converts them (JSON,
+    durations, SQLite's dates and UUIDs)."""
+    wrapper, attnames, converters = _field_converters(model, omit)
     converted = []
     for (column, functions), value in zip(converters, values):
         for convert in functions:
@@ -110,9 +117,10 @@ def _instance(model: type[Model], values) -> Model:
     return model.from_db(wrapper.alias, attnames, converted)
 
 
-def joined_row(row: Model, model: type[Model], alias: str) -> Model:
-    """The ``model`` instance that ``joined_columns(model, alias)`` selected along with ``row``."""
-    return _instance(model, [getattr(row, f"{alias}__{field.column}") for field in model._meta.concrete_fields])
+def joined_row(row: Model, model: type[Model], alias: str, *, omit: tuple[str, ...] = ()) -> Model:
+    """The ``model`` instance that ``joined_columns(model, alias, omit=omit)`` selected along
+    with ``row``."""
+    return _instance(model, [getattr(row, f"{alias}__{field.column}") for field in _fields(model, omit)], omit)
 
 
 def union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:

@@ -66,10 +66,17 @@ class ContextSerializer(serializers.Serializer):
     gold = serializers.DictField(allow_null=True)
 
 
-class AssignmentOutputSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Assignment
-        fields = ["id", "project", "item", "user", "claimed_at", "expires_at", "status", "ended_at"]
+class AssignmentOutputSerializer(serializers.Serializer):
+    # Fields spelled out: a ModelSerializer builds them from the model for every instance, and
+    # the annotator loop makes one per request.
+    id = serializers.IntegerField()
+    project = serializers.IntegerField(source="project_id")
+    item = serializers.IntegerField(source="item_id")
+    user = serializers.IntegerField(source="user_id")
+    claimed_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=Assignment.Status.choices)
+    ended_at = serializers.DateTimeField(allow_null=True)
 
 
 class LabellerApi:

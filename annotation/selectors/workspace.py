@@ -3,11 +3,12 @@ mode), the label form's context, and the curator's adjudication queue."""
 
 from typing import Any
 
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch, Q, prefetch_related_objects
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
-from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
+from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Survey, Task
+from core import rawsql
 
 from ..blind import item_revealed
 from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
@@ -56,6 +57,9 @@ def _pair_task(pair: ReportPair) -> dict:
     return {"key": pair.task.key, "title": title, "prompt": pair.task_prompt or title}
 
 
+_SURVEY_UNREAD = ("full_text",)  # megabytes the panel never shows
+
+
 def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
     """The proposal's task with its survey and what the panel shows of the proposal's own
     kind (its checklist group, its gold reference); None for discipline-wide rubric criteria
@@ -63,11 +67,15 @@ def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
     workspace asks for it: most proposals never need it, and it is the bulk of the panel."""
     if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
         return None
-    tasks = (
-        Task.objects.select_related("survey").defer("survey__full_text")  # megabytes the panel never shows
-        .prefetch_related(*_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
-    )
-    return tasks.filter(pk=item.task_id).first()
+    # Hand-written: every verify item the workspace shows reads it.
+    task = rawsql.first_row(
+        Task, f"SELECT t.*, {rawsql.joined_columns(Survey, 's', omit=_SURVEY_UNREAD)} FROM {rawsql.table(Task)} t"
+              f" JOIN {rawsql.table(Survey)} s ON s.id = t.survey_id WHERE t.id = %s", [item.task_id])
+    if task is None:
+        return None
+    task.survey = rawsql.joined_row(task, Survey, "s", omit=_SURVEY_UNREAD)
+    prefetch_related_objects([task], *_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
+    return task
 
 
 def task_material(*, task_id: int) -> Task:

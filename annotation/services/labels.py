@@ -221,7 +221,9 @@ class _Batch:
         held = sorted((c for c in self.claims if c.user_id == self.annotator.pk and c.project_id == project.pk
                        and c.pk not in ended), key=lambda c: (c.claimed_at, c.pk))
         unread = [c.item_id for c in held if c.item_id not in self.items]
-        rows = {**AnnotationItem.objects.in_bulk(unread), **self.items} if unread else self.items
+        rows = {**{item.pk: item for item in rawsql.rows(
+            AnnotationItem, f"SELECT * FROM {rawsql.table(AnnotationItem)} WHERE id IN ({', '.join(['%s'] * len(unread))})",
+            unread)}, **self.items} if unread else self.items
         for claim in held:
             claim.item = rows[claim.item_id]
         return held
