@@ -58,7 +58,8 @@ def _claimable(
         LIMIT %s {lock_clause(of="i", skip_locked=True)}"""
     at = connection.ops.adapt_datetimefield_value(now)
     params = [
-        Assignment.Status.ACTIVE, at, *target_params, project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, at,
+        Assignment.Status.ACTIVE, at, *target_params,
+        project.pk, AnnotationItem.Status.OPEN, Assignment.Status.ACTIVE, at,
         user.pk, user.pk, Assignment.Status.SKIPPED, *passed_over, limit,
     ]
     found = rows(AnnotationItem, sql, params)

@@ -56,21 +56,26 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
     return out
 
 
-def _join_alias(kind: str) -> str:
-    return f"t_{kind}"
+def _joined_model(kind: str) -> tuple[type, tuple[str, ...]]:
+    """The model of a kind's target row as ``target_join`` reads it, and its fields left unread."""
+    if kind == TargetKind.REPORT_PAIR:
+        return ReportPair, ()
+    if kind == TargetKind.VERDICT:
+        return Verdict, ("raw_response",)  # the judge's whole answer: what labelling reads is the label
+    return VERIFY_TARGETS[kind][0], ()
 
 
 def target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
     """What reads the target rows of items of ``kinds`` in the items' own query: the select
-    list to add, the ``LEFT JOIN`` clauses (after the FROM's tables) and their params. Only
-    kinds whose row is all the workspace shows of it: the verify kinds (a gold reference with
-    its bib entry) and a bare ``ReportPair`` (its reports are not joined). ``joined_target``
-    reads the row back."""
+    list to add, the ``LEFT JOIN`` clauses (after the FROM's tables) and their params.
+    ``JOINABLE_KINDS``: the verify kinds (a gold reference with its bib entry), whole as the
+    workspace shows them, and a bare ``ReportPair`` and ``Verdict`` (their reports and judge
+    are not joined), which is what a label needs. ``joined_target`` reads the row back."""
     selects, joins, params = [], [], []
     for kind in sorted(set(kinds)):
-        model = ReportPair if kind == TargetKind.REPORT_PAIR else VERIFY_TARGETS[kind][0]
-        alias = _join_alias(kind)
-        selects.append(rawsql.joined_columns(model, alias))
+        model, omit = _joined_model(kind)
+        alias = f"t_{kind}"
+        selects.append(rawsql.joined_columns(model, alias, omit=omit))
         joins.append(f" LEFT JOIN {rawsql.table(model)} {alias} ON {item}.target_kind = %s"
                      f" AND {alias}.id = {item}.target_id")
         params.append(kind)
@@ -82,18 +87,17 @@ def target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
 
 def joined_target(row: AnnotationItem) -> Any:
     """The target row that ``target_join`` read along with the item ``row`` (None: deleted)."""
-    kind = row.target_kind
-    model = ReportPair if kind == TargetKind.REPORT_PAIR else VERIFY_TARGETS[kind][0]
-    alias = _join_alias(kind)
+    model, omit = _joined_model(row.target_kind)
+    alias = f"t_{row.target_kind}"
     if getattr(row, f"{alias}__id") is None:
         return None
-    target = rawsql.joined_row(row, model, alias)
+    target = rawsql.joined_row(row, model, alias, omit=omit)
     if model is GoldReference:
         target.bib_entry = rawsql.joined_row(row, BibEntry, f"{alias}_bib")
     return target
 
 
-JOINABLE_KINDS = frozenset([*VERIFY_TARGETS, TargetKind.REPORT_PAIR])
+JOINABLE_KINDS = frozenset([*VERIFY_TARGETS, TargetKind.REPORT_PAIR, TargetKind.VERDICT])
 
 
 def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:

@@ -106,7 +106,7 @@ def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
     with its project (``item.project``, one instance per project), the annotator's membership
     role in it as ``my_role``, and its target row as ``target_row`` when ``target_join`` reads
-    its kind (a verify item's benchmark row, a pairwise item's ``ReportPair``): one query. The
+    its kind (a verify item's benchmark row, a pairwise item's pair, a verdict): one query. The
     project and target rows are read, not locked (see ``_Batch``)."""
     item, project, membership = (rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership))
     ids = sorted(set(item_ids))

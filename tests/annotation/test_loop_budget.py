@@ -1,8 +1,9 @@
 """The annotator loop's query budget (issue #20): label and next claim in one request, and
-batches of 10, on verify items completed by the label (the agreed decision is applied) and
-on a blind pairwise project. The suite runs on PostgreSQL; ``test_the_budget_holds_on_sqlite``
-runs this module again on SQLite in a subprocess (a second database alias would not do: the
-services use the default connection, and the SQL differs per backend only there)."""
+batches of 10, on verify items completed by the label (the agreed decision is applied), on a
+blind pairwise project and on an agreement project that shows the judge's verdict. The suite
+runs on PostgreSQL; ``test_the_budget_holds_on_sqlite`` runs this module again on SQLite in a
+subprocess (a second database alias would not do: the services use the default connection,
+and the SQL differs per backend only there)."""
 
 import os
 import subprocess
@@ -17,7 +18,7 @@ from rest_framework.test import APIClient
 
 from core.models import AuditLog
 from annotation.models import AnnotationItem, Label
-from tests.annotation_factories import checklist_task, label_all, pairwise_project, verify_project
+from tests.annotation_factories import agreement_project, checklist_task, label_all, pairwise_project, verify_project
 
 ACCEPT = {"decision": "accept", "reason": "", "note": "", "edits": {}}
 # Counted as Django counts them in the test, whose transaction turns each of ours into a
@@ -28,9 +29,10 @@ ACCEPT = {"decision": "accept", "reason": "", "note": "", "edits": {}}
 # (pairwise: the preference), (verify: the decision's UPDATE and the task's curation check), the
 # next candidate with its target row (verify), its claim (slots counted again inside the
 # INSERT), one audit INSERT for all, one UPDATE of the item, (pairwise: the next item's pair
-# with its reports). See docs/performance.md.
-LABEL_AND_NEXT_MAX_QUERIES = {"verify": 12, "pairwise": 12}
-BATCH_OF_10_MAX_QUERIES_PER_ITEM = {"verify": 4, "pairwise": 4}
+# with its reports; agreement: the next item's verdict with its report and judge, what the judge
+# was shown and the item's labels). See docs/performance.md.
+LABEL_AND_NEXT_MAX_QUERIES = {"verify": 12, "pairwise": 12, "agreement": 12}
+BATCH_OF_10_MAX_QUERIES_PER_ITEM = {"verify": 4, "pairwise": 4, "agreement": 4}
 
 
 def _verify(owner, alice, bob, n):
@@ -45,7 +47,14 @@ def _pairwise(owner, alice, bob, n):
     return pairwise_project(owner, [alice], n_tasks=n // 6 + 1, n_systems=3, blind=True), {"choice": "left"}
 
 
-PROJECTS = {"verify": _verify, "pairwise": _pairwise}
+def _agreement(owner, alice, bob, n):
+    project = agreement_project(owner, [alice, bob], labels=["correct"] * n, overlap=2)
+    for item in project.items.all():  # not blind: the next item shows the judge's verdict and bob's label
+        label_all(item, [bob], {"label": "correct"})
+    return project, {"label": "correct"}
+
+
+PROJECTS = {"verify": _verify, "pairwise": _pairwise, "agreement": _agreement}
 
 
 def _client(user):
@@ -106,4 +115,4 @@ def test_the_budget_holds_on_sqlite(tmp_path):
         cwd=root, env=env, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout[-4000:]
-    assert "4 passed" in done.stdout
+    assert f"{2 * len(PROJECTS)} passed" in done.stdout
