@@ -142,7 +142,7 @@ def _claim_more(
 
 def label_submit_and_claim(
     *, annotator, submission: Submission, project: AnnotationProject | None = None, role: str | None = None,
-    target=None, count: int = 1,
+    count: int = 1,
 ) -> tuple[SubmissionResult, list[Assignment]]:
     """One turn of the annotator loop in one transaction: ``label_submit`` of ``submission``,
     then, when it was stored (or is a resubmission), ``claim_next_items`` in its project
@@ -151,12 +151,10 @@ def label_submit_and_claim(
     held claims (they come with the item's claims) and an INSERT (all audit rows in one).
     Returns the result (its ``error`` unraised: the caller decides) and the claims, oldest
     first (none when nothing is left)."""
-    targets = {submission.item_id: target} if target is not None else None
-
     def run(lock_targets: bool) -> tuple[SubmissionResult, list[Assignment]]:
         with transaction.atomic():
             batch = submissions_open(annotator=annotator, submissions=[submission], project=project, role=role,
-                                     targets=targets, with_held=True, lock_targets=lock_targets)
+                                     with_held=True, lock_targets=lock_targets)
             (result,) = batch.answer_all()
             if result.error is not None:
                 return result, []

@@ -68,9 +68,9 @@ def _joined_model(kind: str) -> tuple[type, tuple[str, ...]]:
 def target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
     """What reads the target rows of items of ``kinds`` in the items' own query: the select
     list to add, the ``LEFT JOIN`` clauses (after the FROM's tables) and their params.
-    ``JOINABLE_KINDS``: the verify kinds (a gold reference with its bib entry), whole as the
-    workspace shows them, and a bare ``ReportPair`` and ``Verdict`` (their reports and judge
-    are not joined), which is what a label needs. ``joined_target`` reads the row back."""
+    Any kind: the verify kinds (a gold reference with its bib entry) whole as the workspace
+    shows them, a bare ``ReportPair`` and ``Verdict`` (their reports and judge are not joined),
+    which is what a label needs. ``joined_target`` reads the row back."""
     selects, joins, params = [], [], []
     for kind in sorted(set(kinds)):
         model, omit = _joined_model(kind)
@@ -96,8 +96,6 @@ def joined_target(row: AnnotationItem) -> Any:
         target.bib_entry = rawsql.joined_row(row, BibEntry, f"{alias}_bib")
     return target
 
-
-JOINABLE_KINDS = frozenset([*VERIFY_TARGETS, TargetKind.REPORT_PAIR, TargetKind.VERDICT])
 
 
 def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:

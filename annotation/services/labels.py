@@ -29,9 +29,10 @@ from ..models import (
     ProjectMembership,
     ReportPair,
     Role,
+    TargetKind,
 )
 from ..selectors.projects import LABELLING_ROLES, project_role
-from ..selectors.targets import JOINABLE_KINDS, item_targets, joined_target, target_join
+from ..selectors.targets import joined_target, target_join
 from .audit import audit_records, audit_rows_for
 from .claims import active_claims_where
 from .errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError
@@ -105,12 +106,12 @@ class SubmissionResult:
 def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]:
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
     with its project (``item.project``, one instance per project), the annotator's membership
-    role in it as ``my_role``, and its target row as ``target_row`` when ``target_join`` reads
-    its kind (a verify item's benchmark row, a pairwise item's pair, a verdict): one query. The
-    project and target rows are read, not locked (see ``_Batch``)."""
+    role in it as ``my_role``, and its target row as ``target_row`` (``target_join``: a verify
+    item's benchmark row, a pairwise item's pair, a verdict): one query. The project and target
+    rows are read, not locked (see ``_Batch``)."""
     item, project, membership = (rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership))
     ids = sorted(set(item_ids))
-    target_columns, target_joins, target_params = target_join(JOINABLE_KINDS)
+    target_columns, target_joins, target_params = target_join(TargetKind.values)
     sql = (
         f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}{target_columns},"
         f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
@@ -121,8 +122,7 @@ def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem
     projects: dict[int, AnnotationProject] = {}
     for row in items.values():
         row.project = projects.setdefault(row.project_id, rawsql.joined_row(row, AnnotationProject, "p"))
-        if row.target_kind in JOINABLE_KINDS:
-            row.target_row = joined_target(row)
+        row.target_row = joined_target(row)
     return items
 
 
@@ -170,7 +170,7 @@ class _Batch:
     """The state of one ``label_submit_many`` transaction: the locked items, their projects,
     roles, targets, labels and claims, and the answers accepted so far."""
 
-    def __init__(self, *, annotator, submissions, project, role, targets, with_held: bool = False,
+    def __init__(self, *, annotator, submissions, project, role, with_held: bool = False,
                  lock_targets: bool = False) -> None:
         self.annotator, self.now = annotator, timezone.now()
         self.tokens = {}
@@ -193,13 +193,9 @@ class _Batch:
         # while its benchmark row is at the version read (``proposable_edits_save``); when one moved,
         # the batch runs again with the rows read under their locks (``lock_targets``).
         self.targets_locked = lock_targets
-        joined = {pk: item.target_row for pk, item in self.items.items() if hasattr(item, "target_row")}
-        given = {pk: t for pk, t in (targets or {}).items()
-                 if pk in self.items and pk not in joined and t is not None and t.pk == self.items[pk].target_id}
-        missing = [item for pk, item in self.items.items() if pk not in joined and pk not in given]
         proposals = [item for item in self.items.values() if item.target_kind in VERIFY_TARGETS]
-        self.targets = {**joined, **given, **(item_targets(missing) if missing else {}),
-                        **(_proposables_locked(proposals) if lock_targets else {})}
+        self.targets = {pk: item.target_row for pk, item in self.items.items()} | (
+            _proposables_locked(proposals) if lock_targets else {})
         tokens = [t for t in self.tokens.values() if isinstance(t, uuid.UUID)]
         # ``with_held``: the annotator's other active claims in these projects come along, for the
         # claim that follows in the same transaction (``label_submit_and_claim``).
@@ -327,15 +323,15 @@ class _Batch:
                                ["labels_done", *COMPLETED_ITEM_FIELDS])
 
 
-def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None, targets=None,
+def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None,
                      with_held: bool = False, lock_targets: bool = False) -> _Batch:
     """Lock and read what ``submissions`` need (call inside a transaction); the caller then
     calls ``answer_all`` and ``write`` on it. For a service that does more in the same
     transaction (``label_submit_and_claim``); others call ``label_submit_many``.
     ``lock_targets``: read the verify items' benchmark rows under their locks (see
     ``retry_locked``)."""
-    return _Batch(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets,
-                  with_held=with_held, lock_targets=lock_targets)
+    return _Batch(annotator=annotator, submissions=submissions, project=project, role=role, with_held=with_held,
+                  lock_targets=lock_targets)
 
 
 def retry_locked(run: Callable[[bool], Any]) -> Any:
@@ -348,11 +344,11 @@ def retry_locked(run: Callable[[bool], Any]) -> Any:
         return run(True)
 
 
-def _submit_many(*, annotator, submissions, project, role, targets) -> list[SubmissionResult]:
+def _submit_many(*, annotator, submissions, project, role) -> list[SubmissionResult]:
     def run(lock_targets: bool) -> list[SubmissionResult]:
         with transaction.atomic():
             batch = submissions_open(annotator=annotator, submissions=submissions, project=project, role=role,
-                                     targets=targets, lock_targets=lock_targets)
+                                     lock_targets=lock_targets)
             results = batch.answer_all()
             batch.write()
         return results
@@ -362,7 +358,6 @@ def _submit_many(*, annotator, submissions, project, role, targets) -> list[Subm
 
 def label_submit_many(
     *, annotator, submissions: list[Submission], project: AnnotationProject | None = None, role: str | None = None,
-    targets: dict | None = None,
 ) -> list[SubmissionResult]:
     """Store ``annotator``'s answers, each accepted or refused on its own (a refused one never
     sinks the others), in one transaction and a few statements whatever their number.
@@ -379,13 +374,12 @@ def label_submit_many(
     ``ClaimLostError``.
 
     ``project`` and ``role``: the items' project and the annotator's role in it, when the caller
-    read them in this request; ``targets``: item id → target row read in this request, for
-    the kinds the items' own query does not join (``target_join``: verdicts).
+    read them in this request.
     """
     if not submissions:
         return []
     try:
-        return _submit_many(annotator=annotator, submissions=submissions, project=project, role=role, targets=targets)
+        return _submit_many(annotator=annotator, submissions=submissions, project=project, role=role)
     except IntegrityError:
         # A form's token raced in for another item between our read and our insert; the batch
         # rolled back. Each answer again on its own, so only that one is refused.
@@ -400,7 +394,7 @@ def label_submit_many(
 
 def label_submit(
     *, item: AnnotationItem, annotator, value: dict, client_token, project: AnnotationProject | None = None,
-    role: str | None = None, target=None,
+    role: str | None = None,
 ) -> Label:
     """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels:
     ``label_submit_many`` with one answer, whose error is raised. Returns the label (the first
@@ -413,7 +407,7 @@ def label_submit(
     """
     (result,) = label_submit_many(
         annotator=annotator, submissions=[Submission(item_id=item.pk, value=value, client_token=client_token)],
-        project=project, role=role, targets={item.pk: target} if target is not None else None,
+        project=project, role=role,
     )
     if result.error is not None:
         raise result.error

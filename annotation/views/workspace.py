@@ -222,13 +222,11 @@ def label_create(request, project_id: int, item_id: int):
     follow = bool(request.htmx) and project.kind != Kind.AGREEMENT
     if follow:
         result, claims = label_submit_and_claim(
-            annotator=request.user, submission=submission, project=project, role=role, target=target,
+            annotator=request.user, submission=submission, project=project, role=role,
             count=2 if _prefetches(project) else 1,
         )
     else:
-        (result,) = label_submit_many(
-            annotator=request.user, submissions=[submission], project=project, role=role, targets={item.pk: target}
-        )
+        (result,) = label_submit_many(annotator=request.user, submissions=[submission], project=project, role=role)
     if isinstance(result.error, ValueError):
         service_error_attach(form, result.error)
         return _render(request, project, role, item=item, form=form, status=422)
