@@ -21,6 +21,12 @@ __all__ = ["cohen_kappa_bootstrap", "krippendorff_alpha_bootstrap", "MAX_BOOTSTR
 # Above this many distinct values the K² coincidence cells per resample cost more than the
 # interval is worth (a verify project whose every edit is its own category).
 MAX_BOOTSTRAP_CATEGORIES = 200
+# Elements per temporary array of a batch of resamples (8 bytes each: 4 MiB). A batch holds
+# two such arrays at once. These functions run in web processes (the agreement dashboard): a
+# batch of 2²² elements with a resample × item weight matrix made a 160 MiB peak whatever the
+# number of items. The batch size does not change the results: a generator's stream does not
+# depend on how it is split, and the statistics are sums of integer counts.
+_BATCH_ELEMENTS = 1 << 19
 
 
 def _bounds(samples: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
@@ -57,29 +63,29 @@ def cohen_kappa_bootstrap(a: Any, b: Any, n_resamples: int = 1000, confidence: f
     _, codes = np.unique(np.concatenate([x, y]), return_inverse=True)
     cx, cy = codes[:n], codes[n:]
     k = int(codes.max()) + 1
+    cell = cx * k + cy  # each item's cell of the K × K confusion table
 
-    def kappa(weights: np.ndarray) -> np.ndarray:
-        """κ per row of ``weights`` (resample × item multiplicities)."""
-        total = weights.sum(axis=1)
-        po = weights @ (cx == cy).astype(float) / total
-        onehot_x = np.eye(k)[cx]
-        onehot_y = np.eye(k)[cy]
-        pe = np.einsum("rc,rc->r", weights @ onehot_x, weights @ onehot_y) / total**2
+    def kappa(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """κ and observed agreement per confusion table (resample × K × K counts)."""
+        total = tables.sum(axis=(1, 2))
+        po = np.trace(tables, axis1=1, axis2=2) / total
+        pe = np.einsum("rc,rc->r", tables.sum(axis=2), tables.sum(axis=1)) / total**2
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(np.isclose(pe, 1.0), np.nan, (po - pe) / (1.0 - pe)), po
 
-    full, observed = kappa(np.ones((1, n)))
+    full, observed = kappa(np.bincount(cell, minlength=k * k).reshape(1, k, k).astype(float))
     out["kappa"] = None if np.isnan(full[0]) else float(full[0])
     out["observed"] = float(observed[0])
     rng = np.random.default_rng(seed)
-    batch = max(1, min(resamples, (1 << 22) // max(n, 1)))
+    # A resample's table counts the cells of the items it drew: no resample × item matrix.
+    batch = max(1, min(resamples, _BATCH_ELEMENTS // max(n, k * k)))
     samples = []
     for start in range(0, resamples, batch):
         size = min(batch, resamples - start)
-        draws = rng.integers(0, n, size=(size, n))
-        flat = (np.arange(size)[:, None] * n + draws).ravel()
-        weights = np.bincount(flat, minlength=size * n).reshape(size, n).astype(float)
-        samples.append(kappa(weights)[0])
+        cells = cell[rng.integers(0, n, size=(size, n))]
+        cells += (np.arange(size) * (k * k))[:, None]
+        tables = np.bincount(cells.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
+        samples.append(kappa(tables)[0])
     values = np.concatenate(samples)
     out["n_undefined"] = int(np.isnan(values).sum())
     out["low"], out["high"] = _bounds(values, level)
@@ -95,7 +101,7 @@ def _coincidence_rows(unit: np.ndarray, code: np.ndarray, k: int) -> tuple[spars
     keep = m >= 2
     counts, m = counts[keep], m[keep]
     parts = []
-    step = max(1, (1 << 21) // (k * k))  # units per chunk: the dense K × K blocks stay small
+    step = max(1, _BATCH_ELEMENTS // (k * k))  # units per chunk: the dense K × K blocks stay small
     for start in range(0, counts.shape[0], step):
         c, size = counts[start:start + step], m[start:start + step]
         blocks = (c[:, :, None] * c[:, None, :] - c[:, :, None] * np.eye(k)[None]) / (size - 1)[:, None, None]
