@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from ._arrays import unique_inverse
 from ._validate import check_choice, check_int, check_real, fail
 
 __all__ = ["cohen_kappa_bootstrap", "krippendorff_alpha_bootstrap", "MAX_BOOTSTRAP_CATEGORIES"]
@@ -95,8 +96,8 @@ def cohen_kappa_bootstrap(a: Any, b: Any, n_resamples: int = 1000, confidence: f
 def _coincidence_rows(unit: np.ndarray, code: np.ndarray, k: int) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Per pairable unit its contribution to Krippendorff's coincidence matrix, flattened to
     K² columns: (n_u n_uᵀ − diag n_u) / (m_u − 1), n_u the unit's value counts, m_u its size."""
-    units, u_index = np.unique(unit, return_inverse=True)
-    counts = sparse.csr_matrix((np.ones(code.size), (u_index, code)), shape=(units.size, k)).toarray()
+    units, u_index = unique_inverse(unit)
+    counts = np.bincount(u_index * k + code, minlength=units.size * k).reshape(units.size, k).astype(float)
     m = counts.sum(axis=1)
     keep = m >= 2
     counts, m = counts[keep], m[keep]
@@ -146,12 +147,12 @@ def krippendorff_alpha_bootstrap(units: Any, values: Any, level: str = "nominal"
         fail(f"units and values must have one entry per rating; got {unit.size} and {raw.size}")
     if level != "nominal":
         raw = raw.astype(float)
-    distinct, code = np.unique(raw, return_inverse=True)
+    distinct, code = unique_inverse(raw)
     k = distinct.size
     out = {"alpha": None, "observed": None, "n_units": 0, "low": None, "high": None, "n_undefined": 0, "samples": None}
     if k > MAX_BOOTSTRAP_CATEGORIES:
         fail(f"{k} distinct values: more than {MAX_BOOTSTRAP_CATEGORIES}, too many for the coincidence bootstrap")
-    rows, _ = _coincidence_rows(unit, code.ravel(), k)
+    rows, _ = _coincidence_rows(unit, code, k)
     out["n_units"] = rows.shape[0]
     if rows.shape[0] == 0:
         return out
