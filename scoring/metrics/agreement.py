@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from ._arrays import unique_inverse
 from ._validate import as_numeric, check_choice, check_real, check_same_length, fail
 
 __all__ = ["percent_agreement", "cohen_kappa", "fleiss_kappa", "fleiss_kappa_units", "krippendorff_alpha",
@@ -152,8 +153,8 @@ def _long_format(units: Any, values: Any) -> tuple[np.ndarray, np.ndarray, np.nd
     check_same_length("units", unit_arr, "values", vals)
     if unit_arr.size and unit_arr.dtype.kind not in "iuU":
         fail(f"units must hold integer or string unit ids; got {unit_arr.dtype}")
-    _, unit_index, per_unit = np.unique(unit_arr, return_inverse=True, return_counts=True)
-    return unit_index.ravel(), vals, per_unit
+    _, unit_index, per_unit = unique_inverse(unit_arr, counts=True)
+    return unit_index, vals, per_unit
 
 
 def fleiss_kappa_units(units: Any, values: Any) -> float | None:
@@ -172,8 +173,8 @@ def fleiss_kappa_units(units: Any, values: Any) -> float | None:
     n = float(raters[0])
     if n < 2:
         fail(f"each unit needs at least 2 ratings; got {n:g}")
-    _, category, totals = np.unique(vals, return_inverse=True, return_counts=True)
-    cells, cell_counts = np.unique(unit_index * totals.size + category.ravel(), return_counts=True)
+    _, category, totals = unique_inverse(vals, counts=True)
+    cells, cell_counts = np.unique(unit_index * totals.size + category, return_counts=True)
     sum_squares = np.bincount(cells // totals.size, cell_counts.astype(float) ** 2, minlength=raters.size)
     share = totals / totals.sum()
     p_bar = float((sum_squares - n).mean() / (n * (n - 1)))

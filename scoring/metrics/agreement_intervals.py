@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from ._arrays import unique_inverse
 from ._validate import check_choice, check_int, check_real, fail
 
 __all__ = ["cohen_kappa_bootstrap", "krippendorff_alpha_bootstrap", "MAX_BOOTSTRAP_CATEGORIES"]
@@ -21,6 +22,12 @@ __all__ = ["cohen_kappa_bootstrap", "krippendorff_alpha_bootstrap", "MAX_BOOTSTR
 # Above this many distinct values the K² coincidence cells per resample cost more than the
 # interval is worth (a verify project whose every edit is its own category).
 MAX_BOOTSTRAP_CATEGORIES = 200
+# Elements per temporary array of a batch of resamples (8 bytes each: 4 MiB). A batch holds
+# two such arrays at once. These functions run in web processes (the agreement dashboard): a
+# batch of 2²² elements with a resample × item weight matrix made a 160 MiB peak whatever the
+# number of items. The batch size does not change the results: a generator's stream does not
+# depend on how it is split, and the statistics are sums of integer counts.
+_BATCH_ELEMENTS = 1 << 19
 
 
 def _bounds(samples: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
@@ -57,29 +64,29 @@ def cohen_kappa_bootstrap(a: Any, b: Any, n_resamples: int = 1000, confidence: f
     _, codes = np.unique(np.concatenate([x, y]), return_inverse=True)
     cx, cy = codes[:n], codes[n:]
     k = int(codes.max()) + 1
+    cell = cx * k + cy  # each item's cell of the K × K confusion table
 
-    def kappa(weights: np.ndarray) -> np.ndarray:
-        """κ per row of ``weights`` (resample × item multiplicities)."""
-        total = weights.sum(axis=1)
-        po = weights @ (cx == cy).astype(float) / total
-        onehot_x = np.eye(k)[cx]
-        onehot_y = np.eye(k)[cy]
-        pe = np.einsum("rc,rc->r", weights @ onehot_x, weights @ onehot_y) / total**2
+    def kappa(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """κ and observed agreement per confusion table (resample × K × K counts)."""
+        total = tables.sum(axis=(1, 2))
+        po = np.trace(tables, axis1=1, axis2=2) / total
+        pe = np.einsum("rc,rc->r", tables.sum(axis=2), tables.sum(axis=1)) / total**2
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(np.isclose(pe, 1.0), np.nan, (po - pe) / (1.0 - pe)), po
 
-    full, observed = kappa(np.ones((1, n)))
+    full, observed = kappa(np.bincount(cell, minlength=k * k).reshape(1, k, k).astype(float))
     out["kappa"] = None if np.isnan(full[0]) else float(full[0])
     out["observed"] = float(observed[0])
     rng = np.random.default_rng(seed)
-    batch = max(1, min(resamples, (1 << 22) // max(n, 1)))
+    # A resample's table counts the cells of the items it drew: no resample × item matrix.
+    batch = max(1, min(resamples, _BATCH_ELEMENTS // max(n, k * k)))
     samples = []
     for start in range(0, resamples, batch):
         size = min(batch, resamples - start)
-        draws = rng.integers(0, n, size=(size, n))
-        flat = (np.arange(size)[:, None] * n + draws).ravel()
-        weights = np.bincount(flat, minlength=size * n).reshape(size, n).astype(float)
-        samples.append(kappa(weights)[0])
+        cells = cell[rng.integers(0, n, size=(size, n))]
+        cells += (np.arange(size) * (k * k))[:, None]
+        tables = np.bincount(cells.ravel(), minlength=size * k * k).reshape(size, k, k).astype(float)
+        samples.append(kappa(tables)[0])
     values = np.concatenate(samples)
     out["n_undefined"] = int(np.isnan(values).sum())
     out["low"], out["high"] = _bounds(values, level)
@@ -89,13 +96,13 @@ def cohen_kappa_bootstrap(a: Any, b: Any, n_resamples: int = 1000, confidence: f
 def _coincidence_rows(unit: np.ndarray, code: np.ndarray, k: int) -> tuple[sparse.csr_matrix, np.ndarray]:
     """Per pairable unit its contribution to Krippendorff's coincidence matrix, flattened to
     K² columns: (n_u n_uᵀ − diag n_u) / (m_u − 1), n_u the unit's value counts, m_u its size."""
-    units, u_index = np.unique(unit, return_inverse=True)
-    counts = sparse.csr_matrix((np.ones(code.size), (u_index, code)), shape=(units.size, k)).toarray()
+    units, u_index = unique_inverse(unit)
+    counts = np.bincount(u_index * k + code, minlength=units.size * k).reshape(units.size, k).astype(float)
     m = counts.sum(axis=1)
     keep = m >= 2
     counts, m = counts[keep], m[keep]
     parts = []
-    step = max(1, (1 << 21) // (k * k))  # units per chunk: the dense K × K blocks stay small
+    step = max(1, _BATCH_ELEMENTS // (k * k))  # units per chunk: the dense K × K blocks stay small
     for start in range(0, counts.shape[0], step):
         c, size = counts[start:start + step], m[start:start + step]
         blocks = (c[:, :, None] * c[:, None, :] - c[:, :, None] * np.eye(k)[None]) / (size - 1)[:, None, None]
@@ -140,12 +147,12 @@ def krippendorff_alpha_bootstrap(units: Any, values: Any, level: str = "nominal"
         fail(f"units and values must have one entry per rating; got {unit.size} and {raw.size}")
     if level != "nominal":
         raw = raw.astype(float)
-    distinct, code = np.unique(raw, return_inverse=True)
+    distinct, code = unique_inverse(raw)
     k = distinct.size
     out = {"alpha": None, "observed": None, "n_units": 0, "low": None, "high": None, "n_undefined": 0, "samples": None}
     if k > MAX_BOOTSTRAP_CATEGORIES:
         fail(f"{k} distinct values: more than {MAX_BOOTSTRAP_CATEGORIES}, too many for the coincidence bootstrap")
-    rows, _ = _coincidence_rows(unit, code.ravel(), k)
+    rows, _ = _coincidence_rows(unit, code, k)
     out["n_units"] = rows.shape[0]
     if rows.shape[0] == 0:
         return out

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from scipy.stats import norm
+from scipy.special import ndtri  # the normal quantile; scipy.stats would add ~80 MiB to every web worker
 
 from ._validate import check_choice, check_int, check_real, fail
 from .ranking import _POINTS, _aggregate, _comparisons, _fit, _percentile_bounds, _problem, _sigmoid
@@ -169,7 +169,7 @@ def bradley_terry_clustered(
     total = counts.sum(axis=1)
     keep = total > 0
     sd = _posterior_sd(pairs.a[keep], pairs.b[keep], total[keep], estimate, ridge)
-    z = float(norm.ppf(0.5 + level / 2.0))
+    z = float(ndtri(0.5 + level / 2.0))
     low, high = np.minimum(low, estimate - z * sd), np.maximum(high, estimate + z * sd)
     return {"estimate": estimate, "low": low, "high": high, "posterior_sd": sd, "n_separable": n_separable,
             "n_resamples": resamples, "n_clusters": n_clusters, "samples": samples}

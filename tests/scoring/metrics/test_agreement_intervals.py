@@ -1,5 +1,7 @@
 """κ and α with bootstrap intervals over items, against sklearn and the ``krippendorff`` package."""
 
+import tracemalloc
+
 import krippendorff
 import numpy as np
 import pytest
@@ -26,6 +28,26 @@ def test_kappa_and_its_resamples_match_sklearn():
     low, high = np.quantile(expected, [0.025, 0.975])
     assert (got["low"], got["high"]) == pytest.approx((low, high), abs=1e-12)
     assert got["low"] < got["kappa"] < got["high"]
+
+
+def test_kappa_resamples_in_batches_of_bounded_memory():
+    """The agreement dashboard runs this in a web worker for every annotator pair: a batch of
+    resamples must stay a few MiB (a resample × item matrix of 2²² cells peaked at 160 MiB),
+    and batches must give what one batch of the same stream gives."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    a = rng.integers(0, 3, n)
+    b = np.where(rng.random(n) < 0.7, a, rng.integers(0, 3, n))
+    tracemalloc.start()
+    try:
+        got = cohen_kappa_bootstrap(a, b, n_resamples=100, seed=1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 * 2**20, f"{peak / 2**20:.0f} MiB"
+    draws = np.random.default_rng(1).integers(0, n, size=(100, n))  # the same stream, one batch
+    low, high = np.quantile([cohen_kappa_score(a[d], b[d]) for d in draws], [0.025, 0.975])
+    assert (got["low"], got["high"]) == pytest.approx((low, high), abs=1e-12)
 
 
 def test_kappa_of_one_category_is_undefined():
