@@ -16,7 +16,7 @@ from django.utils import timezone
 from core.rawsql import rows, table
 
 from .models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label
-from .selectors.targets import joined_target, target_join
+from .selectors.targets import joined_target, kinds_remember, target_join
 from .services.audit import audit_record
 from .services.claims import claims_create
 from .services.errors import AnnotationError, ProjectNotOpenError
@@ -66,6 +66,7 @@ def _claimable(
     for row in found:
         if row.target_kind in joined:
             row.target_row = joined_target(row)
+    kinds_remember(found)
     return found
 
 

@@ -32,7 +32,7 @@ from ..models import (
     TargetKind,
 )
 from ..selectors.projects import LABELLING_ROLES, project_role
-from ..selectors.targets import joined_target, target_join
+from ..selectors.targets import joined_target, kinds_of, kinds_remember, target_join
 from .audit import audit_records, audit_rows_for
 from .claims import active_claims_where
 from .errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError, ProjectNotOpenError
@@ -107,22 +107,32 @@ def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
     with its project (``item.project``, one instance per project), the annotator's membership
     role in it as ``my_role``, and its target row as ``target_row`` (``target_join``: a verify
-    item's benchmark row, a pairwise item's pair, a verdict): one query. The project and target
-    rows are read, not locked (see ``_Batch``)."""
+    item's benchmark row, a pairwise item's pair, a verdict): one query, joining the tables of
+    the items' kinds as this process remembers them (``kinds_of``), again with every kind's in
+    the rare case it remembered wrongly (SQLite reuses the ids of a rolled-back insert). The
+    project and target rows are read, not locked (see ``_Batch``)."""
     item, project, membership = (rawsql.table(m) for m in (AnnotationItem, AnnotationProject, ProjectMembership))
     ids = sorted(set(item_ids))
-    target_columns, target_joins, target_params = target_join(TargetKind.values)
-    sql = (
-        f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}{target_columns},"
-        f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
-        f" FROM {item} i JOIN {project} p ON p.id = i.project_id{target_joins}"
-        f" WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause(of='i')}"
-    )
-    items = {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *target_params, *ids])}
+
+    def read(kinds) -> dict[int, AnnotationItem]:
+        target_columns, target_joins, target_params = target_join(kinds)
+        sql = (
+            f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}{target_columns},"
+            f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
+            f" FROM {item} i JOIN {project} p ON p.id = i.project_id{target_joins}"
+            f" WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause(of='i')}"
+        )
+        return {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *target_params, *ids])}
+
+    kinds = kinds_of(ids)
+    items = read(kinds)
+    if any(row.target_kind not in kinds for row in items.values()):
+        items = read(TargetKind.values)
     projects: dict[int, AnnotationProject] = {}
     for row in items.values():
         row.project = projects.setdefault(row.project_id, rawsql.joined_row(row, AnnotationProject, "p"))
         row.target_row = joined_target(row)
+    kinds_remember(items.values())
     return items
 
 

@@ -406,3 +406,20 @@ def test_a_reject_for_reason_other_needs_a_note(owner, alice):
     label = label_submit(item=item, annotator=alice, client_token=token(),
                          value={"decision": "reject", "reason": "other", "note": "It is the survey's motivation."})
     assert label.value["note"] == "It is the survey's motivation."
+
+
+def test_an_item_kind_remembered_wrongly_still_finds_the_items_target(owner, alice, bob):
+    """The lock query joins the kinds this process remembers for the items (an item's kind
+    never changes, but SQLite reuses the ids of a rolled-back insert): a wrong memory costs a
+    second read, never the target."""
+    from types import SimpleNamespace
+
+    from annotation.selectors.targets import kinds_remember
+
+    task, (checklist_item,) = checklist_task(1)
+    project = verify_project(owner, [alice, bob], tasks=[task])
+    item = project.items.get()
+    kinds_remember([SimpleNamespace(pk=item.pk, target_kind="report_pair")])
+    label_all(item, [alice, bob], {"decision": "accept"})
+    checklist_item.refresh_from_db()
+    assert (item.status, checklist_item.review_status) == ("complete", "accepted")
