@@ -119,7 +119,6 @@ def joined_target(row: AnnotationItem) -> Any:
     return target
 
 
-
 def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
     """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
     model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
