@@ -25,8 +25,7 @@ from .services.labels import (
     SubmissionResult,
     label_submit_many,
     require_labeller,
-    retry_locked,
-    submissions_open,
+    submissions_run,
 )
 from .services.locking import item_lock, lock_clause
 
@@ -152,28 +151,26 @@ def label_submit_and_claim(
     held claims (they come with the item's claims) and an INSERT (all audit rows in one).
     Returns the result (its ``error`` unraised: the caller decides) and the claims, oldest
     first (none when nothing is left)."""
-    def run(lock_targets: bool) -> tuple[SubmissionResult, list[Assignment]]:
-        with transaction.atomic():
-            batch = submissions_open(annotator=annotator, submissions=[submission], project=project, role=role,
-                                     with_held=True, lock_targets=lock_targets)
-            (result,) = batch.answer_all()
-            if result.error is not None:
-                return result, []
-            claims: list[Assignment] = []
+    def label_and_claim(batch) -> tuple[SubmissionResult, list[Assignment]]:
+        (result,) = batch.answer_all()
+        if result.error is not None:
+            return result, []
+        claims: list[Assignment] = []
 
-            def claim_next(audit: list[dict]) -> None:
-                try:
-                    require_labeller(project=result.label.project, user=annotator, role=result.role)
-                except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
-                    return
-                claims.extend(_claim_more(project=result.label.project, user=annotator, count=count,
-                                          held=batch.held_claims(result.label.project), audit=audit))
+        def claim_next(audit: list[dict]) -> None:
+            try:
+                require_labeller(project=result.label.project, user=annotator, role=result.role)
+            except (PermissionError, ProjectNotOpenError):  # a resubmission after the project closed
+                return
+            claims.extend(_claim_more(project=result.label.project, user=annotator, count=count,
+                                      held=batch.held_claims(result.label.project), audit=audit))
 
-            batch.write(then=claim_next)
-            return result, claims
+        batch.write(then=claim_next)
+        return result, claims
 
     try:
-        return retry_locked(run)
+        return submissions_run(label_and_claim, annotator=annotator, submissions=[submission], project=project,
+                               role=role, with_held=True)
     except IntegrityError:
         # A form's token raced in for another item (see ``label_submit_many``): each step alone.
         (result,) = label_submit_many(annotator=annotator, submissions=[submission], project=project, role=role)

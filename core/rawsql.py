@@ -45,6 +45,15 @@ def first_row(model: type[Model], sql: str, params: list):
     return next(iter(rows(model, sql, params)), None)
 
 
+def in_bulk(model: type[Model], pks: list) -> dict:
+    """Primary key → the ``model`` row (all its columns) for each of ``pks`` that exists."""
+    if not pks:
+        return {}
+    column = connection.ops.quote_name(model._meta.pk.column)
+    found = rows(model, f"SELECT * FROM {table(model)} WHERE {column} IN ({', '.join(['%s'] * len(pks))})", list(pks))
+    return {row.pk: row for row in found}
+
+
 def by_pk(model: type[Model], pk, *, lock: str = ""):
     """The ``model`` row with primary key ``pk`` (all its columns), or None; ``lock``: a
     locking clause for the end of the query (see ``services.locking``)."""

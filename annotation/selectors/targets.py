@@ -56,8 +56,8 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
     return out
 
 
-# An item's target kind never changes, so each process remembers those it has seen (claimed,
-# shown or labelled items): the query that locks items to label them then joins only their
+# An item's target kind never changes, so each process remembers those it has seen (items it
+# claimed or locked to label): the query that locks items to label them then joins only their
 # kinds' tables. PostgreSQL takes ~2 ms to plan a join of every kind's table, ~0.4 ms for one.
 _KINDS_SEEN: dict[int, str] = {}
 _KINDS_SEEN_MAX = 100_000  # ~10 MiB; forgotten all at once when full (an unknown kind costs only time)

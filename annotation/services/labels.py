@@ -201,7 +201,7 @@ class _Batch:
                 self.roles[pid] = Role.CURATOR
         # The targets came with the items, read but not locked: a verify decision is written only
         # while its benchmark row is at the version read (``proposable_edits_save``); when one moved,
-        # the batch runs again with the rows read under their locks (``lock_targets``).
+        # the batch runs again with the rows read under their locks (``submissions_run``).
         self.targets_locked = lock_targets
         proposals = [item for item in self.items.values() if item.target_kind in VERIFY_TARGETS]
         self.targets = {pk: item.target_row for pk, item in self.items.items()} | (
@@ -227,9 +227,7 @@ class _Batch:
         held = sorted((c for c in self.claims if c.user_id == self.annotator.pk and c.project_id == project.pk
                        and c.pk not in ended), key=lambda c: (c.claimed_at, c.pk))
         unread = [c.item_id for c in held if c.item_id not in self.items]
-        rows = {**{item.pk: item for item in rawsql.rows(
-            AnnotationItem, f"SELECT * FROM {rawsql.table(AnnotationItem)} WHERE id IN ({', '.join(['%s'] * len(unread))})",
-            unread)}, **self.items} if unread else self.items
+        rows = {**rawsql.in_bulk(AnnotationItem, unread), **self.items}
         for claim in held:
             claim.item = rows[claim.item_id]
         return held
@@ -333,37 +331,28 @@ class _Batch:
                                ["labels_done", *COMPLETED_ITEM_FIELDS])
 
 
-def submissions_open(*, annotator, submissions: list["Submission"], project=None, role=None,
-                     with_held: bool = False, lock_targets: bool = False) -> _Batch:
-    """Lock and read what ``submissions`` need (call inside a transaction); the caller then
-    calls ``answer_all`` and ``write`` on it. For a service that does more in the same
-    transaction (``label_submit_and_claim``); others call ``label_submit_many``.
-    ``lock_targets``: read the verify items' benchmark rows under their locks (see
-    ``retry_locked``)."""
-    return _Batch(annotator=annotator, submissions=submissions, project=project, role=role, with_held=with_held,
-                  lock_targets=lock_targets)
-
-
-def retry_locked(run: Callable[[bool], Any]) -> Any:
-    """``run(lock_targets)``, a transaction around ``submissions_open``: first with the benchmark
-    rows as read with the items, once more with them read under their locks when a decision
-    found its row moved (its transaction rolled back)."""
-    try:
-        return run(False)
-    except ProposableMovedError:
-        return run(True)
-
-
-def _submit_many(*, annotator, submissions, project, role) -> list[SubmissionResult]:
-    def run(lock_targets: bool) -> list[SubmissionResult]:
+def submissions_run(work: Callable[[_Batch], Any], *, annotator, submissions: list["Submission"], project=None,
+                    role=None, with_held: bool = False) -> Any:
+    """``work(batch)`` in a transaction that first locks and reads what ``submissions`` need
+    (``batch``: call its ``answer_all`` and ``write``; a service that does more in the same
+    transaction does it there, as ``label_submit_and_claim``). The benchmark rows come as read
+    with the items; when a decision finds its row moved, the transaction rolls back and
+    ``work`` runs once more with them read under their locks."""
+    def attempt(lock_targets: bool) -> Any:
         with transaction.atomic():
-            batch = submissions_open(annotator=annotator, submissions=submissions, project=project, role=role,
-                                     lock_targets=lock_targets)
-            results = batch.answer_all()
-            batch.write()
-        return results
+            return work(_Batch(annotator=annotator, submissions=submissions, project=project, role=role,
+                               with_held=with_held, lock_targets=lock_targets))
 
-    return retry_locked(run)
+    try:
+        return attempt(False)
+    except ProposableMovedError:
+        return attempt(True)
+
+
+def _answer_and_write(batch: _Batch) -> list[SubmissionResult]:
+    results = batch.answer_all()
+    batch.write()
+    return results
 
 
 def label_submit_many(
@@ -389,7 +378,8 @@ def label_submit_many(
     if not submissions:
         return []
     try:
-        return _submit_many(annotator=annotator, submissions=submissions, project=project, role=role)
+        return submissions_run(_answer_and_write, annotator=annotator, submissions=submissions, project=project,
+                               role=role)
     except IntegrityError:
         # A form's token raced in for another item between our read and our insert; the batch
         # rolled back. Each answer again on its own, so only that one is refused.
