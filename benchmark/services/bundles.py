@@ -6,16 +6,21 @@ that run these in a worker are ``annotation.services.exports``.
 
 import hashlib
 import json
+import shutil
+import tempfile
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 from ..exporters.curated import curated_task
 from ..exporters.deepscholar import write_deepscholar
 from ..exporters.deepsynth import write_deepsynth
+from ..exporters.huggingface import DatasetConfig, dataset_files, write_dataset_tables
+from ..exporters.huggingface_card import CardContext, dataset_card
 from ..exporters.native import canonical_json
 from ..exporters.reportbench import write_reportbench
 from ..models import Protocol, TaskSet
@@ -34,6 +39,7 @@ class TaskSetFormat:
     label: str
     protocol: str | None  # the protocol whose tasks the format holds; None: every task
     writer: Callable[[Iterable[dict], Callable[[str, bytes], None], Counter], None] | None
+    frozen_only: bool = False  # offered for frozen sets only
 
 
 TASKSET_FORMATS: dict[str, TaskSetFormat] = {
@@ -44,14 +50,18 @@ TASKSET_FORMATS: dict[str, TaskSetFormat] = {
         TaskSetFormat("reportbench", "ReportBench prompts + gold bibliography files", Protocol.REPORTBENCH,
                       write_reportbench),
         TaskSetFormat("deepscholar", "DeepScholar-bench CSVs + nuggets", Protocol.DEEPSCHOLAR, write_deepscholar),
+        TaskSetFormat("huggingface", "Hugging Face dataset: Parquet per config + dataset card (zipped folder)", None,
+                      None, frozen_only=True),
     ]
 }
+HUGGINGFACE = "huggingface"
 
 
 def taskset_formats_for(task_set: TaskSet) -> list[TaskSetFormat]:
     """The formats a set can be written in: ours, and the upstream format of each protocol it holds."""
     protocols = set(task_set.tasks.values_list("protocol", flat=True))
-    return [f for f in TASKSET_FORMATS.values() if f.protocol is None or f.protocol in protocols]
+    return [f for f in TASKSET_FORMATS.values()
+            if (f.protocol is None or f.protocol in protocols) and (task_set.is_frozen or not f.frozen_only)]
 
 
 # --- bundles --------------------------------------------------------------------------------
@@ -177,32 +187,82 @@ def _content_hash(task_set: TaskSet, text: str) -> str:
     return task_set.content_hash if task_set.is_frozen else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def taskset_dataset_write(
+    *, task_set: TaskSet, folder: Path, extra_configs: Iterable[DatasetConfig] = (),
+    progress: Callable[[int, int], None] = lambda done, total: None,
+) -> dict[str, int]:
+    """Write a frozen set as a Hugging Face dataset folder (``exporters.huggingface``): a Parquet
+    file per config and the ``README.md`` card; returns the rows of each config."""
+    if not task_set.is_frozen:
+        raise ValueError(f"format: {task_set} is not frozen; freeze it before exporting it as a Hugging Face dataset "
+                         "(a published dataset states one fixed content and its hash)")
+    text = taskset_export(task_set=task_set)
+    written = write_dataset_tables(folder, text, extra_configs=extra_configs, progress=progress)
+    context = CardContext(
+        name=task_set.name, version=task_set.version, description=task_set.description,
+        content_hash=task_set.content_hash, frozen_at=task_set.frozen_at,
+        frozen_by=task_set.frozen_by.get_username() if task_set.frozen_by_id else None,
+        changes=taskset_changes(task_set=task_set, current_text=text), written=written, generator=GENERATOR)
+    (folder / "README.md").write_text(dataset_card(context), encoding="utf-8")
+    return dict(written.rows)
+
+
+def _dataset_into(bundle: Bundle, folder: Path) -> list[str]:
+    names = []
+    for path in dataset_files(folder):
+        name = path.relative_to(folder).as_posix()
+        with path.open("rb") as source, bundle.open(name) as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        names.append(name)
+    return names
+
+
+def _scratch_dir(out: IO[bytes]) -> str | None:
+    """Where the Parquet files wait before they go into the zip: beside the bundle when it is a
+    file (the exports folder, not a /tmp that may be memory), else the system's temporary folder."""
+    name = getattr(out, "name", None)
+    return str(Path(name).parent) if isinstance(name, str) and Path(name).parent.is_dir() else None
+
+
 def taskset_bundle_write(
     *, task_set: TaskSet, format_name: str, include_history: bool, out: IO[bytes],
     progress: Callable[[int, int], None] = lambda done, total: None, include_unreviewed: bool = False,
+    extra_configs: Iterable[DatasetConfig] = (),
 ) -> dict:
     """Write the set as a bundle in ``format_name``; returns the manifest.
 
     The tasks come from ``taskset_export``: a frozen set's snapshot, an unfrozen set's live
     tasks, so every format of a frozen set states the frozen content. An upstream format holds
     curated content only (``exporters.curated``): accepted or edited items of curated tasks,
-    unless ``include_unreviewed``; the manifest says which. The native format holds everything.
+    unless ``include_unreviewed``; the manifest says which. The native format holds everything,
+    and so does ``huggingface`` (a frozen set's dataset folder, with the ``extra_configs`` its
+    caller adds, e.g. labels), whose items say how they were reviewed.
     """
     export_format = TASKSET_FORMATS.get(format_name)
     if export_format is None:
         raise ValueError(f"format: {format_name!r} is not one of {', '.join(TASKSET_FORMATS)}")
+    if format_name == HUGGINGFACE and include_history:
+        raise ValueError("include_history: the Hugging Face format carries no review history; export it without, "
+                         "or export the native format with history")
     text = taskset_export(task_set=task_set)
     history = taskset_export(task_set=task_set, include_history=True) if include_history else None
-    lines = [json.loads(line) for line in text.splitlines() if line]
-    total = len(lines)
+    total = text.count("\n")
     counts: Counter = Counter()
     progress(0, total)
     with Bundle(out) as bundle:
-        if export_format.writer is None:
+        if format_name == HUGGINGFACE:
+            with tempfile.TemporaryDirectory(prefix=".dataset-", dir=_scratch_dir(out)) as scratch:
+                rows = taskset_dataset_write(task_set=task_set, folder=Path(scratch), extra_configs=extra_configs,
+                                             progress=progress)
+                _dataset_into(bundle, Path(scratch))
+            counts.update({f"{name} rows": n for name, n in rows.items()})
+        elif export_format.writer is None:
             bundle.add(NATIVE_FILE, text.encode("utf-8"))
             counts["tasks"] = total
             progress(total, total)
         else:
+            lines = [json.loads(line) for line in text.splitlines() if line]
+
             def counted() -> Iterator[dict]:
                 for done, line in enumerate(lines, start=1):
                     task = curated_task(line, counts, include_unreviewed=include_unreviewed)
@@ -225,7 +285,10 @@ def taskset_bundle_write(
             "counts": dict(sorted(counts.items())),
             "include_history": include_history,
             "history_file": HISTORY_FILE if include_history else None,
-            "content": "every task and item (native format)" if export_format.writer is None else (
+            "content": (
+                "every task and item, one Parquet config per kind, each item with its review status (README.md is "
+                "the dataset card)" if format_name == HUGGINGFACE else
+                "every task and item (native format)") if export_format.writer is None else (
                 "curated, draft and in-review tasks; accepted, edited and unreviewed items (proposed by an LLM, an "
                 "import or an annotator)" if include_unreviewed else
                 "curated tasks only; accepted and edited items only"),
