@@ -23,6 +23,8 @@ from typing import IO, Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import Q, QuerySet
 
+from benchmark.exporters.huggingface import DatasetConfig
+from benchmark.models import TaskSet
 from benchmark.spreadsheet import csv_writer
 
 from core.accounts import is_global_curator
@@ -192,3 +194,34 @@ def write_annotations(
             lines.flush()
     progress(done, max(total, done))
     return counts
+
+
+# --- Hugging Face dataset configs ------------------------------------------------------------
+
+LABEL_TYPES = {"label_id": "int64", "project_id": "int64", "item_id": "int64", "target_id": "int64",
+               "value": "json"}
+
+
+def _dataset_columns(columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    # ``task`` is ``task_id`` there, as in every other config of the dataset.
+    return tuple(("task_id" if c == "task" else c, LABEL_TYPES.get(c, "string")) for c in columns)
+
+
+def _with_task_id(rows: Iterable[dict]) -> Iterator[dict]:
+    for row in rows:
+        yield {**row, "task_id": row["task"]}
+
+
+def label_dataset_configs(scope: AnnotationScope, *, task_set: TaskSet) -> list[DatasetConfig]:
+    """The ``labels`` and ``gold_labels`` configs of a task set's Hugging Face export: the
+    scope's labels and gold labels of items of the set's tasks, with the same columns (and full
+    identities) as the annotation export; ``annotation_export_scope`` decided what the scope holds."""
+    tasks = task_set.tasks.values("pk")
+    return [
+        DatasetConfig("labels", "a label an annotator gave an item of an annotation project on a task of the set "
+                      "(value is JSON text)", _dataset_columns(LABEL_COLUMNS),
+                      _with_task_id(label_rows(scope.labels.filter(item__task__in=tasks)))),
+        DatasetConfig("gold_labels", "a gold label a curator decided for an item on a task of the set",
+                      _dataset_columns(GOLD_COLUMNS),
+                      _with_task_id(gold_rows(scope.gold_labels.filter(item__task__in=tasks)))),
+    ]

@@ -63,13 +63,18 @@ class ExportListApi(ListApi):
         project = serializers.IntegerField(required=False, allow_null=True, min_value=1,
                                            help_text="kind annotations: the project (omit: every project, curators)")
         format = serializers.ChoiceField(choices=sorted({*TASKSET_FORMATS, *ANNOTATION_FORMATS}), required=False,
-                                         help_text="taskset: native, deepsynth, reportbench, deepscholar; "
+                                         help_text="taskset: native, deepsynth, reportbench, deepscholar, "
+                                                   "huggingface (frozen sets: a zipped dataset folder); "
                                                    "annotations: jsonl, csv")
         include_history = serializers.BooleanField(required=False, default=False)
         include_unreviewed = serializers.BooleanField(
             required=False, default=False,
             help_text="taskset, upstream formats: also draft tasks and unreviewed items (default: curated tasks, "
                       "accepted and edited items only)")
+        include_labels = serializers.BooleanField(
+            required=False, default=False,
+            help_text="taskset, huggingface format: add the labels and gold labels of the set's tasks as the "
+                      "labels and gold_labels configs (with annotators' usernames)")
 
     OutputSerializer = ExportJobOutputSerializer
     filter_fields = {"kind": "kind", "status": "status"}

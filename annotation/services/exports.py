@@ -10,7 +10,9 @@ by a Celery worker into ``VAR_DIR/exports`` (never inside a request), with progr
 * A bundle is a zip: the data files of the format and ``manifest.json``
   (``benchmark.services.bundles`` writes task sets, ``annotations_bundle_write`` annotations).
 
-Who may do what: task sets are exported by curators (and admins); a project's annotations by
+Who may do what: task sets are exported by curators (and admins), in the Hugging Face format
+optionally with the labels and gold labels of the set's tasks (what a global curator's
+all-projects annotation export holds, full identities included); a project's annotations by
 its members (``annotation.exporters.annotation_export_scope`` decides what each one gets), all
 projects' by curators. A job's file is downloaded by the user who asked for it while they may
 still see its data, and by curators.
@@ -34,14 +36,20 @@ from django.utils import timezone
 
 from benchmark.importers.common import slugify_key
 from benchmark.models import TaskSet
-from benchmark.services.bundles import GENERATOR, Bundle, taskset_bundle_write, taskset_formats_for
+from benchmark.services.bundles import (
+    GENERATOR,
+    HUGGINGFACE,
+    Bundle,
+    taskset_bundle_write,
+    taskset_formats_for,
+)
 from benchmark.services.tasksets import TaskSetError
 from core.accounts import is_global_curator
 from core.jobs import job_claim, job_enqueue_on_commit, job_release
 from core.converters import MAX_ID
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
-from ..exporters import annotation_export_scope, write_annotations
+from ..exporters import annotation_export_scope, label_dataset_configs, write_annotations
 from ..models import ExportJob
 
 logger = logging.getLogger(__name__)
@@ -88,14 +96,26 @@ def _taskset_parameters(*, user, parameters: dict) -> tuple[dict, str]:
         raise ValueError(f"task_set: no task set {parameters['task_set']}")
     name = parameters.get("format") or "native"
     allowed = taskset_formats_for(task_set)
+    if name == HUGGINGFACE and not task_set.is_frozen:
+        raise ValueError(f"format: {task_set} is not frozen; freeze it before exporting it as a Hugging Face dataset")
     if name not in {f.name for f in allowed}:
         raise ValueError(f"format: {task_set} cannot be written as {name!r}; "
                          f"its formats: {', '.join(f.name for f in allowed)}")
     history = _flag(parameters.get("include_history", False), "include_history")
     unreviewed = _flag(parameters.get("include_unreviewed", False), "include_unreviewed")
-    filename = f"taskset-{slugify_key(task_set.name, max_length=80) or task_set.pk}-v{task_set.version}-{name}"
-    return ({"task_set": task_set.pk, "format": name, "include_history": history, "include_unreviewed": unreviewed},
-            filename + ".zip")
+    labels = _flag(parameters.get("include_labels", False), "include_labels")
+    if name == HUGGINGFACE and history:
+        raise ValueError("include_history: the Hugging Face format carries no review history; export it without, "
+                         "or export the native format with history")
+    if labels and name != HUGGINGFACE:
+        raise ValueError(f"include_labels: only the {HUGGINGFACE} format carries labels; the {name} format has none "
+                         "(export a project's annotations from the Exports page)")
+    filename = (f"taskset-{slugify_key(task_set.name, max_length=80) or task_set.pk}-v{task_set.version}-{name}"
+                + ("-labels" if labels else ""))
+    clean = {"task_set": task_set.pk, "format": name, "include_history": history, "include_unreviewed": unreviewed}
+    if labels:
+        clean["include_labels"] = True
+    return clean, filename + ".zip"
 
 
 def _annotation_parameters(*, user, parameters: dict) -> tuple[dict, str]:
@@ -181,9 +201,14 @@ def _write(job: ExportJob, out: IO[bytes]) -> None:
         task_set = TaskSet.objects.filter(pk=params["task_set"]).first()
         if task_set is None:
             raise ValueError(f"task set {params['task_set']} no longer exists")
+        extra_configs = []
+        if params.get("include_labels"):
+            # Decided again when the job runs: a curator who lost the role since gets a failed job.
+            scope = annotation_export_scope(user=job.requested_by, project_id=None)
+            extra_configs = label_dataset_configs(scope, task_set=task_set)
         taskset_bundle_write(task_set=task_set, format_name=params["format"],
                              include_history=params["include_history"], out=out, progress=report,
-                             include_unreviewed=params.get("include_unreviewed", False))
+                             include_unreviewed=params.get("include_unreviewed", False), extra_configs=extra_configs)
     elif job.kind == ExportJob.Kind.ANNOTATIONS:
         annotations_bundle_write(user=job.requested_by, project_id=params["project"], fmt=params["format"], out=out,
                                  progress=report)

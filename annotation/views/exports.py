@@ -36,7 +36,8 @@ def export_create(request):
     if kind == ExportJob.Kind.TASK_SET:
         parameters = {"task_set": request.POST.get("task_set"), "format": request.POST.get("format"),
                       "include_history": request.POST.get("include_history", ""),
-                      "include_unreviewed": request.POST.get("include_unreviewed", "")}
+                      "include_unreviewed": request.POST.get("include_unreviewed", ""),
+                      "include_labels": request.POST.get("include_labels", "")}
     else:
         parameters = {"project": request.POST.get("project") or None, "format": request.POST.get("format")}
     try:
