@@ -1,7 +1,8 @@
 """A frozen task set as a Hugging Face dataset folder: one Parquet file per config and a
 ``README.md`` dataset card (``huggingface_card``) whose YAML header declares the configs, so
 ``datasets.load_dataset(<folder>)`` (config ``tasks``) and ``load_dataset(<folder>, "nuggets")``
-read it offline, and ``huggingface-cli upload`` publishes it as it is (docs/formats.md).
+read it offline, and ``hf upload`` (formerly ``huggingface-cli upload``) publishes it as it is
+(docs/formats.md).
 
 The configs are the native task lines cut into tables, one row per task or item, each
 carrying ``task_id`` (``protocol/key``) and its ``position`` in the task's list, so every

@@ -18,7 +18,7 @@ from ..importers.deepscholar import SOURCE as DEEPSCHOLAR
 from ..importers.deepsynth import SOURCE as DEEPSYNTH
 from ..importers.reportbench import SOURCE as REPORTBENCH
 from ..importers.surveylens import SOURCE as SURVEYLENS
-from .huggingface import SPLIT, DatasetWritten
+from .huggingface import CONFIG_ORDER, SPLIT, DatasetWritten
 
 
 @dataclass(frozen=True)
@@ -116,13 +116,17 @@ def _body(context: CardContext) -> list[str]:
         lines += [context.description.strip(), ""]
     lines += [
         f"A frozen task set of Survey Eval Studio: {written.rows['tasks']} evaluation tasks for AI-written research "
-        "surveys and deep-research reports, with their checklists, gold references, nuggets and rubric criteria.",
+        "surveys and deep-research reports, with their " + ", ".join(
+            c.name.replace("_", " ") for c in written.configs if c.name != "tasks") + ".",
         "",
         "## Configs", "",
-        "Each config is one Parquet file with one split, `test`. Rows carry `task_id` (`protocol/key`) and their "
-        "`position` in the task's list; columns typed `json` in the native format are JSON text.", "",
-        *_table(("config", "rows", "one row is"),
-                [(f"`{c.name}`", written.rows[c.name], c.description) for c in written.configs]),
+        "Each config is one Parquet file with one split, `test`. Rows carry `task_id` (`protocol/key`); item rows "
+        "also their `position` in the task's list. Columns holding free-form JSON are JSON text (`json.loads` them).",
+        "",
+        *_table(("config", "rows", "one row is", "JSON text columns"),
+                [(f"`{c.name}`", written.rows[c.name], c.description,
+                  ", ".join(f"`{name}`" for name, kind in c.columns if kind == "json"))
+                 for c in written.configs]),
         "```python",
         "from datasets import load_dataset",
         "",
@@ -144,7 +148,9 @@ def _body(context: CardContext) -> list[str]:
         "## Content hash", "",
         f"`{context.content_hash}`: the sha256 of the set's frozen snapshot (the native JSONL of its tasks), "
         f"frozen at {context.frozen_at.isoformat()}" + (f" by {context.frozen_by}." if context.frozen_by else "."),
-        "Exporting the same version again gives the same content hash and the same files.", "",
+        "Exporting the same version again gives the same content hash and the same task configs" + (
+            "; the other configs (labels) hold what was stored when it was exported." if any(
+                c.name not in CONFIG_ORDER for c in written.configs) else "."), "",
         "## Changes", "",
     ]
     previous = changes["previous"]

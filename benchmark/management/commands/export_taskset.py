@@ -22,7 +22,7 @@ class Command(TaskSetCommand):
     help = (
         "Write a task set as native JSONL (docs/formats.md): a frozen version's snapshot, "
         "an unfrozen version's live tasks; or, with --format huggingface, a frozen version as a "
-        "Hugging Face dataset folder (Parquet files and README.md) to publish with huggingface-cli upload."
+        "Hugging Face dataset folder (Parquet files and README.md) to publish with hf upload."
     )
 
     def add_arguments(self, parser):
@@ -66,5 +66,5 @@ class Command(TaskSetCommand):
             raise CommandError(str(exc)) from None
         counts = ", ".join(f"{config} {n}" for config, n in rows.items())
         self.stderr.write(f"wrote {task_set} (sha256 {task_set.content_hash}) as a Hugging Face dataset to {folder}: "
-                          f"{counts} rows; publish it with: huggingface-cli upload <user>/<dataset> {folder} "
-                          "--repo-type dataset")
+                          f"{counts} rows; publish it with: hf upload <user>/<dataset> {folder} --repo-type dataset "
+                          "(docs/formats.md)")

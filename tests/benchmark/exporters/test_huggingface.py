@@ -40,7 +40,8 @@ def rebuilt_lines(load, folder: Path, configs: list[str]) -> dict[str, dict]:
 
     def items(task_id: str, name: str, *fields: str, **where) -> list[dict]:
         found = [r for r in by_task[task_id][name] if all(r[k] == v for k, v in where.items())]
-        return [{f: r[f] for f in (*fields, *provenance)} | ({"_row": r}) for r in sorted(found, key=lambda r: r["position"])]
+        ordered = sorted(found, key=lambda r: r["position"])
+        return [{f: r[f] for f in (*fields, *provenance)} | {"_row": r} for r in ordered]
 
     def clean(found: list[dict]) -> list[dict]:
         return [{k: v for k, v in r.items() if k != "_row"} for r in found]
@@ -171,7 +172,8 @@ def test_the_card_states_license_features_hash_changelog_and_curation(load_datas
         assert {f["name"]: f["dtype"] for f in info["features"]} == {k: v.dtype for k, v in loaded.items()}
     body = (folder / "README.md").read_text(encoding="utf-8")
     assert f"`{second.content_hash}`" in body
-    assert f"- added: `{made_here.protocol}/rich-1`" in body and f"- removed: `{dropped.protocol}/{dropped.key}`" in body
+    assert f"- added: `{made_here.protocol}/rich-1`" in body
+    assert f"- removed: `{dropped.protocol}/{dropped.key}`" in body
     assert "https://github.com/Kwai-Klear/DeepSynth-Eval" in body
     # An unchanged set gives the same card and the same files.
     again = tmp_path / "again"

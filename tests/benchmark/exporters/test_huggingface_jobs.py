@@ -113,7 +113,8 @@ def test_who_may_ask_and_what_is_refused(world):
                        parameters={"task_set": world["task_set"].pk, "format": "huggingface", "include_history": True})
     unfrozen = taskset_create(name="draft", tasks=[world["task"]])
     with pytest.raises(ValueError, match="not frozen; freeze it"):
-        export_request(user=world["owner"], kind="taskset", parameters={"task_set": unfrozen.pk, "format": "huggingface"})
+        export_request(user=world["owner"], kind="taskset",
+                       parameters={"task_set": unfrozen.pk, "format": "huggingface"})
     assert not ExportJob.objects.exists()
 
 
