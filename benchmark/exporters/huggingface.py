@@ -12,13 +12,13 @@ survey's outline, a bibliography entry's ``extra``...) are JSON text in one colu
 item keeps its provenance (origin, proposed_by, prompt_version, review_status): the dataset
 holds every item of the set, as the native export does, and says how each was reviewed.
 
-Rows are written in batches with ``pyarrow.parquet.ParquetWriter`` as the lines are read, so a
-large set never sits in memory as tables. A config with no rows is left out: ``datasets``
+Rows are written in batches (``BATCH_ROWS`` rows or ``BATCH_BYTES`` of JSON lines, one
+row group each) with ``pyarrow.parquet.ParquetWriter`` as the lines are read, so a large set
+never sits in memory as tables. A config with no rows is left out: ``datasets``
 refuses to load an empty split. Callers above this layer add configs of their own
 (``DatasetConfig``: the annotation layer adds labels and gold labels).
 """
 
-import io
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -26,12 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from .native import BIB_FIELDS, canonical_json
 
 SPLIT = "test"  # a benchmark's tasks are test data; every config has this one split
 BATCH_ROWS = 1000
+BATCH_BYTES = 4 << 20  # a task row holds its survey's full text and bibliography
+# malloc gives a batch's memory back once written; pyarrow's default pool (mimalloc) kept ~50 MiB
+# more in the worker after a 16,000-reference export.
+MEMORY_POOL = pa.system_memory_pool()
 # Column types, named as the dataset card's ``features`` name them; "json" is JSON text.
 ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
                "json": pa.string()}
@@ -160,33 +165,43 @@ def task_configs() -> dict[str, DatasetConfig]:
 
 
 class _ConfigWriter:
-    """Rows of one config → its Parquet file, a batch at a time; the file exists once a row came."""
+    """Rows of one config → its Parquet file, a batch (one row group) at a time; the file exists
+    once a row came. A batch waits as JSON lines and Arrow parses them against the config's
+    schema (``pyarrow.json``): converting Python objects instead (``from_pylist``, ``pa.array``)
+    would import pandas, when installed, into the worker for good (~50 MiB)."""
 
     def __init__(self, folder: Path, config: DatasetConfig) -> None:
         self.folder, self.config, self.schema = folder, config, config.schema
-        self.buffer: list[dict] = []
+        self.buffer = bytearray()
+        self.batch_rows = 0
         self.writer: pq.ParquetWriter | None = None
         self.rows = 0
 
     def add(self, row: dict) -> None:
-        self.buffer.append({name: self.config.cell(row, name, kind) for name, kind in self.config.columns})
+        cells = {name: self.config.cell(row, name, kind) for name, kind in self.config.columns}
+        self.buffer += canonical_json(cells).encode("utf-8") + b"\n"
+        self.batch_rows += 1
         self.rows += 1
-        if len(self.buffer) >= BATCH_ROWS:
+        if self.batch_rows >= BATCH_ROWS or len(self.buffer) >= BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
-        if not self.buffer:
+        if not self.batch_rows:
             return
         if self.writer is None:
             path = self.folder / self.config.path
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+            self.writer = pq.ParquetWriter(path, self.schema, compression="zstd", memory_pool=MEMORY_POOL)
         try:
-            batch = pa.RecordBatch.from_pylist(self.buffer, schema=self.schema)
+            table = pa_json.read_json(
+                pa.BufferReader(pa.py_buffer(self.buffer)), memory_pool=MEMORY_POOL,
+                read_options=pa_json.ReadOptions(block_size=len(self.buffer) + 1, use_threads=False),
+                parse_options=pa_json.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="error"))
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise ValueError(f"config {self.config.name}: a row does not fit its columns ({exc})") from None
-        self.writer.write_batch(batch)
-        self.buffer.clear()
+        self.writer.write_table(table.select(self.schema.names).cast(self.schema))
+        self.buffer = bytearray()
+        self.batch_rows = 0
 
     def close(self) -> None:
         self.flush()
@@ -205,6 +220,18 @@ class DatasetWritten:
     sources: Counter = field(default_factory=Counter)  # task source → tasks
 
 
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time, without a copy of the whole (``io.StringIO`` keeps one
+    at four bytes a character, ``splitlines`` a list of them all)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if end > start:
+            yield text[start:end]
+        start = end + 1
+
+
 def write_dataset_tables(
     folder: Path, text: str, *, extra_configs: Iterable[DatasetConfig] = (),
     progress: Callable[[int, int], None] = lambda done, total: None,
@@ -216,7 +243,7 @@ def write_dataset_tables(
     total = text.count("\n")
     progress(0, total)
     try:
-        for done, line in enumerate(io.StringIO(text), start=1):
+        for done, line in enumerate(_lines(text), start=1):
             task = json.loads(line)
             writers["tasks"].add(_task_row(task))
             written.task_status[task["status"]] += 1

@@ -4,6 +4,9 @@ and compared whole with the frozen snapshot."""
 
 import io
 import json
+import os
+import subprocess
+import sys
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -213,16 +216,42 @@ def test_rows_are_written_in_batches(monkeypatch, tmp_path, datasets):
     run_import("reportbench", datasets / "reportbench" / "ReportBench_v1.1.jsonl", keys=["2410.08918", "2312.04861"])
     task_set = frozen("batches", Task.objects.all())
     monkeypatch.setattr(huggingface, "BATCH_ROWS", 50)
-    batches = []
-    write_batch = huggingface.pq.ParquetWriter.write_batch
+    monkeypatch.setattr(huggingface, "BATCH_BYTES", 20_000)  # a task row (its bibliography) passes it alone
+    batches: dict[str, list[int]] = defaultdict(list)
+    write_table = huggingface.pq.ParquetWriter.write_table
 
-    def counted(self, batch, *args, **kwargs):
-        batches.append(batch.num_rows)
-        return write_batch(self, batch, *args, **kwargs)
+    def counted(self, table, *args, **kwargs):
+        batches[Path(self.where).parent.name].append(table.num_rows)
+        return write_table(self, table, *args, **kwargs)
 
-    monkeypatch.setattr(huggingface.pq.ParquetWriter, "write_batch", counted)
+    monkeypatch.setattr(huggingface.pq.ParquetWriter, "write_table", counted)
     rows = taskset_dataset_write(task_set=task_set, folder=tmp_path / "d")
-    assert rows["references"] > 100
-    assert max(batches) <= 50 and sum(batches) == sum(rows.values())
+    assert rows["references"] > 100 and rows["tasks"] == 2
+    assert {name: sum(sizes) for name, sizes in batches.items()} == rows
+    assert max(batches["references"]) <= 50 and batches["tasks"] == [1, 1]
     parquet = pq.ParquetFile(tmp_path / "d" / "references" / "test-00000-of-00001.parquet")
-    assert parquet.metadata.num_rows == rows["references"] and parquet.metadata.num_row_groups > 1
+    assert parquet.metadata.num_rows == rows["references"]
+    assert parquet.metadata.num_row_groups == len(batches["references"]) > 2
+
+
+WITHOUT_PANDAS = """
+import sys, django
+django.setup()
+from pathlib import Path
+from benchmark.exporters.huggingface import write_dataset_tables
+written = write_dataset_tables(Path(sys.argv[1]), Path(sys.argv[2]).read_text(encoding="utf-8"))
+assert written.rows["tasks"] == 1, written.rows
+print("pandas imported" if "pandas" in sys.modules else "no pandas")
+"""
+
+
+def test_writing_does_not_import_pandas(tmp_path):
+    """pyarrow imports pandas (when installed) as soon as it converts Python objects; the
+    worker would keep those ~50 MiB for good after one export."""
+    task_set = taskset_freeze(task_set=taskset_create(name="p", tasks=[rich_task("rich-1")]))
+    (tmp_path / "tasks.jsonl").write_text(task_set.snapshot, encoding="utf-8")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    done = subprocess.run([sys.executable, "-c", WITHOUT_PANDAS, str(tmp_path / "d"), str(tmp_path / "tasks.jsonl")],
+                          capture_output=True, text=True, env=env, cwd=Path(__file__).parents[3], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "no pandas"
