@@ -100,7 +100,12 @@ def rebuilt_lines(load, folder: Path, configs: list[str]) -> dict[str, dict]:
 
 
 def native_lines(task_set) -> dict[str, dict]:
-    lines = [json.loads(line) for line in task_set.snapshot.splitlines()]
+    """The tasks of the set's native export bundle (``tasks.jsonl``), by ``protocol/key``."""
+    out = io.BytesIO()
+    taskset_bundle_write(task_set=task_set, format_name="native", include_history=False, out=out)
+    with zipfile.ZipFile(io.BytesIO(out.getvalue())) as archive:
+        text = archive.read("tasks.jsonl").decode("utf-8")
+    lines = [json.loads(line) for line in text.splitlines()]
     return {f"{line['protocol']}/{line['key']}": line for line in lines}
 
 
