@@ -117,8 +117,12 @@ def _body(context: CardContext) -> list[str]:
     lines += [
         f"A frozen task set of Survey Eval Studio: {written.rows['tasks']} evaluation tasks for AI-written research "
         "surveys and deep-research reports, with their " + ", ".join(
-            c.name.replace("_", " ") for c in written.configs if c.name != "tasks") + ".",
+            c.name.replace("_", " ") for c in written.configs if c.name in CONFIG_ORDER[1:]) + ".",
         "",
+        *([f"Also: {', '.join(c.name.replace('_', ' ') for c in others)} of annotation projects on these tasks, "
+           "with the usernames of the annotators and curators (`annotator`, `decided_by`): drop or pseudonymise "
+           "those columns before publishing if they must not be public.", ""] if (others := [
+               c for c in written.configs if c.name not in CONFIG_ORDER]) else []),
         "## Configs", "",
         "Each config is one Parquet file with one split, `test`. Rows carry `task_id` (`protocol/key`); item rows "
         "also their `position` in the task's list. Columns holding free-form JSON are JSON text (`json.loads` them).",
