@@ -1,7 +1,8 @@
-"""Task-set bundles: a task set written as a zip in our format or an upstream one, with its
-manifest and changelog. Deterministic (fixed entry times, sorted keys, no export time inside),
-so writing an unchanged set twice gives the same bytes and the same sha256. The export jobs
-that run these in a worker are ``annotation.services.exports``.
+"""Task-set bundles: a task set written as a zip in our format, an upstream one or as a Hugging
+Face dataset folder (``exporters.huggingface``), with its manifest and changelog.
+Deterministic (fixed entry times, sorted keys, no export time inside), so writing an unchanged
+set twice gives the same bytes and the same sha256. The export jobs that run these in a worker
+are ``annotation.services.exports``.
 """
 
 import hashlib
@@ -42,6 +43,7 @@ class TaskSetFormat:
     frozen_only: bool = False  # offered for frozen sets only
 
 
+HUGGINGFACE = "huggingface"
 TASKSET_FORMATS: dict[str, TaskSetFormat] = {
     f.name: f
     for f in [
@@ -50,11 +52,10 @@ TASKSET_FORMATS: dict[str, TaskSetFormat] = {
         TaskSetFormat("reportbench", "ReportBench prompts + gold bibliography files", Protocol.REPORTBENCH,
                       write_reportbench),
         TaskSetFormat("deepscholar", "DeepScholar-bench CSVs + nuggets", Protocol.DEEPSCHOLAR, write_deepscholar),
-        TaskSetFormat("huggingface", "Hugging Face dataset: Parquet per config + dataset card (zipped folder)", None,
+        TaskSetFormat(HUGGINGFACE, "Hugging Face dataset: Parquet per config + dataset card (zipped folder)", None,
                       None, frozen_only=True),
     ]
 }
-HUGGINGFACE = "huggingface"
 
 
 def taskset_formats_for(task_set: TaskSet) -> list[TaskSetFormat]:
@@ -189,10 +190,11 @@ def _content_hash(task_set: TaskSet, text: str) -> str:
 
 def taskset_dataset_write(
     *, task_set: TaskSet, folder: Path, extra_configs: Iterable[DatasetConfig] = (),
-    progress: Callable[[int, int], None] = lambda done, total: None,
+    progress: Callable[[int, int], None] = lambda done, total: None, changes: dict | None = None,
 ) -> dict[str, int]:
     """Write a frozen set as a Hugging Face dataset folder (``exporters.huggingface``): a Parquet
-    file per config and the ``README.md`` card; returns the rows of each config."""
+    file per config and the ``README.md`` card; returns the rows of each config. ``changes``:
+    the set's ``taskset_changes`` when the caller has them already."""
     if not task_set.is_frozen:
         raise ValueError(f"format: {task_set} is not frozen; freeze it before exporting it as a Hugging Face dataset "
                          "(a published dataset states one fixed content and its hash)")
@@ -202,19 +204,16 @@ def taskset_dataset_write(
         name=task_set.name, version=task_set.version, description=task_set.description,
         content_hash=task_set.content_hash, frozen_at=task_set.frozen_at,
         frozen_by=task_set.frozen_by.get_username() if task_set.frozen_by_id else None,
-        changes=taskset_changes(task_set=task_set, current_text=text), written=written, generator=GENERATOR)
+        changes=changes if changes is not None else taskset_changes(task_set=task_set, current_text=text),
+        written=written, generator=GENERATOR)
     (folder / "README.md").write_text(dataset_card(context), encoding="utf-8")
     return dict(written.rows)
 
 
-def _dataset_into(bundle: Bundle, folder: Path) -> list[str]:
-    names = []
+def _dataset_into(bundle: Bundle, folder: Path) -> None:
     for path in dataset_files(folder):
-        name = path.relative_to(folder).as_posix()
-        with path.open("rb") as source, bundle.open(name) as target:
+        with path.open("rb") as source, bundle.open(path.relative_to(folder).as_posix()) as target:
             shutil.copyfileobj(source, target, 1 << 20)
-        names.append(name)
-    return names
 
 
 def _scratch_dir(out: IO[bytes]) -> str | None:
@@ -247,13 +246,14 @@ def taskset_bundle_write(
     text = taskset_export(task_set=task_set)
     history = taskset_export(task_set=task_set, include_history=True) if include_history else None
     total = text.count("\n")
+    changes = taskset_changes(task_set=task_set, current_text=text)
     counts: Counter = Counter()
     progress(0, total)
     with Bundle(out) as bundle:
         if format_name == HUGGINGFACE:
             with tempfile.TemporaryDirectory(prefix=".dataset-", dir=_scratch_dir(out)) as scratch:
                 rows = taskset_dataset_write(task_set=task_set, folder=Path(scratch), extra_configs=extra_configs,
-                                             progress=progress)
+                                             progress=progress, changes=changes)
                 _dataset_into(bundle, Path(scratch))
             counts.update({f"{name} rows": n for name, n in rows.items()})
         elif export_format.writer is None:
@@ -293,6 +293,6 @@ def taskset_bundle_write(
                 "import or an annotator)" if include_unreviewed else
                 "curated tasks only; accepted and edited items only"),
             "include_unreviewed": include_unreviewed if export_format.writer is not None else None,
-            "changelog": taskset_changes(task_set=task_set, current_text=text),
+            "changelog": changes,
         }
         return bundle.close(manifest)

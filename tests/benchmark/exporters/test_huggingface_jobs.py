@@ -66,6 +66,7 @@ def test_a_curator_exports_labels_and_gold_labels_of_the_sets_tasks(world, load_
     header = yaml.safe_load((folder / "README.md").read_text(encoding="utf-8").split("---\n", 2)[1])
     assert [c["config_name"] for c in header["configs"]] == [
         "tasks", "checklist_groups", "checklist_items", "labels", "gold_labels"]
+    assert "drop or pseudonymise those columns" in (folder / "README.md").read_text(encoding="utf-8")
     labels = load_dataset(folder, "labels")["test"].to_list()
     stored = Label.objects.filter(project=world["project"]).order_by("created_at", "pk")
     assert [(r["label_id"], r["annotator"], r["task_id"]) for r in labels] == [
@@ -79,8 +80,9 @@ def test_a_curator_exports_labels_and_gold_labels_of_the_sets_tasks(world, load_
     assert tasks["task_id"] == [f"{world['task'].protocol}/{world['task'].key}"]
     # Without the option: no labels.
     plain = run(world["owner"], task_set=world["task_set"].pk, format="huggingface")
-    names = zipfile.ZipFile(export_file(job=plain)).namelist()
-    assert not any(n.startswith(("labels/", "gold_labels/")) for n in names)
+    with zipfile.ZipFile(export_file(job=plain)) as archive:
+        assert not any(n.startswith(("labels/", "gold_labels/")) for n in archive.namelist())
+        assert "pseudonymise" not in archive.read("README.md").decode("utf-8")
 
 
 def test_a_curator_who_labels_blind_gets_nothing_of_what_those_items_hide(world, load_dataset, tmp_path):
