@@ -1,3 +1,4 @@
+import shutil
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -60,10 +61,20 @@ class Command(TaskSetCommand):
             task_set = taskset_get(name=name, version=version)
             if not task_set.is_frozen:
                 raise CommandError(f"{task_set} is not frozen; freeze it first (manage.py freeze_taskset)")
-            folder.mkdir(parents=True, exist_ok=True)
-            rows = taskset_dataset_write(task_set=task_set, folder=folder)
-        except (TaskSetError, ValueError) as exc:
+        except TaskSetError as exc:
             raise CommandError(str(exc)) from None
+        created = not folder.exists()
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            rows = taskset_dataset_write(task_set=task_set, folder=folder)
+        except BaseException as exc:
+            # No half-written dataset left to upload by mistake; the folder was new or empty.
+            shutil.rmtree(folder, ignore_errors=True)
+            if not created:
+                folder.mkdir()
+            if isinstance(exc, ValueError):
+                raise CommandError(str(exc)) from None
+            raise
         counts = ", ".join(f"{config} {n}" for config, n in rows.items())
         self.stderr.write(f"wrote {task_set} (sha256 {task_set.content_hash}) as a Hugging Face dataset to {folder}: "
                           f"{counts} rows; publish it with: hf upload <user>/<dataset> {folder} --repo-type dataset "

@@ -144,7 +144,7 @@ def test_the_page_and_the_api_offer_the_format(world, client, monkeypatch, djang
     assert refused.status_code == 400 and "not frozen" in refused.content.decode()
 
 
-def test_the_command_writes_the_folder(world, load_dataset, tmp_path):
+def test_the_command_writes_the_folder(world, load_dataset, tmp_path, monkeypatch):
     folder = tmp_path / "out"
     call_command("export_taskset", "with labels", "--format", "huggingface", "-o", str(folder), stderr=io.StringIO())
     assert load_dataset(folder)["test"].num_rows == 1
@@ -155,3 +155,13 @@ def test_the_command_writes_the_folder(world, load_dataset, tmp_path):
     with pytest.raises(CommandError, match="not frozen"):
         call_command("export_taskset", "draft", "--format", "huggingface", "-o", str(tmp_path / "draft"))
     assert not (tmp_path / "draft").exists()
+    # A failure half-way leaves no half-written dataset behind.
+    monkeypatch.setattr("benchmark.exporters.huggingface.BATCH_ROWS", 1)
+    monkeypatch.setattr("benchmark.exporters.huggingface._ConfigWriter.close", fails)
+    with pytest.raises(CommandError, match="disk says no"):
+        call_command("export_taskset", "with labels", "--format", "huggingface", "-o", str(tmp_path / "half"))
+    assert not (tmp_path / "half").exists()
+
+
+def fails(self):
+    raise ValueError("disk says no")
