@@ -67,7 +67,10 @@ SurveyLens metric keys:
 SurveyScope metric keys: ``reference_tp``, ``reference_precision``, ``reference_recall``,
 ``reference_f1`` (:func:`reference_prf`: deduplicated sets, identifiers then titles) against
 the task's gold references that are not rejected, else the human survey's own reference list
-(``None`` when there is none), with ``references`` / ``gold_references`` counts;
+(``None`` when there is none), with ``references`` / ``gold_references`` counts. With
+``{"variants": {"references": "scisage_upstream"}}`` the released ``reference_eval.py`` is
+reproduced: titles only, gold titles split into sub-sentences, every similar pair counted, and a
+system's precision, recall and F1 pooled over its reports' counts (run cards and leaderboard);
 ``quality_<dimension>`` — the mean of the finished repeats on its scale rescaled linearly to
 0–100 as the paper does, 100 · score / scale (× 10 for 1–10: 7.758 is reported as 77.58; × 20
 for the 1–5 section structure, so 4.25 is 85 and 5 is 100 as in Table 4) — and ``quality_mean``,
