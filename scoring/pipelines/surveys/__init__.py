@@ -83,11 +83,15 @@ synthesis; Table 4's "Document"), and on 1–5 ``section_structure`` (§5.1.2 se
 structure, Table 3's rubric; Table 4's "Section").
 
 Configuration (``JudgeConfig.options``, else ``settings.SURVEYLENS_ALIGNMENT``, else the
-defaults): ``surveylens_tau`` — τ per component, default outline 0.7, content 0.7, reference
-0.8; ``surveylens_lambda`` — the redundancy penalty λ, default 1.0; ``surveylens_tams_mode`` —
-``margin`` (eq. 6, default) or ``gated`` (the released code). The paper states no τ values;
-the defaults are the per-component thresholds of the authors' released multi-component
-embedding configuration (their single-component script uses 0.95 with Qwen3-Embedding-8B,
-far too strict for the offline MiniLM). τ and λ only enter scoring: changing them and
+defaults): ``surveylens_tau`` — τ per component as an object, or a preset name
+(:data:`SURVEYLENS_TAU_PRESETS`): ``"default"``, outline 0.7, content 0.7, reference 0.8, used
+when nothing is set; ``"upstream"``, 0.95 for all three, the released configuration
+(``scripts/config/eval_quantitative_config.json``, with Qwen3-Embedding-8B; far too strict for
+the offline MiniLM); ``surveylens_lambda`` — the redundancy penalty λ, default 1.0 (as
+released); ``surveylens_tams_mode`` — ``margin`` (eq. 6, default) or ``gated`` (the released
+code). The paper states no τ values. So ``{"surveylens_tau": "upstream", "surveylens_tams_mode":
+"gated"}`` computes RAMS and TAMS as the released ``eval_quantitative.py`` does (RAMS clamps a
+negative generated–generated similarity at 0 in every configuration, as released). τ and λ only
+enter scoring: changing them and
 re-scoring needs no embedding.
 """
