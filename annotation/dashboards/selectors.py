@@ -34,6 +34,11 @@ DERIVED_METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
 # DeepSynth precision, eq. 7 over every mentioned item (the ``precision`` variant ``per_report``
 # averages instead).
 POOLED_METRICS: dict[str, tuple[str, ...]] = {Protocol.DEEPSYNTH: ("precision",)}
+# SciSage's released reference scorer pools TP, |A| and |B| over papers (``m.pooled_reference_prf``): a
+# system whose cards all computed the ``scisage_upstream`` variant is shown that pooled value.
+POOLED_REFERENCE_METRICS: dict[str, dict[str, str]] = {
+    Protocol.SURVEYSCOPE: {"reference_precision": "precision", "reference_recall": "recall", "reference_f1": "f1"},
+}
 SIGNIFICANCE = 0.05
 MIN_TEST_TASKS = 5  # no best-vs-second test on fewer shared tasks
 N_RESAMPLES = 1000
@@ -90,6 +95,36 @@ def _pooled_precision(scores: SystemScores, n_resamples: int) -> dict | None:
     rows = rows[rows.sum(axis=1) > 0]
     ci = m.bootstrap_ci(_pooled_percent, rows, n_resamples=n_resamples, seed=0, vectorized=True)
     return {"estimate": value, "low": ci["low"], "high": ci["high"], "n_tasks": len(rows), "pooled": True}
+
+
+def _pooled_reference_ratios(data: np.ndarray) -> Any:
+    """Precision, recall and F1 of (TP, |A|, |B|) count rows summed over the task axis (…, tasks, 3);
+    an empty denominator gives 0, as ``m.pooled_reference_prf`` does."""
+    totals = data.sum(axis=-2)
+    tp, predicted, gold = totals[..., 0], totals[..., 1], totals[..., 2]
+    precision = np.divide(tp, predicted, out=np.zeros_like(tp), where=predicted > 0)
+    recall = np.divide(tp, gold, out=np.zeros_like(tp), where=gold > 0)
+    both = precision + recall
+    f1 = np.divide(2 * precision * recall, both, out=np.zeros_like(tp), where=both > 0)
+    return np.stack([precision, recall, f1], axis=-1)
+
+
+def _pooled_reference(scores: SystemScores, key: str, field: str, n_resamples: int) -> dict | None:
+    """SciSage's released aggregate (``scisage_upstream``): ``field`` of the counts pooled over the
+    system's tasks, with a bootstrap over those tasks; ``None`` (the mean of the task values) unless
+    every card with reference counts computed that variant."""
+    cards = [c for c in scores.cards if all(_number(c.get(k)) is not None
+                                            for k in ("reference_tp", "references", "gold_references"))]
+    if not cards or any((c.get("variants") or {}).get("references") != "scisage_upstream" for c in cards):
+        return None
+    pooled = m.pooled_reference_prf([int(c["reference_tp"]) for c in cards], [int(c["references"]) for c in cards],
+                                    [int(c["gold_references"]) for c in cards])
+    rows = np.array([(c["reference_tp"], c["references"], c["gold_references"]) for c in cards], dtype=float)
+    column = ("precision", "recall", "f1").index(field)
+    ci = m.bootstrap_ci(lambda d: _pooled_reference_ratios(d)[..., column], rows, n_resamples=n_resamples, seed=0,
+                        vectorized=True)
+    return {"estimate": pooled[field], "low": ci["low"], "high": ci["high"], "n_tasks": len(rows), "pooled": True,
+            "pooled_note": "TP, references and gold references pooled over the tasks (SciSage's released scorer)"}
 
 
 def _interval(values: list[float], n_resamples: int) -> dict:
@@ -238,6 +273,8 @@ def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
             by_task = scores.values.get(key) or {}
             if by_task and key != derived_key:
                 cell = _pooled_precision(scores, n_resamples) if key in POOLED_METRICS.get(protocol, ()) else None
+                if key in POOLED_REFERENCE_METRICS.get(protocol, {}):
+                    cell = _pooled_reference(scores, key, POOLED_REFERENCE_METRICS[protocol][key], n_resamples)
                 if cell is None:
                     cell = _interval(list(by_task.values()), n_resamples)
                     cell["n_tasks"] = len(by_task)

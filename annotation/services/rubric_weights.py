@@ -49,6 +49,7 @@ class WeightFit:
     concordance_before: float | None = None  # share of used pairs whose winner scores higher
     concordance_after: float | None = None
     criteria_updated: int = 0
+    variant: str = "paper"  # "upstream": the released bt.py, on raw 1–5 scores
 
 
 def _aspect_scores(run: EvaluationRun, component: str, discipline_id: int) -> tuple[dict[int, dict], list[str]]:
@@ -81,9 +82,11 @@ def _concordance(weights: np.ndarray, winners: np.ndarray, losers: np.ndarray) -
 
 def rubric_weights_fit(
     *, run: EvaluationRun, component: str, discipline_id: int, preference_source: str = "",
-    alpha: float = 0.1, apply: bool = False, actor=None,
+    alpha: float = 0.1, apply: bool = False, actor=None, variant: str = "paper",
 ) -> WeightFit:
-    """Fit the aspect weights of one component of one discipline and, with ``apply``, store them."""
+    """Fit the aspect weights of one component of one discipline and, with ``apply``, store them.
+    ``variant="upstream"`` fits on the raw 1–5 scores as the released ``bt.py`` does
+    (:func:`bt_aspect_weights`); the paper's eq. 3 normalises them to x / 5."""
     if run.protocol != "surveylens":
         raise WeightFitError(f"run #{run.pk} is a {run.protocol} run; weights are fitted on a surveylens run")
     if component not in COMPONENTS:
@@ -117,7 +120,7 @@ def rubric_weights_fit(
         )
     w_arr, l_arr = np.array(winners), np.array(losers)
     try:
-        fitted = bt_aspect_weights(w_arr, l_arr, alpha=alpha, x_max=RUBRIC_SCALE)
+        fitted = bt_aspect_weights(w_arr, l_arr, alpha=alpha, x_max=RUBRIC_SCALE, variant=variant)
     except ValueError as error:
         raise WeightFitError(str(error)) from None
     current = _current_weights(component, discipline_id, aspects)
@@ -125,7 +128,7 @@ def rubric_weights_fit(
         component=component, discipline_id=discipline_id, aspects=aspects,
         weights={a: float(w) for a, w in zip(aspects, fitted, strict=True)}, pairs_used=len(winners),
         skipped=dict(skipped), concordance_before=_concordance(current, w_arr, l_arr),
-        concordance_after=_concordance(fitted, w_arr, l_arr),
+        concordance_after=_concordance(fitted, w_arr, l_arr), variant=variant,
     )
     if apply:
         fit.criteria_updated = _apply(fit, actor=actor, run=run)
@@ -142,7 +145,8 @@ def _current_weights(component: str, discipline_id: int, aspects: list[str]) -> 
 
 
 def _apply(fit: WeightFit, *, actor, run: EvaluationRun) -> int:
-    note = (f"Bradley–Terry weight from {fit.pairs_used} preference(s) on run #{run.pk} "
+    fitted_on = " on raw 1–5 scores (the released bt.py)" if fit.variant == "upstream" else ""
+    note = (f"Bradley–Terry weight{fitted_on} from {fit.pairs_used} preference(s) on run #{run.pk} "
             f"(concordance {fit.concordance_before:.2f} → {fit.concordance_after:.2f})")
     updated = 0
     with transaction.atomic():

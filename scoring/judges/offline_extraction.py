@@ -7,11 +7,16 @@
   similarity is ≥ ``passage_similarity``.
 * ``reportbench.reference_titles``: entries of the references section (markdown link text, quoted
   titles, or the title segment after "Authors (Year)."), else titled links anywhere.
+* ``reportbench.academic_reference``: academic when the URL is on a scholarly host (arXiv, DOI,
+  publishers, proceedings, indexes; ``ACADEMIC_HOSTS``) or a PDF; any other URL (code hosting,
+  encyclopaedias, blogs, news, documentation) is not; without a URL, a title of ≥ 4 words is taken
+  for a paper, as the released no-URL mode takes every extracted title for one.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from . import lexical
 from .offline_claims import round4
@@ -109,7 +114,36 @@ def reportbench_reference_titles(judge, report):
     return {"references": references}
 
 
+# Scholarly hosts (a host equal to one, or a subdomain of one): preprint servers, DOI resolvers,
+# publishers, proceedings and bibliographic indexes.
+ACADEMIC_HOSTS = (
+    "arxiv.org", "doi.org", "biorxiv.org", "medrxiv.org", "chemrxiv.org", "ssrn.com", "openreview.net",
+    "aclanthology.org", "aclweb.org", "semanticscholar.org", "dblp.org", "scholar.google.com", "pubmed.ncbi.nlm.nih.gov",
+    "ncbi.nlm.nih.gov", "europepmc.org", "ieeexplore.ieee.org", "dl.acm.org", "link.springer.com", "springer.com",
+    "sciencedirect.com", "elsevier.com", "nature.com", "science.org", "cell.com", "wiley.com", "tandfonline.com",
+    "sagepub.com", "mdpi.com", "frontiersin.org", "plos.org", "jstor.org", "iopscience.iop.org", "aps.org",
+    "pnas.org", "jmlr.org", "proceedings.mlr.press", "neurips.cc", "nips.cc", "iclr.cc", "icml.cc", "aaai.org",
+    "ijcai.org", "thecvf.com", "usenix.org", "researchgate.net", "hal.science", "zenodo.org", "osf.io",
+)
+
+
+def reportbench_academic_reference(judge, title, url, content):
+    host = urlsplit(url if "://" in url else "//" + url).netloc.lower().removeprefix("www.") if url.strip() else ""
+    path = urlsplit(url).path.lower() if url.strip() else ""
+    if host and any(host == h or host.endswith("." + h) for h in ACADEMIC_HOSTS):
+        return {"is_academic_paper": True, "reason": f"heuristic: {host} is a scholarly host"}
+    if host and path.endswith(".pdf"):
+        return {"is_academic_paper": True, "reason": f"heuristic: a PDF document on {host}"}
+    if host:
+        return {"is_academic_paper": False, "reason": f"heuristic: {host} is no scholarly host (a web page)"}
+    words = len(re.findall(r"\w+", title))
+    if words >= 4:
+        return {"is_academic_paper": True, "reason": f"heuristic: no URL; a {words}-word title is taken for a paper"}
+    return {"is_academic_paper": False, "reason": "heuristic: no URL and no title of 4 words or more"}
+
+
 HANDLERS = {
+    "reportbench.academic_reference": reportbench_academic_reference,
     "reportbench.cited_statements": reportbench_cited_statements,
     "reportbench.uncited_statements": reportbench_uncited_statements,
     "reportbench.support_passage": reportbench_support_passage,

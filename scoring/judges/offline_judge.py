@@ -30,6 +30,8 @@ Steps and labels:
 * ``reportbench.reference_titles``: entries of the references section (markdown link
   text, quoted titles, or the title segment after "Authors (Year)."), else titled
   links anywhere.
+* ``reportbench.academic_reference``: a scholarly URL host or a PDF → academic; any other
+  URL → not; no URL → academic when the title has ≥ 4 words (``offline_extraction``).
 * ``deepscholar.relevance``: query–document cosine ≥ ``relevance_high`` (0.55) → 2,
   ≥ ``relevance_low`` (0.35) → 1, else 0. ``deepscholar.reference_importance``:
   cosine ≥ ``importance_similarity`` (0.50) — a topical proxy, not the paper's

@@ -142,6 +142,14 @@ _ALL = [
         "List the academic works the report cites, with their titles and URLs.",
         _REPORT, obj({"references": array(obj({"title": STR, "url": STR}))}),
     ),
+    # ReportBench's released related_work_evaluator.py (analyze_papers): its reference filter, for the
+    # reportbench_upstream variant.
+    _step(
+        "reportbench.academic_reference", "reportbench",
+        "Decide whether a reference of the report is an academic paper (the released code's filter).",
+        obj({"title": STR, "url": STR, "content": STR}),
+        obj({"is_academic_paper": {"type": "boolean"}, "reason": STR}),
+    ),
     # DeepScholar-bench §8.3 and boxes 1–3.
     _step(
         "deepscholar.nuggetize", "deepscholar",

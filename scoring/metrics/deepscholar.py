@@ -5,11 +5,12 @@ nugget coverage.  Retrieval quality: relevance rate, reference coverage and
 document importance.  Verifiability: citation precision and claim coverage.
 The headline aggregate is the geometric mean over metrics.
 
-Where the released evaluation code differs from the paper we follow the
-paper: the relevance rate divides by 2|S| (the code omits the 2), claim
-coverage honours the ±w sentence window (the code only ever looks at the
-sentence itself, which is ``window=0`` here), and citation precision averages
-over citations (the code averages per-sentence precisions).
+Where the released evaluation code (guestrin-lab/deepscholar-bench) differs from the paper we
+follow the paper and offer the code's behaviour as ``variant="upstream"``: the relevance rate
+divides by 2|S| (the code omits the 2); citation precision averages over citations (the code
+averages per-sentence precisions over every sentence, a sentence without a citation counting
+0); nugget coverage of an empty nugget set is undefined (the code gives 0.0). Claim coverage
+honours the ±w window; :func:`claim_coverage` says how the released code differs.
 """
 
 from __future__ import annotations
@@ -107,27 +108,37 @@ def document_importance(system_citation_counts: Sequence[float], exemplar_citati
 
 
 def citation_precision(per_citation_support: Sequence[float], variant: str = "paper",
-                       sentences: Sequence[Hashable] | None = None) -> float | None:
+                       sentences: Sequence[Hashable] | None = None,
+                       uncited_sentences: int = 0) -> float | None:
     """Mean over a report's citations of whether the cited source supports its sentence (§8.3.3).
 
-    One entry per citation: True/False, or a support value in [0, 1].
-    ``None`` when the report has no citation. ``variant="upstream"`` reproduces the released
-    code: the mean over sentences of each sentence's own precision, which needs ``sentences``
-    (the sentence of each citation); a sentence with many citations then weighs as much as one
-    with a single citation.
+    One entry per citation: True/False, or a support value in [0, 1]. ``None`` when the report
+    has no citation.
+
+    ``variant="upstream"`` reproduces the released ``eval/evaluator/cite_p.py``: the mean over
+    the report's claim sentences of each sentence's own precision, a sentence without an
+    (in-range) citation counting 0. It needs ``sentences`` (the sentence of each citation, one
+    entry per citation; a citation repeated in a sentence is counted again, as the code does)
+    and ``uncited_sentences``, the number of claim sentences with no citation. So a sentence
+    with many citations weighs as much as one with a single citation, and an uncited claim
+    lowers the score. ``None`` when there is no sentence at all (the code's ``np.mean([])``
+    is NaN); 0.0 when only uncited sentences exist.
     """
     check_choice(variant, "variant", VARIANTS)
     arr = as_numeric(per_citation_support, "per_citation_support", allow_bool=True)
     check_range(arr, "per_citation_support", 0.0, 1.0)
-    if not arr.size:
-        return None
     if variant == "paper":
-        return float(arr.mean())
+        return float(arr.mean()) if arr.size else None
+    uncited = check_int(uncited_sentences, "uncited_sentences", low=0)
     if sentences is None or len(sentences) != arr.size:
         fail("sentences: the upstream variant needs the sentence of every citation (one entry per citation)")
+    if arr.size + uncited == 0:
+        return None
+    if not arr.size:
+        return 0.0
     _, index = np.unique(np.asarray([str(x) for x in sentences]), return_inverse=True)
     per_sentence = np.bincount(index, weights=arr) / np.bincount(index)
-    return float(per_sentence.mean())
+    return float(per_sentence.sum() / (per_sentence.size + uncited))
 
 
 def claim_coverage(sentence_supported: Any, window: int = 1) -> float | None:
@@ -138,7 +149,18 @@ def claim_coverage(sentence_supported: Any, window: int = 1) -> float | None:
     claims of sentence i.  Sentence i is covered when some j with
     |i − j| ≤ ``window`` supports it; the score is the mean over sentences.
     The paper's main results use ``window=1``; ``window=0`` is same-sentence
-    support only (what the released code computes).  ``None`` for no sentence.
+    support only.  ``None`` for no sentence.
+
+    The released ``eval/evaluator/claim_coverage.py`` computes neither exactly, whatever its
+    ``window_size``: its window loop reads the citations of sentence i itself on every step
+    (``re.findall(..., sent)``), so only sentence i's own citations count (``window=0``), and
+    further (a) sentence i is covered only when it cites at least one in-range document: the
+    query context (title + abstract) is appended to those documents and is never asked on its
+    own, so an uncited sentence counts 0 even when the context supports it; (b) all of
+    sentence i's documents and the context are judged together in one call, where the
+    ``support`` matrix here holds per-document verdicts (support that needs two documents
+    together is not credited). On a report whose every claim cites something and whose
+    support comes from single documents, ``window=0`` here equals the released code's value.
     """
     w = check_int(window, "window", low=0)
     support = as_binary(sentence_supported, "sentence_supported", ndim=2)
@@ -157,7 +179,8 @@ _SUPPORT_LABELS = ("not_support", "partial_support", "support")
 _IMPORTANCE_LABELS = ("okay", "vital")
 
 
-def nugget_coverage(labels: Sequence[str], importance: Sequence[str], mode: str = "strict_all") -> float | None:
+def nugget_coverage(labels: Sequence[str], importance: Sequence[str], mode: str = "strict_all",
+                    variant: str = "paper") -> float | None:
     """Nugget coverage (§8.3.1; scoring modes of Pradeep et al. 2025).
 
     ``labels[i]`` ∈ {"support", "partial_support", "not_support"} and
@@ -169,16 +192,20 @@ def nugget_coverage(labels: Sequence[str], importance: Sequence[str], mode: str 
 
     Returns ``None`` when the mode's nugget set is empty (no nugget at all, or
     no vital nugget for the vital modes): coverage of nothing is undefined,
-    and 0 would wrongly penalise the report.
+    and 0 would wrongly penalise the report. ``variant="upstream"`` gives 0.0 there, as the
+    released ``nuggetizer/core/metrics.py`` (``calculate_nugget_scores``) does.
     """
     check_choice(mode, "mode", NUGGET_MODES)
+    check_choice(variant, "variant", VARIANTS)
     support = encode_labels(labels, "labels", _SUPPORT_LABELS)
     vital = encode_labels(importance, "importance", _IMPORTANCE_LABELS).astype(bool)
     check_same_length("labels", support, "importance", vital)
     credit = support / 2.0 if mode in ("all", "vital") else (support == 2).astype(float)
     if mode in ("strict_vital", "vital"):
         credit = credit[vital]
-    return float(credit.mean()) if credit.size else None
+    if not credit.size:
+        return 0.0 if variant == "upstream" else None
+    return float(credit.mean())
 
 
 _OUTCOMES = ("loss", "tie", "win")

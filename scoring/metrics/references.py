@@ -47,6 +47,8 @@ __all__ = [
     "deduplicate_references",
     "reference_prf",
     "upstream_title_key",
+    "scisage_upstream_similar",
+    "pooled_reference_prf",
     "REFERENCE_VARIANTS",
 ]
 
@@ -54,6 +56,7 @@ __all__ = [
 # the released code of each benchmark, reproducible by name, as the issue tracker records it.
 REFERENCE_VARIANTS = ("paper", "reportbench_upstream", "scisage_upstream")
 SCISAGE_UPSTREAM_SIMILARITY = 0.8
+_SCISAGE_SUB_SENTENCE = re.compile(r"[.!?。\n]")
 _ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 # --------------------------------------------------------------------------- titles
@@ -311,6 +314,51 @@ def upstream_title_key(title: str) -> str:
     return " ".join(title.lower().translate(_ASCII_PUNCTUATION).split())
 
 
+def scisage_upstream_similar(generated: str, gold: str) -> bool:
+    """SciSage's released title test (``eval/reference_eval.py`` ``is_similar``): the lower-cased,
+    stripped generated title against each piece of the lower-cased gold title split at
+    ``.!?。`` and newlines (each piece stripped), similar when difflib's
+    ``SequenceMatcher(None, generated, piece).ratio()`` (default autojunk, generated title
+    first) reaches 0.8 for some piece. An empty generated title matches a gold title with an
+    empty piece (one ending in a period): ``SequenceMatcher`` rates two empty strings 1.0."""
+    if not isinstance(generated, str) or not isinstance(gold, str):
+        fail("scisage_upstream_similar expects two strings")
+    sentence = generated.strip().lower()
+    return any(SequenceMatcher(None, sentence, piece.strip()).ratio() >= SCISAGE_UPSTREAM_SIMILARITY
+               for piece in _SCISAGE_SUB_SENTENCE.split(gold.lower()))
+
+
+def _prf(tp: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
+    precision = tp / n_pred if n_pred else 0.0
+    recall = tp / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return precision, recall, f1
+
+
+def pooled_reference_prf(tp: Sequence[int], n_predicted: Sequence[int], n_gold: Sequence[int]) -> dict[str, float | int]:
+    """Precision, recall and F1 of counts pooled over papers (SciSage's released scorer):
+    precision = Σ TP / Σ |A|, recall = Σ TP / Σ |B|, F1 their harmonic mean — not the mean of
+    per-paper values (two papers 1/1 and 0/10 pool to F1 = 1/11, where the mean is 0.5).
+    Ratios with an empty denominator are 0 (the released code divides by zero)."""
+    counts = [list(map(int, _arrays_of(v, name))) for v, name in
+              ((tp, "tp"), (n_predicted, "n_predicted"), (n_gold, "n_gold"))]
+    if len({len(c) for c in counts}) != 1:
+        fail("tp, n_predicted and n_gold must have one entry per paper")
+    total_tp, total_pred, total_gold = (sum(c) for c in counts)
+    precision, recall, f1 = _prf(total_tp, total_pred, total_gold)
+    return {"precision": precision, "recall": recall, "f1": f1, "tp": total_tp, "n_predicted": total_pred,
+            "n_gold": total_gold, "papers": len(counts[0])}
+
+
+def _arrays_of(values: Any, name: str) -> list[int]:
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
+        fail(f"{name} must be a list of counts; got {type(values).__name__}")
+    for k, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            fail(f"{name}[{k}] must be a non-negative integer count; got {v!r}")
+    return list(values)
+
+
 def _titles(refs: Any, name: str) -> list[str]:
     _prepare(refs, name)  # the same validation as the paper's variant
     return [ref.get("title") or "" for ref in refs]
@@ -322,14 +370,11 @@ def _upstream_prf(predicted: Any, gold: Any, variant: str) -> dict[str, float | 
         a = {k for k in map(upstream_title_key, pred) if k}
         b = {k for k in map(upstream_title_key, gold_titles) if k}
         tp, n_pred, n_gold = len(a & b), len(a), len(b)
-    else:  # scisage_upstream: every (predicted, gold) pair at similarity ≥ 0.8 counts, many-to-many
-        a = [normalize_title(t) for t in pred if t.strip()]
-        b = [normalize_title(t) for t in gold_titles if t.strip()]
-        tp = sum(title_similarity(x, y) >= SCISAGE_UPSTREAM_SIMILARITY for x in a for y in b)
-        n_pred, n_gold = len(a), len(b)
-    precision = tp / n_pred if n_pred else 0.0
-    recall = tp / n_gold if n_gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    else:  # scisage_upstream: every (gold, generated) pair similar by the released test counts, many-to-many;
+        # every entry counts, an empty title too (a missing title is taken as "")
+        tp = sum(scisage_upstream_similar(x, y) for y in gold_titles for x in pred)
+        n_pred, n_gold = len(pred), len(gold_titles)
+    precision, recall, f1 = _prf(tp, n_pred, n_gold)
     return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "n_predicted": n_pred, "n_gold": n_gold}
 
 
@@ -352,8 +397,11 @@ def reference_prf(
 
     ``variant`` reproduces a released scorer by name: ``"reportbench_upstream"`` counts exact
     matches of :func:`upstream_title_key` titles (sets, titles only); ``"scisage_upstream"``
-    counts every (predicted, gold) title pair with similarity ≥ 0.8 as a true positive, many to
-    many, so a title matching several counts several times (precision or recall can exceed 1).
+    counts every (predicted, gold) title pair that :func:`scisage_upstream_similar` accepts as a
+    true positive, many to many, so a title matching several counts several times (precision or
+    recall can exceed 1), over every entry of both lists (empty titles included, no
+    deduplication). The released SciSage scorer pools its counts over papers: aggregate a
+    system's per-paper results with :func:`pooled_reference_prf`, not by averaging.
     """
     check_choice(variant, "variant", REFERENCE_VARIANTS)
     if variant != "paper":

@@ -24,7 +24,18 @@ from scipy.special import expit
 
 from ._validate import as_numeric, check_choice, check_range, check_real, fail
 
-__all__ = ["rams", "tams", "redundancy_weights", "bt_aspect_weights", "rubric_score", "structure_ratios", "STRUCTURE_STATISTICS"]
+__all__ = ["rams", "tams", "redundancy_weights", "bt_aspect_weights", "rubric_score", "structure_ratios", "STRUCTURE_STATISTICS",
+           "SURVEYLENS_TAU_PRESETS", "BT_WEIGHT_VARIANTS"]
+
+# Named τ per component. "upstream": the thresholds of the released configuration
+# (scripts/config/eval_quantitative_config.json: 0.95 for outline, content and reference, with
+# Qwen3-Embedding-8B); "default": this project's defaults for the offline MiniLM embedder.
+SURVEYLENS_TAU_PRESETS: dict[str, dict[str, float]] = {
+    "upstream": {"outline": 0.95, "content": 0.95, "reference": 0.95},
+    "default": {"outline": 0.7, "content": 0.7, "reference": 0.8},
+}
+# "paper": eq. 3 on scores normalised to x / x_max; "upstream": scripts/evaluation/bt.py, raw scores.
+BT_WEIGHT_VARIANTS = ("paper", "upstream")
 
 # Tie-break bonus added to matched pairs that count as hits (σ ≥ τ); far below
 # any meaningful difference in total matching gain.
@@ -41,11 +52,14 @@ def _similarities(sim_gen_gold: Any, sim_gen_gen: Any) -> tuple[np.ndarray, np.n
 
 
 def redundancy_weights(sim_gen_gen: Any, lam: float = 1.0) -> np.ndarray:
-    """ω(s_i) = exp(−λ · max_{k≠i} σ(s_i, s_k)) (SurveyLens eq. 5 / Algorithm 1 line 6).
+    """ω(s_i) = exp(−λ · max(0, max_{k≠i} σ(s_i, s_k))) (SurveyLens eq. 5 / Algorithm 1 line 6).
 
     Row ``i`` of ``sim_gen_gen`` is read (the diagonal is ignored).  A single
-    generated entry has no other entry to be redundant with: ω = 1.
-    Similarities in [0, 1] give ω ∈ [e^−λ, 1].
+    generated entry has no other entry to be redundant with: ω = 1.  A
+    negative maximum (an entry unlike every other) counts as 0, so ω ∈ [e^−λ, 1]
+    and RAMS precision stays ≤ 1: the released code does the same (its cosine
+    similarities are clamped at 0 and its maximum starts at 0.0), where eq. 5
+    read literally would give ω > 1.
     """
     gen = as_numeric(sim_gen_gen, "sim_gen_gen", ndim=2)
     if gen.shape[0] != gen.shape[1]:
@@ -60,7 +74,7 @@ def _redundancy(gen: np.ndarray, lam: float) -> np.ndarray:
         return np.ones(m)
     off = gen.copy()
     np.fill_diagonal(off, -np.inf)
-    return np.exp(-lam * off.max(axis=1))
+    return np.exp(-lam * np.maximum(off.max(axis=1), 0.0))
 
 
 def rams(sim_gen_gold: Any, sim_gen_gen: Any, tau: float, lam: float = 1.0) -> dict[str, float]:
@@ -69,7 +83,7 @@ def rams(sim_gen_gold: Any, sim_gen_gen: Any, tau: float, lam: float = 1.0) -> d
     1. gain S[i, j] = max(0, σ(s_i, g_j) − τ); the optimal one-to-one matching
        π* maximises Σ S over matched pairs (Hungarian algorithm,
        :func:`scipy.optimize.linear_sum_assignment`; rectangular m × n allowed);
-    2. ω_i = exp(−λ · max_{k≠i} σ(s_i, s_k)) (:func:`redundancy_weights`);
+    2. ω_i = exp(−λ · max(0, max_{k≠i} σ(s_i, s_k))) (:func:`redundancy_weights`);
     3. P = (1/m) Σ_{(i,j)∈π*} ω_i · 𝟙[σ_ij ≥ τ],  R = (1/n) Σ_{(i,j)∈π*} 𝟙[σ_ij ≥ τ];
     4. RAMS = 2PR / (P + R).
 
@@ -133,7 +147,7 @@ def tams(sim_gen_gold: Any, tau: float, mode: str = "margin") -> float:
     return float(np.where(best >= threshold, best, 0.0).mean())
 
 
-def _normalised_differences(winner_scores: Any, loser_scores: Any, x_max: float) -> np.ndarray:
+def _normalised_differences(winner_scores: Any, loser_scores: Any, x_max: float, normalise: bool = True) -> np.ndarray:
     win = as_numeric(winner_scores, "winner_scores", ndim=2)
     lose = as_numeric(loser_scores, "loser_scores", ndim=2)
     if win.shape != lose.shape:
@@ -144,10 +158,11 @@ def _normalised_differences(winner_scores: Any, loser_scores: Any, x_max: float)
         fail("at least one aspect (column) is needed")
     check_range(win, "winner_scores", 0.0, x_max)
     check_range(lose, "loser_scores", 0.0, x_max)
-    return (win - lose) / x_max
+    return (win - lose) / x_max if normalise else win - lose
 
 
-def bt_aspect_weights(winner_scores: Any, loser_scores: Any, alpha: float = 0.1, x_max: float = 5.0) -> np.ndarray:
+def bt_aspect_weights(winner_scores: Any, loser_scores: Any, alpha: float = 0.1, x_max: float = 5.0,
+                      variant: str = "paper") -> np.ndarray:
     """Preference-aligned aspect weights (SurveyLens eq. 3).
 
     Row p of ``winner_scores`` / ``loser_scores`` (shape ``pairs × aspects``)
@@ -161,10 +176,17 @@ def bt_aspect_weights(winner_scores: Any, loser_scores: Any, alpha: float = 0.1,
     separable preferences).  Raises ``ValueError`` when ŵ = 0, which happens
     exactly when no aspect's summed difference favours the preferred surveys
     (then no weighting explains the preferences).
+
+    ``variant="upstream"`` is the released ``scripts/evaluation/bt.py`` (``fit_bradley_terry``
+    in ``run_fitting``): the same objective on the *raw* scores x (not x / x_max), L-BFGS-B
+    from w = 1/k with its default tolerances and ``maxiter`` 1000 (the shipped
+    ``bt_config.json``), normalised the same way. Raw scores make the penalty α‖w‖² weigh
+    x_max² times less, so the weights differ from the paper's.
     """
+    check_choice(variant, "variant", BT_WEIGHT_VARIANTS)
     a = check_real(alpha, "alpha", low=0.0, low_open=True)
     scale = check_real(x_max, "x_max", low=0.0, low_open=True)
-    diff = _normalised_differences(winner_scores, loser_scores, scale)
+    diff = _normalised_differences(winner_scores, loser_scores, scale, normalise=variant == "paper")
     if (diff.sum(axis=0) <= 0).all():
         fail("the optimal weights are all zero: no aspect's summed score difference favours the preferred surveys")
 
@@ -177,13 +199,14 @@ def bt_aspect_weights(winner_scores: Any, loser_scores: Any, alpha: float = 0.1,
     from scipy.optimize import minimize
 
     k = diff.shape[1]
+    options = {"maxiter": 1000} if variant == "upstream" else {"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12}
     result = minimize(
         objective,
         np.full(k, 1.0 / k),
         jac=True,
         method="L-BFGS-B",
         bounds=[(0.0, None)] * k,
-        options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12},
+        options=options,
     )
     weights = np.maximum(result.x, 0.0)
     total = weights.sum()

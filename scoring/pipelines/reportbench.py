@@ -9,6 +9,10 @@ Three independent job steps per report (they may run in any order, in parallel):
     index, label matched / unmatched / duplicate) against the task's gold references (not
     rejected; BibEntry title, arXiv id, DOI, URL), so the matching is auditable. No judge
     call when the parse has references. Score: :func:`reference_prf` (deduplicated sets).
+    With ``{"variants": {"references": "reportbench_upstream"}}`` the released scorer is
+    reproduced: exact normalised titles, after dropping the references the judge marks not
+    academic (``reportbench.academic_reference``, one call per reference, see
+    ``reportbench_academic``); ``not_academic`` and ``academic_failed`` count them.
 
 ``reportbench.cited_statements``
     The judge extracts the cited statements (stored as ``Statement`` rows, kind cited);
@@ -50,6 +54,7 @@ from scoring.metrics import (
 from scoring.models import Statement, Verdict
 
 from .base import BasePipeline, fingerprint, record_answer, variant_option
+from .reportbench_academic import ACADEMIC_KIND, academic_filter, ask_academic
 from .report_sources import (
     SOURCE_NOT_AVAILABLE,
     SourceResolver,
@@ -89,6 +94,7 @@ CONSISTENCY_LABELS = {"consistent": 1.0, "inconsistent": 0.0}
 FACTUALITY_LABELS = {"correct": 1.0, "incorrect": 0.0}
 REFERENCE_LABELS = {"matched": 1.0, "unmatched": 0.0, "duplicate": None}
 EXTRACTED = "extracted"
+REFERENCE_VARIANTS = ("paper", "reportbench_upstream")
 
 
 
@@ -124,6 +130,9 @@ class ReportBenchPipeline(BasePipeline):
             predicted = self._judge_references(run=run, report=report, judge=judge)
             if predicted is None:
                 return  # the extraction failed: recorded as an errored verdict, retried on a re-run
+        if variant_option(run.judge_config, "references", REFERENCE_VARIANTS) == "reportbench_upstream":
+            # the released scorer's filter: which references are academic papers (reportbench_academic)
+            ask_academic(run=run, report=report, judge=judge, predicted=predicted)
         gold = gold_references(report.task)
         labels = reference_labels(predicted, gold)
         gold_hash = fingerprint([{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in gold])
@@ -289,7 +298,8 @@ class ReportBenchPipeline(BasePipeline):
         rows = list(
             Verdict.objects.filter(
                 report=report, judge_config=config, prompt_version=config.prompt_version,
-                target_kind__in=[REFERENCE_KIND, REFERENCE_EXTRACTION_KIND, EXTRACTION_KIND, CITED_KIND, UNCITED_KIND],
+                target_kind__in=[REFERENCE_KIND, REFERENCE_EXTRACTION_KIND, EXTRACTION_KIND, CITED_KIND, UNCITED_KIND,
+                                 ACADEMIC_KIND],
             ).values("target_kind", "target_id", "target_key", "repeat", "label", "error", "raw_response")
         )
         by_kind: dict[str, list[dict]] = defaultdict(list)
@@ -298,17 +308,22 @@ class ReportBenchPipeline(BasePipeline):
         judged = failed = 0
 
         # references: the paper's matching, or the released code's ({"variants": {"references": "reportbench_upstream"}})
-        reference_variant = variant_option(config, "references", ("paper", "reportbench_upstream"))
+        reference_variant = variant_option(config, "references", REFERENCE_VARIANTS)
         refs = sorted((r for r in by_kind[REFERENCE_KIND] if not r["error"]), key=lambda r: int(r["target_key"]))
         extraction = next(iter(by_kind[REFERENCE_EXTRACTION_KIND]), None)
         ref_metrics = {"precision": None, "recall": None, "f1": None, "tp": None, "references": None}
         if refs or (extraction and not extraction["error"] and extraction["label"] == EXTRACTED):
             predicted = [r["raw_response"]["reference"] for r in refs]
             gold = [{k: g[k] for k in ("title", "url", "arxiv_id", "doi")} for g in gold_references(report.task)]
+            academic = {}
+            if reference_variant == "reportbench_upstream":  # the released scorer drops non-academic references
+                predicted, academic = academic_filter(predicted, by_kind[ACADEMIC_KIND])
+                judged += len(refs) - academic["academic_failed"]
+                failed += academic["academic_failed"]
             prf = reference_prf(predicted, gold, variant=reference_variant)
             ref_metrics = {
                 "precision": prf["precision"], "recall": prf["recall"], "f1": prf["f1"], "tp": prf["tp"],
-                "references": prf["n_predicted"],
+                "references": prf["n_predicted"], **academic,
             }
             ref_metrics["gold_references"] = prf["n_gold"]
             judged += len(refs)

@@ -3,6 +3,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from benchmark.models import Discipline
+from scoring.metrics import BT_WEIGHT_VARIANTS
 from scoring.models import EvaluationRun
 from annotation.services.rubric_weights import WeightFitError, rubric_weights_fit
 from scoring.pipelines.surveys.surveylens import COMPONENTS
@@ -19,9 +20,12 @@ class Command(BaseCommand):
                             help="component(s) to fit; default: all three")
         parser.add_argument("--source", default="", help="only preferences with this source (e.g. an import name)")
         parser.add_argument("--alpha", type=float, default=0.1, help="L2 regularisation α of eq. 3 (default 0.1)")
+        parser.add_argument("--variant", choices=BT_WEIGHT_VARIANTS, default="paper",
+                            help="paper: eq. 3 on scores normalised to x/5 (default); upstream: the released bt.py, "
+                                 "on raw 1–5 scores")
         parser.add_argument("--apply", action="store_true", help="store the weights (default: only print them)")
 
-    def handle(self, *args, run, discipline, component, source, alpha, apply, **options):
+    def handle(self, *args, run, discipline, component, source, alpha, apply, variant="paper", **options):
         chosen_run = EvaluationRun.objects.filter(pk=run).first()
         if chosen_run is None:
             raise CommandError(f"no evaluation run #{run}")
@@ -34,7 +38,7 @@ class Command(BaseCommand):
         for name in component or COMPONENTS:
             try:
                 fit = rubric_weights_fit(run=chosen_run, component=name, discipline_id=chosen.pk,
-                                         preference_source=source, alpha=alpha, apply=apply)
+                                         preference_source=source, alpha=alpha, apply=apply, variant=variant)
             except WeightFitError as error:
                 self.stdout.write(self.style.WARNING(f"{name}: {error}"))
                 continue

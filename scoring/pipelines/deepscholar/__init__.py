@@ -27,7 +27,8 @@ the same configuration makes no call.
     Scores (:func:`nugget_coverage`): ``nugget_coverage`` is the paper's reported strict-all
     score; ``nugget_coverage_all`` (partial = ½), ``nugget_coverage_strict_vital`` and
     ``nugget_coverage_vital`` the other modes. No nugget → ``None`` and a note (nuggets come
-    from the import or from the ``propose`` command).
+    from the import or from the ``propose`` command); with ``{"variants": {"nugget_coverage":
+    "upstream"}}`` an empty set scores 0.0 in its modes, as the released nuggetizer does.
 
 The report's documents S: every distinct work it cites inline or lists in its reference
 list ("any valid ArXiv links found within the report", §8.6.1, not only arXiv ones). A
@@ -65,7 +66,9 @@ Document importance (no judge)
     Claim sentences are the parsed sentences with at least 50 characters once their citation
     markers are removed (the released code's cut-off). Each (sentence, cited document) pair is
     one call. ``citation_precision`` averages over the citations of the claim sentences
-    (:func:`citation_precision`). Claim coverage (:func:`claim_coverage`): sentence i is
+    (:func:`citation_precision`); its ``upstream`` variant averages each claim sentence's own
+    precision over every claim sentence, an uncited one counting 0 (the released ``cite_p.py``;
+    ``claim_sentences_uncited`` counts them). Claim coverage (:func:`claim_coverage`): sentence i is
     covered at window w when a document cited by a sentence within ±w supports it, or the
     query context does — the paper treats the paper's title and abstract as "an implicitly
     cited reference for each sentence", asked once per sentence (target_key ``<i>:query``).

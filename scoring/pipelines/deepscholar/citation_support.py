@@ -3,7 +3,11 @@
 target_kind ``citation_pair``, target_key ``<sentence>:<document>``. Each (claim sentence, cited
 document) pair within ±``options["claim_max_window"]`` is one call, plus the query context once
 per sentence (target_key ``<i>:query``). ``citation_precision`` averages over the citations of the
-claim sentences (:func:`citation_precision`); ``claim_coverage`` is the value at
+claim sentences (:func:`citation_precision`); its ``upstream`` variant (the released ``cite_p.py``)
+averages per-sentence precisions over every claim sentence, an uncited one counting 0, where the
+released code measures the 50-character cut-off with the citation markers included and counts a
+marker repeated in one sentence twice (here: without markers, each cited document once; a claim
+whose citations all failed to be judged is left out, as failed items are). ``claim_coverage`` is the value at
 ``options["claim_window"]`` of ``claim_coverage_by_window`` (:func:`claim_coverage`).
 """
 
@@ -89,6 +93,7 @@ def score_citation_support(*, run, citations: ReportCitations, query: str, store
     judged = [(sentence, flag) for sentence, flag in judged if flag is not None]
     precision = [flag for _, flag in judged]
     precision_sentences = [sentence for sentence, _ in judged]
+    uncited = sum(1 for c in citations.claims if not c.documents)  # the upstream variant counts them as 0
 
     n = citations.sentence_count
     by_window = {}
@@ -111,8 +116,10 @@ def score_citation_support(*, run, citations: ReportCitations, query: str, store
         # so rescaling by n / counted gives the mean over the determined claims alone
         by_window[str(w)] = claim_coverage(support, window=w) * n / counted if counted else None
     return {
-        "citation_precision": (citation_precision(precision, variant=precision_variant, sentences=precision_sentences)
-                               if precision else None),
+        "citation_precision": (citation_precision(precision, variant=precision_variant, sentences=precision_sentences,
+                                                  uncited_sentences=uncited)
+                               if precision or (precision_variant == "upstream" and uncited) else None),
+        "claim_sentences_uncited": uncited,
         "citations": sum(len(c.documents) for c in citations.claims),
         "citations_judged": len(precision),
         "claim_coverage": by_window[str(window)],

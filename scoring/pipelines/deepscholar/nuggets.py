@@ -107,17 +107,22 @@ def _store_nugget_batch(batch, answer: JudgeAnswer, *, run, report) -> None:
         upsert_verdicts(rows, run=run, report=report, labels=NUGGET_LABELS)
 
 
-def score_nuggets(*, report, stored) -> tuple[dict, list[str]]:
-    """(metrics, notes): nugget coverage in the paper's four modes, over the nuggets judged."""
+def score_nuggets(*, report, stored, variant: str = "paper") -> tuple[dict, list[str]]:
+    """(metrics, notes): nugget coverage in the paper's four modes, over the nuggets judged.
+
+    A mode whose nugget set is empty is ``None`` (the paper's variant) or 0.0 (``upstream``, as the
+    released code scores a task without nuggets or a report without vital nuggets); nuggets whose
+    judgement failed are left out in both, never scored 0."""
     nuggets = counted_nuggets(report.task)
     report_hash = fingerprint(report.text)
     judged = [(label, n.importance) for n in nuggets
               if (label := stored.label_of((NUGGET_KIND, n.id, "", 0), fingerprint(report_hash, n.text),
                                            NUGGET_LABELS))]
     labels, importance = [j[0] for j in judged], [j[1] for j in judged]
+    scored = bool(judged) or (variant == "upstream" and not nuggets)
     metrics = {}
     for mode, key in (("strict_all", "nugget_coverage"), ("all", "nugget_coverage_all"),
                       ("strict_vital", "nugget_coverage_strict_vital"), ("vital", "nugget_coverage_vital")):
-        metrics[key] = nugget_coverage(labels, importance, mode) if judged else None
+        metrics[key] = nugget_coverage(labels, importance, mode, variant=variant) if scored else None
     metrics["nuggets"], metrics["nuggets_judged"] = len(nuggets), len(judged)
     return metrics, ([] if nuggets else [NO_NUGGETS])

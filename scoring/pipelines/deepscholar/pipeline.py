@@ -87,12 +87,13 @@ class DeepScholarPipeline(BasePipeline):
             metrics.update(found[0])
             notes.extend(found[1])
 
+        variants = {name: variant_option(config, name, VARIANTS)
+                    for name in ("relevance_rate", "citation_precision", "nugget_coverage")}
+        metrics["variants"] = variants
         add(score_organization(run=run, report=report, stored=stored))
-        add(score_nuggets(report=report, stored=stored))
+        add(score_nuggets(report=report, stored=stored, variant=variants["nugget_coverage"]))
         citations = report_citations(report)
         query = query_text(task)
-        variants = {name: variant_option(config, name, VARIANTS) for name in ("relevance_rate", "citation_precision")}
-        metrics["variants"] = variants
         metrics.update(score_relevance(citations=citations, query=query, stored=stored,
                                        variant=variants["relevance_rate"]))
         references = counted_references(task)

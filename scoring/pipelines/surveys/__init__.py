@@ -67,7 +67,10 @@ SurveyLens metric keys:
 SurveyScope metric keys: ``reference_tp``, ``reference_precision``, ``reference_recall``,
 ``reference_f1`` (:func:`reference_prf`: deduplicated sets, identifiers then titles) against
 the task's gold references that are not rejected, else the human survey's own reference list
-(``None`` when there is none), with ``references`` / ``gold_references`` counts;
+(``None`` when there is none), with ``references`` / ``gold_references`` counts. With
+``{"variants": {"references": "scisage_upstream"}}`` the released ``reference_eval.py`` is
+reproduced: titles only, gold titles split into sub-sentences, every similar pair counted, and a
+system's precision, recall and F1 pooled over its reports' counts (run cards and leaderboard);
 ``quality_<dimension>`` — the mean of the finished repeats on its scale rescaled linearly to
 0–100 as the paper does, 100 · score / scale (× 10 for 1–10: 7.758 is reported as 77.58; × 20
 for the 1–5 section structure, so 4.25 is 85 and 5 is 100 as in Table 4) — and ``quality_mean``,
@@ -80,11 +83,15 @@ synthesis; Table 4's "Document"), and on 1–5 ``section_structure`` (§5.1.2 se
 structure, Table 3's rubric; Table 4's "Section").
 
 Configuration (``JudgeConfig.options``, else ``settings.SURVEYLENS_ALIGNMENT``, else the
-defaults): ``surveylens_tau`` — τ per component, default outline 0.7, content 0.7, reference
-0.8; ``surveylens_lambda`` — the redundancy penalty λ, default 1.0; ``surveylens_tams_mode`` —
-``margin`` (eq. 6, default) or ``gated`` (the released code). The paper states no τ values;
-the defaults are the per-component thresholds of the authors' released multi-component
-embedding configuration (their single-component script uses 0.95 with Qwen3-Embedding-8B,
-far too strict for the offline MiniLM). τ and λ only enter scoring: changing them and
+defaults): ``surveylens_tau`` — τ per component as an object, or a preset name
+(:data:`SURVEYLENS_TAU_PRESETS`): ``"default"``, outline 0.7, content 0.7, reference 0.8, used
+when nothing is set; ``"upstream"``, 0.95 for all three, the released configuration
+(``scripts/config/eval_quantitative_config.json``, with Qwen3-Embedding-8B; far too strict for
+the offline MiniLM); ``surveylens_lambda`` — the redundancy penalty λ, default 1.0 (as
+released); ``surveylens_tams_mode`` — ``margin`` (eq. 6, default) or ``gated`` (the released
+code). The paper states no τ values. So ``{"surveylens_tau": "upstream", "surveylens_tams_mode":
+"gated"}`` computes RAMS and TAMS as the released ``eval_quantitative.py`` does (RAMS clamps a
+negative generated–generated similarity at 0 in every configuration, as released). τ and λ only
+enter scoring: changing them and
 re-scoring needs no embedding.
 """

@@ -19,7 +19,7 @@ from benchmark.models import ReviewStatus, RubricCriterion
 from benchmark.parsing import parse_report
 from scoring.embeddings import EmbeddingError, content_hash, embed_cached, embedder_for, stored_vectors
 from scoring.judges.base import Judge, JudgeCall
-from scoring.metrics import rams, rubric_score, structure_ratios, tams
+from scoring.metrics import SURVEYLENS_TAU_PRESETS, rams, rubric_score, structure_ratios, tams
 from scoring.models import Verdict
 
 from ..base import fingerprint
@@ -39,7 +39,7 @@ CRITERION_KIND = "rubric_criterion"
 EMBEDDED = "embedded"
 RUBRIC_SCALE = 5
 
-DEFAULT_TAU = {"outline": 0.7, "content": 0.7, "reference": 0.8}
+DEFAULT_TAU = SURVEYLENS_TAU_PRESETS["default"]
 DEFAULT_LAMBDA = 1.0
 DEFAULT_TAMS_MODE = "margin"
 
@@ -64,9 +64,14 @@ def alignment_settings(config) -> AlignmentSettings:
         return options[key] if key in options else fallback.get(key, default)
 
     raw_tau = pick("surveylens_tau", {})
+    if isinstance(raw_tau, str):  # a named preset, e.g. "upstream": the released configuration's 0.95
+        if raw_tau not in SURVEYLENS_TAU_PRESETS:
+            raise ValueError(f"{where}: surveylens_tau {raw_tau!r} is no preset; presets: "
+                             f"{', '.join(SURVEYLENS_TAU_PRESETS)}, or an object of τ per component")
+        raw_tau = SURVEYLENS_TAU_PRESETS[raw_tau]
     if not isinstance(raw_tau, Mapping):
-        raise ValueError(f"{where}: surveylens_tau must be an object of τ per component "
-                         f"({', '.join(COMPONENTS)}); got {raw_tau!r}")
+        raise ValueError(f"{where}: surveylens_tau must be a preset name ({', '.join(SURVEYLENS_TAU_PRESETS)}) "
+                         f"or an object of τ per component ({', '.join(COMPONENTS)}); got {raw_tau!r}")
     unknown = sorted(set(raw_tau) - set(COMPONENTS))
     if unknown:
         raise ValueError(f"{where}: surveylens_tau has unknown component(s) {unknown}; known: {list(COMPONENTS)}")

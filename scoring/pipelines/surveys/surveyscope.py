@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from benchmark.models import ReviewStatus, RubricCriterion
 from scoring.embeddings import content_hash
 from scoring.judges.base import Judge, JudgeCall
-from scoring.metrics import reference_prf
+from scoring.metrics import pooled_reference_prf, reference_prf
 
 from ..base import fingerprint, variant_option
 from ..report_sources import gold_references
@@ -116,6 +116,11 @@ class SurveyScopePipeline(SurveyPipeline):
         for scale, scored in calls.items():
             ask_scored(judge, scored, run=run, report=report, kind=DIMENSION_KIND, high=scale)
 
+    def score_system(self, *, report_scores) -> dict:
+        score = super().score_system(report_scores=report_scores)
+        pool_scisage_references(score["metrics"], report_scores)
+        return score
+
     def score_report(self, *, run, report) -> dict:
         config = run.judge_config
         rows = verdict_rows(run, report, [DIMENSION_KIND, PAIRWISE_KIND])
@@ -163,6 +168,21 @@ class SurveyScopePipeline(SurveyPipeline):
         pairwise, n_judged, n_failed = self._score_pairwise(run=run, report=report, rows=rows[PAIRWISE_KIND])
         metrics.update(pairwise)
         return {"metrics": metrics, "items_judged": judged + n_judged, "items_failed": failed + n_failed}
+
+
+def pool_scisage_references(metrics: dict, report_scores) -> None:
+    """With ``scisage_upstream``, the system's reference precision, recall and F1 are the released
+    scorer's: counts pooled over the reports (:func:`pooled_reference_prf`), not the mean of report
+    values; ``reference_tp`` stays the mean TP per report. In place."""
+    if (metrics.get("variants") or {}).get("references") != "scisage_upstream":
+        return
+    rows = [s["metrics"] for s in report_scores if s["metrics"].get("reference_tp") is not None]
+    if not rows:
+        return
+    pooled = pooled_reference_prf([r["reference_tp"] for r in rows], [r["references"] for r in rows],
+                                  [r["gold_references"] for r in rows])
+    metrics.update(reference_precision=pooled["precision"], reference_recall=pooled["recall"],
+                   reference_f1=pooled["f1"])
 
 
 def rescale_to_100(score: float, scale_max: int) -> float:

@@ -63,6 +63,23 @@ def test_the_fit_is_eq_3_on_the_stored_aspect_scores_and_preferences(world):
     assert fit.criteria_updated == 0 and all(c.weight == 1.0 for c in RubricCriterion.objects.all())
 
 
+def test_the_upstream_variant_fits_on_raw_scores_as_the_released_bt_py(world):
+    run, discipline, _, _ = world
+    fit = rubric_weights_fit(run=run, component="outline", discipline_id=discipline.pk, variant="upstream")
+    winners = np.array([SCORES[w] for w, _ in PREFERENCES])
+    losers = np.array([SCORES[v] for _, v in PREFERENCES])
+    raw = bt_aspect_weights(winners, losers, alpha=0.1, x_max=5.0, variant="upstream")
+    assert fit.variant == "upstream" and [fit.weights[a] for a in ASPECTS] == pytest.approx(list(raw))
+    assert list(raw) != pytest.approx(list(expected_weights()), abs=1e-3)
+    out = StringIO()
+    call_command("fit_rubric_weights", run=run.pk, discipline="surveylens:MED", component=["outline"],
+                 variant="upstream", apply=True, stdout=out)
+    note = AuditLog.objects.latest("pk").note
+    assert "raw 1–5 scores" in note
+    weights = {c.aspect: c.weight for c in RubricCriterion.objects.filter(discipline=discipline)}
+    assert [weights[a] for a in ASPECTS] == pytest.approx(list(raw), abs=1e-6)
+
+
 def test_applying_stores_each_aspect_weight_on_its_criteria_with_revisions(world):
     run, discipline, criteria, other = world
     fit = rubric_weights_fit(run=run, component="outline", discipline_id=discipline.pk, apply=True)

@@ -33,6 +33,8 @@ SAMPLES = {
     "reportbench.uncited_statements": {"report": REPORT},
     "reportbench.factuality": {"statement": "ORB-SLAM2 runs in real time on a CPU."},
     "reportbench.reference_titles": {"report": REPORT},
+    "reportbench.academic_reference": {"title": "Vision meets robotics: the KITTI dataset",
+                                       "url": "https://doi.org/10.1177/0278364913491297", "content": ""},
     "deepscholar.nuggetize": {"query": "semantic SLAM datasets", "text": REPORT},
     "deepscholar.nugget_support": {"report": REPORT, "nuggets": [{"id": "n1", "text": "KITTI was published in 2012."},
                                                                  {"id": "n2", "text": "Sonar maps the sea floor."}]},

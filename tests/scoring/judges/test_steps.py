@@ -9,7 +9,7 @@ from tests.scoring.judges.samples import SAMPLES
 CONTRACT = {
     "deepsynth.checklist_group", "reportbench.cited_statements", "reportbench.support_passage",
     "reportbench.consistency", "reportbench.uncited_statements", "reportbench.factuality",
-    "reportbench.reference_titles", "deepscholar.nuggetize", "deepscholar.nugget_support", "deepscholar.relevance",
+    "reportbench.reference_titles", "reportbench.academic_reference", "deepscholar.nuggetize", "deepscholar.nugget_support", "deepscholar.relevance",
     "deepscholar.reference_importance", "deepscholar.citation_support", "deepscholar.organization",
     "surveylens.rubric", "scisage.quality", "scisage.section_structure", "survey.pairwise", "propose.general_question", "propose.topic_groups",
     "propose.constraint_pairs", "propose.reportbench_prompts", "propose.rubric_criteria",

@@ -139,7 +139,7 @@ class TestNuggetCoverage:
     def test_default_mode_is_strict_all(self):
         assert nugget_coverage(self.labels, self.importance) == pytest.approx(0.4)
 
-    def test_no_vital_nuggets_is_none(self):
+    def test_no_vital_nuggets_is_none(self):  # the upstream variant gives 0.0: test_upstream_deepscholar
         assert nugget_coverage(["support"], ["okay"], "vital") is None
         assert nugget_coverage(["support"], ["okay"], "strict_vital") is None
         assert nugget_coverage([], [], "all") is None

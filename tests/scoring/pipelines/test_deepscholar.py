@@ -466,6 +466,28 @@ def test_without_nuggets_the_metric_is_none_and_the_card_says_why(case):
     assert system["nugget_coverage"] is None and NO_NUGGETS in system["notes"]
     assert "nugget_coverage" not in system["geometric_mean_over"] and len(system["geometric_mean_over"]) == 6
     assert system["geometric_mean"] == pytest.approx(gmean([system[k] for k in system["geometric_mean_over"]]))
+    # the released code scores a task without nuggets 0.0 in every mode (nuggetizer's calculate_nugget_scores)
+    config.options = {**config.options, "variants": {"nugget_coverage": "upstream"}}
+    config.save(update_fields=["options"])
+    released = pipeline.score_report(run=run, report=report)["metrics"]
+    assert [released[k] for k in ("nugget_coverage", "nugget_coverage_all", "nugget_coverage_strict_vital",
+                                  "nugget_coverage_vital")] == [0.0, 0.0, 0.0, 0.0]
+    assert released["geometric_mean"] == 0.0
+
+
+@pytest.mark.django_db
+def test_upstream_nugget_variant_scores_no_vital_nugget_as_zero(case):
+    task, report = case
+    task.nuggets.filter(importance="vital").update(importance="okay")
+    config = judge_config(options={"variants": {"nugget_coverage": "upstream"}})
+    run = make_run(config)
+    run_all(run, report, StepJudge(config))
+    m = pipeline.score_report(run=run, report=report)["metrics"]
+    assert m["nugget_coverage_vital"] == 0.0 and m["nugget_coverage_strict_vital"] == 0.0
+    assert m["nugget_coverage"] == pytest.approx(expected_metrics()["nugget_coverage"])  # strict_all unchanged
+    config.options = {}
+    config.save(update_fields=["options"])
+    assert pipeline.score_report(run=run, report=report)["metrics"]["nugget_coverage_vital"] is None
 
 
 @pytest.mark.django_db
@@ -563,7 +585,15 @@ def test_upstream_variants_are_chosen_per_run_and_recorded_on_the_cards(case):
     run = make_run(config)
     run_all(run, report, StepJudge(config))
     paper = pipeline.score_report(run=run, report=report)["metrics"]
-    assert paper["variants"] == {"relevance_rate": "paper", "citation_precision": "paper"}
+    assert paper["variants"] == {"relevance_rate": "paper", "citation_precision": "paper", "nugget_coverage": "paper"}
+    assert paper["claim_sentences_uncited"] == 1  # s4 cites nothing
+    config.options = {**config.options, "variants": {"citation_precision": "upstream"}}
+    config.save(update_fields=["options"])
+    released = pipeline.score_report(run=run, report=report)["metrics"]
+    # cite_p.py: per-sentence precisions s0 1/1, s1 0/1, s3 1/1 and the uncited s4 as 0 (s2's only
+    # document has no text: a failed item, left out)
+    assert released["citation_precision"] == pytest.approx((1 + 0 + 1 + 0) / 4)
+    assert paper["citation_precision"] == pytest.approx(2 / 3)
     config.options = {**config.options, "variants": {"relevance_rate": "upstream"}}
     config.save(update_fields=["options"])
     upstream = pipeline.score_report(run=run, report=report)["metrics"]

@@ -32,6 +32,7 @@ from scoring.pipelines.report_sources import SourceResolver, parsed_report
 from scoring.pipelines.reportbench import (
     CITED, CONSISTENCY, FACTUALITY, REFERENCE_KIND, REFERENCE_TITLES, REFERENCES, STEPS, UNCITED, reference_labels,
 )
+from scoring.pipelines.reportbench_academic import ACADEMIC, ACADEMIC_KIND
 from tests.factories import BibEntryFactory, GoldReferenceFactory, ReportFactory, TaskFactory
 from tests.scoring.services.fakes import judge_config
 
@@ -95,6 +96,8 @@ class StepJudge(Judge):
             CONSISTENCY: lambda: {"label": CONSISTENT[v.get("statement")], "rationale": "because"},
             FACTUALITY: lambda: {"label": FACTUAL[v.get("statement")][call.repeat], "rationale": "checked"},
             REFERENCE_TITLES: lambda: {"references": list(self.references)},
+            # the upstream variant's filter: reference [3], "A Theory of Everything Unrelated", is no paper
+            ACADEMIC: lambda: {"is_academic_paper": "Theory" not in v.get("title", ""), "reason": "scripted"},
         }[call.step]()
         return JudgeAnswer(data=data, raw="{}", model="scripted", tokens_in=100, tokens_out=10, latency_ms=5.0,
                            cost_usd=0.001)
@@ -372,8 +375,11 @@ def test_the_upstream_reference_match_is_chosen_per_run(case):
     def key(title):  # upstream: lowercase, ASCII punctuation dropped, spaces collapsed
         return " ".join("".join(ch for ch in title.lower() if ch not in string.punctuation).split())
 
+    academic = {v.target_key: v.label for v in Verdict.objects.filter(report=report, target_kind=ACADEMIC_KIND)}
+    assert academic == {"0": "academic", "1": "academic", "2": "not_academic"}
     predicted = {key(v.raw_response["reference"].get("title") or "")
-                 for v in Verdict.objects.filter(report=report, target_kind=REFERENCE_KIND, error="")} - {""}
+                 for v in Verdict.objects.filter(report=report, target_kind=REFERENCE_KIND, error="")
+                 if academic[v.target_key] == "academic"} - {""}
     gold = {key(t) for t in task.gold_references.exclude(review_status=ReviewStatus.REJECTED)
             .values_list("bib_entry__title", flat=True)}
     assert predicted and m["tp"] == len(predicted & gold) > 0

@@ -284,6 +284,16 @@ def test_a_second_run_makes_no_call_and_no_new_embedding_and_tau_changes_need_no
     assert rescored["rams_outline"] == pytest.approx(expected_alignment("outline", 0.95)["rams"], abs=1e-6)
     assert rescored["tams_outline"] == pytest.approx(expected_alignment("outline", 0.95)["tams"], abs=1e-6)
 
+    # the released configuration by name: 0.95 for all three components (eval_quantitative_config.json)
+    config.options = {"surveylens_tau": "upstream", "surveylens_tams_mode": "gated"}
+    config.save()
+    released = lens.score_report(run=run2, report=report)["metrics"]
+    assert [released[f"tau_{c}"] for c in ("outline", "content", "reference")] == [0.95, 0.95, 0.95]
+    for component in ("outline", "content", "reference"):
+        assert released[f"rams_{component}"] == pytest.approx(expected_alignment(component, 0.95)["rams"], abs=1e-6)
+        gen, gold = (bow(side) for side in ENTRIES[component])
+        assert released[f"tams_{component}"] == pytest.approx(tams(gen @ gold.T, 0.95, "gated"), abs=1e-6)
+
 
 @pytest.mark.django_db
 def test_pairwise_is_asked_with_positions_swapped(case):
@@ -412,7 +422,8 @@ def test_a_human_survey_without_references_leaves_reference_alignment_undefined(
 @pytest.mark.parametrize("options, problem", [
     ({"surveylens_tau": {"outline": 1.5}}, "surveylens_tau.outline must be a number between -1 and 1"),
     ({"surveylens_tau": {"abstract": 0.5}}, "unknown component(s) ['abstract']"),
-    ({"surveylens_tau": 0.7}, "surveylens_tau must be an object"),
+    ({"surveylens_tau": 0.7}, "surveylens_tau must be a preset name (upstream, default) or an object"),
+    ({"surveylens_tau": "released"}, "surveylens_tau 'released' is no preset; presets: upstream, default"),
     ({"surveylens_lambda": -1}, "surveylens_lambda must be a number ≥ 0"),
     ({"surveylens_tams_mode": "max"}, "surveylens_tams_mode must be 'margin' or 'gated'"),
 ])
