@@ -258,3 +258,46 @@ def visible_preferences(user) -> QuerySet[PairwisePreference]:
     hidden = _pair_reports(blind)
     return preferences.exclude(label__item__in=blind).exclude(report_left__in=hidden).exclude(
         report_right__in=hidden)
+
+
+# --- Projects over what a blind one hides ---------------------------------------------------------
+
+
+def blind_overlap_warnings(project: AnnotationProject) -> list[str]:
+    """When ``project`` is not blind: one warning per blind study, not closed, whose items are
+    about the same things (the same verdicts or proposals; reports that its pairs compare or
+    its verdicts judge): in ``project`` its annotators would read what that study hides from
+    them. The lists stay blind (``visible_verdicts``, ``visible_preferences``, ``hidden_reports``
+    follow the blind study), but ``project``'s own pages show what ``project`` shows. Names the
+    members the two share."""
+    if project.blind:
+        return []
+    items = AnnotationItem.objects.filter(project=project)
+    others = AnnotationItem.objects.filter(project__blind=True).exclude(project=project).exclude(
+        project__status=CLOSED)
+    same = others.filter(Exists(items.filter(target_kind=OuterRef("target_kind"), target_id=OuterRef("target_id"))))
+    reports = _item_reports(items)
+    pairs = ReportPair.objects.filter(Q(report_left__in=reports) | Q(report_right__in=reports))
+    verdicts = Verdict.objects.filter(report__in=reports)
+    by_reports = others.filter(Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=pairs.values("pk"))
+                               | Q(target_kind=TargetKind.VERDICT, target_id__in=verdicts.values("pk")))
+    overlapping = AnnotationProject.objects.filter(
+        Q(pk__in=same.values("project")) | Q(pk__in=by_reports.values("project"))).order_by("name")
+    members = set(ProjectMembership.objects.filter(project=project).values_list("user", flat=True))
+    warnings = []
+    for blind in overlapping:
+        shared = sorted(ProjectMembership.objects.filter(project=blind, role=Role.ANNOTATOR, user__in=members)
+                        .values_list("user__username", flat=True))
+        who = (f"its annotators {', '.join(shared)} are members here and" if shared else
+               "an annotator of it who joins this project")
+        warnings.append(
+            f"blind study {blind.name!r} (not closed) labels the same verdicts, reports or proposals as this project,"
+            f" which is not blind: {who} would see here what {blind.name!r} hides from them until they label it there"
+            " (lists such as /api/verdicts/ and /api/preferences/ keep hiding it)")
+    return warnings
+
+
+def _item_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
+    """The reports that ``items`` compare (pairs) or whose verdicts they label."""
+    verdicts = Verdict.objects.filter(pk__in=items.filter(target_kind=TargetKind.VERDICT).values("target_id"))
+    return Report.objects.filter(Q(pk__in=_pair_reports(items).values("pk")) | Q(pk__in=verdicts.values("report")))

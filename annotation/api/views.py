@@ -23,8 +23,8 @@ from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
 from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
-from ..blind import (label_value_shown, labeller_revealed, status_shown, target_id_shown, visible_gold_labels,
-                     visible_labels, visible_preferences, with_revealed)
+from ..blind import (blind_overlap_warnings, label_value_shown, labeller_revealed, status_shown, target_id_shown,
+                     visible_gold_labels, visible_labels, visible_preferences, with_revealed)
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
 from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
@@ -96,8 +96,8 @@ class ProjectListApi(ListApi):
 
         class Meta:
             model = AnnotationProject
-            fields = ["id", "name", "description", "kind", "status", "blind", "reveal", "overlap", "task_set", "label_set",
-                      "label_level", "dimensions", "item_kinds", "my_role", "n_items", "n_settled", "created_at"]
+            fields = ["id", "name", "description", "kind", "status", "blind", "reveal", "overlap", "task_set",
+                      "label_set", "label_level", "dimensions", "item_kinds", "my_role", "n_items", "n_settled", "created_at"]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
@@ -137,12 +137,14 @@ class ProjectListApi(ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
-        """Create a project (curators): its items are made at once from the tasks (ids) or the task set."""
+        """Create a project (curators): its items are made at once from the tasks (ids) or the task set.
+        The answer's ``warnings``: a project that is not blind over what a blind study still hides
+        (``blind_overlap_warnings``)."""
         data = input_of(self, request)
         hold = timedelta(seconds=data.pop("hold_seconds"))
         project = project_create(created_by=request.user, hold_duration=hold, **data)
-        return Response(self.OutputSerializer(projects_for(request.user).get(pk=project.pk)).data,
-                        status=status.HTTP_201_CREATED)
+        answer = self.OutputSerializer(projects_for(request.user).get(pk=project.pk)).data
+        return Response({**answer, "warnings": blind_overlap_warnings(project)}, status=status.HTTP_201_CREATED)
 
 
 class ProjectDetailApi(DetailApi):
@@ -200,14 +202,16 @@ class ProjectMemberListApi(GenericApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request, pk: int):
-        """Add a member by username with a role, or change the role of one already in."""
+        """Add a member by username with a role, or change the role of one already in. The answer's
+        ``warnings``: as when the project was created, naming the members it shares with a blind study."""
         project = curated_project(request, pk, action="manage members")
         data = input_of(self, request)
         user = get_user_model().objects.filter(username=data["username"]).first()
         if user is None:
             raise ValueError(f"username: no account named {data['username']!r}")
         membership = membership_add(project=project, user=user, role=data["role"], actor=request.user)
-        return Response(self.OutputSerializer(membership).data, status=status.HTTP_201_CREATED)
+        return Response({**self.OutputSerializer(membership).data, "warnings": blind_overlap_warnings(project)},
+                        status=status.HTTP_201_CREATED)
 
 
 class ProjectMemberDetailApi(GenericApi):

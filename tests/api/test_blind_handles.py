@@ -67,7 +67,8 @@ def blind_project(kind: str, owner, users, **options):
     if kind == "pairwise":
         for n, system in enumerate(_systems(3, offset)):
             ReportFactory(id=910001 + offset + n, task=task, system=system, text=f"# Survey\n\nText of side {n}.")
-        project = project_create(name=f"pairs-{offset}", kind="pairwise", created_by=owner, tasks=[task], overlap=2, **options)
+        project = project_create(name=f"pairs-{offset}", kind="pairwise", created_by=owner, tasks=[task], overlap=2,
+                                 **options)
         _renumber_pairs(project)
     else:
         (system,) = _systems(1, offset)
@@ -76,8 +77,9 @@ def blind_project(kind: str, owner, users, **options):
         for n, label in enumerate(("correct", "omitted", "correct")):
             VerdictFactory(id=920001 + offset + n, report=report, judge_config=judge, label=label,
                            target_id=950001 + offset + n)
-        project = project_create(name=f"verdicts-{offset}", kind="agreement", created_by=owner, tasks=[task], judge_config=judge,
-                                 overlap=2, label_set={"label": ["correct", "omitted", "incorrect"]}, **options)
+        project = project_create(name=f"verdicts-{offset}", kind="agreement", created_by=owner, tasks=[task],
+                                 judge_config=judge, overlap=2, label_set={"label": ["correct", "omitted", "incorrect"]},
+                                 **options)
     members_add(project, owner, users)
     return project
 
