@@ -97,7 +97,8 @@ class ProjectListApi(ListApi):
         class Meta:
             model = AnnotationProject
             fields = ["id", "name", "description", "kind", "status", "blind", "reveal", "overlap", "task_set",
-                      "label_set", "label_level", "dimensions", "item_kinds", "my_role", "n_items", "n_settled", "created_at"]
+                      "label_set", "label_level", "dimensions", "item_kinds", "my_role", "n_items", "n_settled",
+                      "created_at"]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)

@@ -238,8 +238,8 @@ def project_create(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
         description=description, task_set=task_set, item_kinds=item_kinds, component=component,
         judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, reveal=reveal,
-        hold_duration=hold_duration, seed=seed, dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
-        label_level=label_level,
+        hold_duration=hold_duration, seed=seed, label_level=label_level,
+        dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
     )
     added = _populate(project, actor=created_by)
     audit_record(
