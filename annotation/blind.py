@@ -1,30 +1,41 @@
 """Blind mode: what a user may learn of an annotation item, on every channel.
 
-The rule. An item's other labels, its judge's verdict, its gold label and the names of the
-systems it compares are *revealed* to a user of its project when
+The rule. What an item hides in a blind project — its other labels, its judge's verdict, its
+gold label, its adjudication, and which reports and systems it is about (their ids, names and
+every other handle) — is *revealed* to a user of its project when
 
-1. the project is not blind, or the user curates it and the item is no longer open (it has
-   all its labels): ``revealed_unlabelled``, which reads only the project, the user's role
-   in it and the item's status; or
-2. the user has labelled the item themselves (``_own_label``).
+1. the project is not blind, or the study is closed (``AnnotationProject.Status.CLOSED``: a
+   curator's audited ``project_update``, final for blind projects), or the user curates it and
+   the item is no longer open (it has all its labels): ``revealed_unlabelled``, which reads only
+   the project, the user's role in it and the item's status; or
+2. the user has labelled the item themselves and the project reveals after each label
+   (``AnnotationProject.reveal``; ``DEFAULT_REVEAL``: pairwise projects at close, so that
+   annotators do not learn each system's style label by label; agreement and verify after the
+   label, as the judge's verdict is what an agreement study audits).
 
-That is all of it. ``item_revealed`` applies it to one item (the workspace and the item API,
-through ``selectors.workspace.item_context_for``): part 1 in Python, part 2 only when part 1
-says no, as one query. ``revealed_items`` applies it to lists (labels, gold labels, verdicts,
-exports): part 1 as a filter derived from ``revealed_unlabelled`` itself, part 2 as a
-subquery.
+That is all of it: ``revealed`` states it whole. ``item_revealed`` applies it to one item (the
+workspace and the item API, through ``selectors.workspace.item_context_for``): part 1 in Python,
+part 2 only when part 1 says no and the project reveals after labels, as one query.
+``revealed_items`` applies it to lists (labels, gold labels, verdicts, exports): part 1 as a
+filter derived from ``revealed_unlabelled`` itself, part 2 as a subquery.
+
+Until an item is revealed, the user sees its sides (``left``/``right`` of a pair, ``report`` of
+a verdict) and their text, never a handle of them: ``HANDLE_KINDS`` items show no target id,
+their labels' values no report ids (``label_value_shown``), and an adjudicated item reads as
+complete (``status_shown``).
 
 Beyond one item, a user who labels in a blind project (its annotators; curators do not label
-there, ``require_labeller``) must not learn what it hides on any other channel either.
-``blind_items`` are the items still unrevealed to them as annotators; from those come
-``hidden_reports`` (report lists, report and task pages leave them out, through
-``core.blind``) and ``blind_labelling_projects`` (score cards, leaderboards and runs stay
-closed, ``annotation.middleware``).
+there, ``require_labeller``) must not learn what it hides on any other channel either, whatever
+another project or their global role would show. ``blind_items`` are the items still unrevealed
+to them as annotators; from those come ``hidden_reports`` (report lists, report and task pages,
+preferences and verdicts on them leave them out, through ``core.blind``), the verdicts no list
+shows them (``visible_verdicts``), and ``blind_labelling_projects`` (score cards, leaderboards
+and runs stay closed, ``annotation.middleware``).
 """
 
 from collections import defaultdict
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
 from benchmark.models import Report
 from core import rawsql
@@ -35,22 +46,39 @@ from .models import (AnnotationItem, AnnotationProject, GoldLabel, Label, Pairwi
                      ReportPair, Role, TargetKind)
 from .selectors.projects import projects_for
 
+CLOSED = AnnotationProject.Status.CLOSED
+AFTER_LABEL = AnnotationProject.Reveal.AFTER_LABEL
+
+# Items whose target id names reports (a pair, a verdict on one report): hidden until revealed.
+HANDLE_KINDS = frozenset({TargetKind.REPORT_PAIR, TargetKind.VERDICT})
+# What a pairwise label's value says of the reports beside the side chosen.
+REPORT_FIELDS = ("left_report_id", "right_report_id")
+
 # --- The rule ---------------------------------------------------------------------------------
 
 
-def revealed_unlabelled(*, blind: bool, role: str | None, status: str) -> bool:
-    """Part 1 of the rule: whether an item with ``status`` in a project (``blind`` or not) is
-    revealed to a user of ``role`` there whether or not they labelled it."""
-    return not blind or (role == Role.CURATOR and status != AnnotationItem.Status.OPEN)
+def revealed_unlabelled(*, blind: bool, role: str | None, status: str, closed: bool = False) -> bool:
+    """Part 1 of the rule: whether an item with ``status`` in a project (``blind`` or not,
+    ``closed`` or not) is revealed to a user of ``role`` there whether or not they labelled it."""
+    return not blind or closed or (role == Role.CURATOR and status != AnnotationItem.Status.OPEN)
+
+
+def revealed(*, project: AnnotationProject, role: str | None, status: str, labelled: bool) -> bool:
+    """The whole rule: whether an item with ``status`` of ``project`` is revealed to a user of
+    ``role`` there who has (``labelled``) or has not labelled it."""
+    return revealed_unlabelled(blind=project.blind, role=role, status=status, closed=project.status == CLOSED) or (
+        labelled and project.reveal == AFTER_LABEL)
 
 
 def item_revealed(*, item: AnnotationItem, role: str | None, user, holds_claim: bool = False) -> bool:
     """The rule for one item (its project read along, the user's ``role`` there known): no
-    query when part 1 decides, else one. ``holds_claim``: the user holds an active claim on
-    the item, which their label would have ended, so they have not labelled it: no query."""
-    if revealed_unlabelled(blind=item.project.blind, role=role, status=item.status):
+    query when part 1 decides or the project reveals only at close, else one. ``holds_claim``:
+    the user holds an active claim on the item, which their label would have ended, so they
+    have not labelled it: no query."""
+    project = item.project
+    if revealed(project=project, role=role, status=item.status, labelled=False):
         return True
-    if holds_claim:
+    if holds_claim or not revealed(project=project, role=role, status=item.status, labelled=True):
         return False
     # Part 2 as plain SQL: this is the annotator loop's hot path, where building the same
     # query through the ORM costs more than the database takes to answer it (``rawsql``).
@@ -61,23 +89,58 @@ def item_revealed(*, item: AnnotationItem, role: str | None, user, holds_claim: 
     return bool(labelled)
 
 
+def labeller_revealed(project: AnnotationProject) -> bool:
+    """The rule for the one who labelled an item of ``project`` (an annotator: curators label
+    only where nothing is blind), whatever the item's status."""
+    return revealed(project=project, role=Role.ANNOTATOR, status=AnnotationItem.Status.OPEN, labelled=True)
+
+
+def label_value_shown(value, *, revealed: bool):
+    """A label's value as a user sees it: without the reports it compares until the item is
+    revealed to them (the side chosen says what they chose)."""
+    if revealed or not isinstance(value, dict):
+        return value
+    return {key: field for key, field in value.items() if key not in REPORT_FIELDS}
+
+
+def status_shown(status: str, *, revealed: bool) -> str:
+    """An item's status as a user sees it: that a curator adjudicated it (its labels disagreed,
+    or the label disagreed with the judge) stays hidden until the item is revealed to them."""
+    if revealed or status != AnnotationItem.Status.ADJUDICATED:
+        return status
+    return AnnotationItem.Status.COMPLETE
+
+
+def target_id_shown(*, kind: str, target_id: int, revealed: bool) -> int | None:
+    """An item's target id as a user sees it: none for a pair or a verdict until revealed."""
+    return target_id if revealed or kind not in HANDLE_KINDS else None
+
+
 def _own_label(user) -> Exists:
-    """Part 2 of the rule as a condition on items: the user labelled the item."""
+    """Part 2's label as a condition on items: the user labelled the item."""
     return Exists(Label.objects.filter(item=OuterRef("pk"), annotator=user))
 
 
 def _revealed_unlabelled_q(role: str | None) -> Q:
     """Part 1 for a user of ``role`` as a condition on items, read off ``revealed_unlabelled``
-    for every (blind, status) it can see, so the rule is stated once."""
+    for every (blind, closed, status) it can see, so the rule is stated once."""
     statuses = AnnotationItem.Status.values
     condition = Q(pk__in=[])  # reveals nothing
     for blind in (False, True):
-        revealed = [status for status in statuses if revealed_unlabelled(blind=blind, role=role, status=status)]
-        if len(revealed) == len(statuses):
-            condition |= Q(project__blind=blind)
-        elif revealed:
-            condition |= Q(project__blind=blind, status__in=revealed)
+        for closed in (False, True):
+            revealed_ = [status for status in statuses
+                         if revealed_unlabelled(blind=blind, role=role, status=status, closed=closed)]
+            projects = Q(project__blind=blind) & (Q(project__status=CLOSED) if closed else ~Q(project__status=CLOSED))
+            if len(revealed_) == len(statuses):
+                condition |= projects
+            elif revealed_:
+                condition |= projects & Q(status__in=revealed_)
     return condition
+
+
+def _revealed_by_label_q(user) -> Q:
+    """Part 2 as a condition on items: the user labelled it, in a project that reveals after labels."""
+    return Q(project__reveal=AFTER_LABEL) & Q(_own_label(user))
 
 
 def _project_roles(user) -> dict[int, str | None]:
@@ -95,21 +158,28 @@ def _revealed(roles: dict[int, str | None], user) -> QuerySet[AnnotationItem]:
     unlabelled = Q(pk__in=[])
     for role, project_ids in by_role.items():
         unlabelled |= Q(project_id__in=project_ids) & _revealed_unlabelled_q(role)
-    return AnnotationItem.objects.filter(project_id__in=list(roles)).filter(unlabelled | _own_label(user))
+    return AnnotationItem.objects.filter(project_id__in=list(roles)).filter(unlabelled | _revealed_by_label_q(user))
 
 
 def revealed_items(user) -> QuerySet[AnnotationItem]:
-    """Items of the user's projects whose other labels, verdict and gold the user may see."""
+    """Items of the user's projects whose other labels, verdict, gold and reports the user may see."""
     return _revealed(_project_roles(user), user)
+
+
+def with_revealed(items: QuerySet[AnnotationItem], user) -> QuerySet[AnnotationItem]:
+    """``items``, each with ``revealed``: whether it is revealed to the user (``revealed_items``)."""
+    return items.annotate(revealed=ExpressionWrapper(Q(pk__in=revealed_items(user).values("pk")),
+                                                     output_field=BooleanField()))
 
 
 def blind_items(user) -> QuerySet[AnnotationItem]:
     """The items of projects the user labels in as an annotator that are not revealed to them
-    (in blind projects, those they have not labelled yet): what these hide (verdict, others'
-    labels, systems) the user may learn nowhere, however else they may read it."""
+    (in blind projects, those they have not labelled yet, or all until the study closes when it
+    reveals only then): what these hide (verdict, others' labels, reports and systems) the user
+    may learn nowhere, however else they may read it."""
     labelling = ProjectMembership.objects.filter(project=OuterRef("project"), user=user, role=Role.ANNOTATOR)
     return AnnotationItem.objects.filter(Exists(labelling)).exclude(
-        _revealed_unlabelled_q(Role.ANNOTATOR) | _own_label(user)
+        _revealed_unlabelled_q(Role.ANNOTATOR) | _revealed_by_label_q(user)
     )
 
 
@@ -117,12 +187,15 @@ def blind_items(user) -> QuerySet[AnnotationItem]:
 
 
 def visible_labels(user) -> QuerySet[Label]:
-    """The user's own labels, plus others' labels on items revealed to them."""
+    """The user's own labels, plus others' labels on items revealed to them; each with
+    ``revealed`` (its item is: its value may name the reports, ``label_value_shown``)."""
     if not getattr(user, "is_authenticated", False):
         return Label.objects.none()
     roles = _project_roles(user)
-    revealed = _revealed(roles, user).values("pk")
-    return Label.objects.filter(project_id__in=list(roles)).filter(Q(annotator=user) | Q(item_id__in=revealed))
+    revealed_ids = _revealed(roles, user).values("pk")
+    return Label.objects.filter(project_id__in=list(roles)).filter(
+        Q(annotator=user) | Q(item_id__in=revealed_ids)
+    ).annotate(revealed=ExpressionWrapper(Q(item_id__in=revealed_ids), output_field=BooleanField()))
 
 
 def visible_gold_labels(user) -> QuerySet[GoldLabel]:
@@ -132,26 +205,33 @@ def visible_gold_labels(user) -> QuerySet[GoldLabel]:
 
 
 def visible_verdicts(*, user) -> QuerySet[Verdict]:
-    """Global curators read every run's verdicts, except those of items they have yet to label
-    as annotators of a blind agreement project. Everyone else lists only the verdicts their own
-    items need: those of agreement items revealed to them (``revealed_items``)."""
+    """Global curators read every run's verdicts; everyone else lists only the verdicts their own
+    items need: those of agreement items revealed to them (``revealed_items``). Either way, the
+    blind rule wins over every other project and role: no verdict of an item still blind to the
+    user (``blind_items``), nor any verdict on a report whose system a blind pair still hides
+    from them (``hidden_reports``: per report, it would rank the systems)."""
     if not getattr(user, "is_authenticated", False):
         return Verdict.objects.none()
     if is_global_curator(user):
-        blind = blind_items(user).filter(target_kind=TargetKind.VERDICT)
-        return Verdict.objects.exclude(pk__in=blind.values("target_id"))
-    revealed = revealed_items(user).filter(target_kind=TargetKind.VERDICT).values("target_id")
-    return Verdict.objects.filter(pk__in=revealed)
+        verdicts = Verdict.objects.all()
+    else:
+        verdicts = Verdict.objects.filter(
+            pk__in=revealed_items(user).filter(target_kind=TargetKind.VERDICT).values("target_id"))
+    blind = blind_items(user)
+    return verdicts.exclude(pk__in=blind.filter(target_kind=TargetKind.VERDICT).values("target_id")).exclude(
+        report__in=_pair_reports(blind))
+
+
+def _pair_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
+    pairs = ReportPair.objects.filter(pk__in=items.filter(target_kind=TargetKind.REPORT_PAIR).values("target_id"))
+    return Report.objects.filter(Q(pk__in=pairs.values("report_left")) | Q(pk__in=pairs.values("report_right")))
 
 
 def hidden_reports(user) -> QuerySet[Report]:
     """Reports whose system a blind pairwise item still hides from the user (``blind_items``)."""
     if not getattr(user, "is_authenticated", False):
         return Report.objects.none()
-    pairs = ReportPair.objects.filter(
-        pk__in=blind_items(user).filter(target_kind=TargetKind.REPORT_PAIR).values("target_id")
-    )
-    return Report.objects.filter(Q(pk__in=pairs.values("report_left")) | Q(pk__in=pairs.values("report_right")))
+    return _pair_reports(blind_items(user))
 
 
 def blind_labelling_projects(user) -> list[str]:
@@ -160,17 +240,64 @@ def blind_labelling_projects(user) -> list[str]:
     judges) those items compare stay closed to them."""
     if not getattr(user, "is_authenticated", False):
         return []
-    open_items = blind_items(user).filter(status=AnnotationItem.Status.OPEN)
+    open_items = blind_items(user).filter(status=AnnotationItem.Status.OPEN).exclude(_own_label(user))
     projects = AnnotationProject.objects.filter(pk__in=open_items.values("project")).order_by("name")
     return list(projects.values_list("name", flat=True))
 
 
 def visible_preferences(user) -> QuerySet[PairwisePreference]:
-    """Global curators see every preference, except others' on items they have yet to label as
-    annotators of a blind project (``blind_items``); others see their own (imported ones carry
-    no project)."""
+    """Global curators see every preference, others their own (imported ones carry no project);
+    none of either on a pair still blind to the user (``blind_items``: their own label there
+    included, as it names the reports), nor any on a report whose system such a pair hides
+    (``hidden_reports``: an imported human preference on exactly their pair, say)."""
     if not getattr(user, "is_authenticated", False):
         return PairwisePreference.objects.none()
-    if is_global_curator(user):
-        return PairwisePreference.objects.exclude(Q(label__item__in=blind_items(user)) & ~Q(annotator=user))
-    return PairwisePreference.objects.filter(annotator=user)
+    preferences = PairwisePreference.objects.all() if is_global_curator(user) else PairwisePreference.objects.filter(
+        annotator=user)
+    blind = blind_items(user)
+    hidden = _pair_reports(blind)
+    return preferences.exclude(label__item__in=blind).exclude(report_left__in=hidden).exclude(
+        report_right__in=hidden)
+
+
+# --- Projects over what a blind one hides ---------------------------------------------------------
+
+
+def blind_overlap_warnings(project: AnnotationProject) -> list[str]:
+    """When ``project`` is not blind: one warning per blind study, not closed, whose items are
+    about the same things (the same verdicts or proposals; reports that its pairs compare or
+    its verdicts judge): in ``project`` its annotators would read what that study hides from
+    them. The lists stay blind (``visible_verdicts``, ``visible_preferences``, ``hidden_reports``
+    follow the blind study), but ``project``'s own pages show what ``project`` shows. Names the
+    members the two share."""
+    if project.blind:
+        return []
+    items = AnnotationItem.objects.filter(project=project)
+    others = AnnotationItem.objects.filter(project__blind=True).exclude(project=project).exclude(
+        project__status=CLOSED)
+    same = others.filter(Exists(items.filter(target_kind=OuterRef("target_kind"), target_id=OuterRef("target_id"))))
+    reports = _item_reports(items)
+    pairs = ReportPair.objects.filter(Q(report_left__in=reports) | Q(report_right__in=reports))
+    verdicts = Verdict.objects.filter(report__in=reports)
+    by_reports = others.filter(Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=pairs.values("pk"))
+                               | Q(target_kind=TargetKind.VERDICT, target_id__in=verdicts.values("pk")))
+    overlapping = AnnotationProject.objects.filter(
+        Q(pk__in=same.values("project")) | Q(pk__in=by_reports.values("project"))).order_by("name")
+    members = set(ProjectMembership.objects.filter(project=project).values_list("user", flat=True))
+    warnings = []
+    for blind in overlapping:
+        shared = sorted(ProjectMembership.objects.filter(project=blind, role=Role.ANNOTATOR, user__in=members)
+                        .values_list("user__username", flat=True))
+        who = (f"its annotators {', '.join(shared)} are members here and" if shared else
+               "an annotator of it who joins this project")
+        warnings.append(
+            f"blind study {blind.name!r} (not closed) labels the same verdicts, reports or proposals as this project,"
+            f" which is not blind: {who} would see here what {blind.name!r} hides from them until they label it there"
+            " (lists such as /api/verdicts/ and /api/preferences/ keep hiding it)")
+    return warnings
+
+
+def _item_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
+    """The reports that ``items`` compare (pairs) or whose verdicts they label."""
+    verdicts = Verdict.objects.filter(pk__in=items.filter(target_kind=TargetKind.VERDICT).values("target_id"))
+    return Report.objects.filter(Q(pk__in=_pair_reports(items).values("pk")) | Q(pk__in=verdicts.values("report")))

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import IO, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
 from benchmark.exporters.huggingface import DatasetConfig
 from benchmark.models import TaskSet
@@ -30,7 +30,8 @@ from benchmark.spreadsheet import csv_writer
 from core.accounts import is_global_curator
 from core.models import AuditLog
 
-from .blind import blind_items, visible_gold_labels, visible_labels
+from .blind import (blind_items, label_value_shown, status_shown, target_id_shown, visible_gold_labels,
+                    visible_labels)
 from .models import AnnotationProject, GoldLabel, Label, Role
 from .selectors.projects import project_role
 from .services.audit import audit_kind
@@ -70,7 +71,8 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         # A curator who also labels blind somewhere gets nothing of what those items still hide.
         blind = blind_items(user)
         return AnnotationScope(
-            projects, Label.objects.exclude(Q(item__in=blind) & ~Q(annotator=user)),
+            projects, Label.objects.exclude(Q(item__in=blind) & ~Q(annotator=user)).annotate(
+                revealed=ExpressionWrapper(~Q(item__in=blind), output_field=BooleanField())),
             GoldLabel.objects.exclude(item__in=blind),
             AuditLog.objects.filter(project_id__isnull=False).exclude(project_id__in=blind.values("project")),
         )
@@ -97,11 +99,14 @@ def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
     rows = labels.select_related("project", "item", "item__task", "annotator").order_by("project_id", "created_at", "pk")
     for label in rows.iterator(chunk_size=CHUNK):
         item = label.item
+        revealed = getattr(label, "revealed", True)  # blind mode: an own label on an item still blind
         yield {
             "label_id": label.pk, "project_id": label.project_id, "project": label.project.name,
-            "project_kind": label.project.kind, "item_id": item.pk, "item_status": item.status,
-            "target_kind": item.target_kind, "target_id": item.target_id, "task": _task(item),
-            "annotator": label.annotator.get_username(), "value": label.value, "created_at": _time(label.created_at),
+            "project_kind": label.project.kind, "item_id": item.pk,
+            "item_status": status_shown(item.status, revealed=revealed), "target_kind": item.target_kind,
+            "target_id": target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=revealed),
+            "task": _task(item), "annotator": label.annotator.get_username(),
+            "value": label_value_shown(label.value, revealed=revealed), "created_at": _time(label.created_at),
         }
 
 

@@ -152,14 +152,10 @@ class PairwiseForm(LabelForm):
     choice = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick A, B or tie."})
     reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     seconds_taken = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
-    left_report_id = forms.IntegerField(widget=forms.HiddenInput)
-    right_report_id = forms.IntegerField(widget=forms.HiddenInput)
+    # No report ids: the choice names a side of the item, and the server resolves it to the
+    # pair's reports (a form field would hand a blind annotator the reports' handles).
 
     def __init__(self, *args, project: dict, target: dict, **kwargs):
-        kwargs.setdefault("initial", {})
-        kwargs["initial"].update(
-            left_report_id=target["left"]["report_id"], right_report_id=target["right"]["report_id"]
-        )
         super().__init__(*args, **kwargs)
         choices = _choices(project["label_set"].get("choice", ()), CHOICE_LABELS)
         self.fields["choice"].choices = choices
@@ -184,8 +180,6 @@ class PairwiseForm(LabelForm):
             "dimensions": {name: data[f"dim_{name}"] for name in self.dimension_names if data[f"dim_{name}"]},
             "reason": data["reason"],
             "seconds_taken": data["seconds_taken"],
-            "left_report_id": data["left_report_id"],
-            "right_report_id": data["right_report_id"],
         }
 
 

@@ -70,6 +70,13 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                                  help_text="empty: 2 for verify (review, then cross-check), 1 otherwise")
     blind = forms.BooleanField(required=False, initial=True,
                                help_text="annotators see no judge verdict or other label before giving theirs")
+    reveal = forms.ChoiceField(
+        choices=[("", "The kind's default (pairwise: at close; agreement, verify: after each label)"),
+                 *AnnotationProject.Reveal.choices],
+        required=False, label="Blind: reveal to an annotator",
+        help_text="when one who labelled an item learns what it hid: others' labels, the judge's verdict, which"
+                  " reports and systems it compares; everyone learns it when the study closes",
+    )
     hold_minutes = forms.IntegerField(min_value=1, initial=int(DEFAULT_HOLD.total_seconds() // 60),
                                       label="Hold time (minutes)", help_text="how long a claimed item stays reserved")
     labels = forms.CharField(required=False, label="Labels",
@@ -93,6 +100,7 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         arguments = {
             "name": data["name"], "kind": kind, "description": data["description"], "tasks": tasks,
             "task_set": data["task_set"], "overlap": data["overlap"], "blind": data["blind"],
+            "reveal": data["reveal"] or None,
             "hold_duration": timedelta(minutes=data["hold_minutes"]), "label_set": {field: labels} if labels else None,
         }
         if kind == Kind.VERIFY:

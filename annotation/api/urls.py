@@ -18,6 +18,7 @@ urlpatterns = [
     path("projects/<id:pk>/next/", views.NextItemApi.as_view(), name="project-next"),
     path("annotation-items/<id:pk>/", views.ItemDetailApi.as_view(), name="item-detail"),
     path("annotation-items/<id:pk>/adjudicate/", views.ItemAdjudicateApi.as_view(), name="item-adjudicate"),
+    path("annotation-items/<id:pk>/<str:side>/", views.ItemSideApi.as_view(), name="item-side"),
     path("assignments/", views.AssignmentListApi.as_view(), name="assignment-list"),
     path("assignments/<id:pk>/skip/", views.AssignmentSkipApi.as_view(), name="assignment-skip"),
     path("labels/", views.LabelListApi.as_view(), name="label-list"),

@@ -9,6 +9,7 @@ its items, so outsiders cannot tell which projects exist. What an item shows com
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -22,7 +23,8 @@ from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
 from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
-from ..blind import visible_gold_labels, visible_labels, visible_preferences
+from ..blind import (blind_overlap_warnings, label_value_shown, labeller_revealed, status_shown, target_id_shown,
+                     visible_gold_labels, visible_labels, visible_preferences, with_revealed)
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
 from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
@@ -94,8 +96,9 @@ class ProjectListApi(ListApi):
 
         class Meta:
             model = AnnotationProject
-            fields = ["id", "name", "description", "kind", "status", "blind", "overlap", "task_set", "label_set", "label_level",
-                      "dimensions", "item_kinds", "my_role", "n_items", "n_settled", "created_at"]
+            fields = ["id", "name", "description", "kind", "status", "blind", "reveal", "overlap", "task_set",
+                      "label_set", "label_level", "dimensions", "item_kinds", "my_role", "n_items", "n_settled",
+                      "created_at"]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
@@ -115,6 +118,11 @@ class ProjectListApi(ListApi):
         overlap = serializers.IntegerField(required=False, allow_null=True, min_value=1,
                                            help_text="labels per item (k); default 2 for verify, else 1")
         blind = serializers.BooleanField(required=False, default=True)
+        reveal = serializers.ChoiceField(
+            choices=AnnotationProject.Reveal.choices, required=False, allow_null=True, default=None,
+            help_text="blind: when an annotator who labelled an item learns what it hid (others' labels, the"
+                      " judge's verdict, the reports and systems): 'close' when the study closes, 'label' after each"
+                      " label; default: pairwise 'close', others 'label'")
         hold_seconds = serializers.IntegerField(required=False, min_value=1,
                                                 default=int(DEFAULT_HOLD.total_seconds()))
         label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")
@@ -130,12 +138,14 @@ class ProjectListApi(ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
-        """Create a project (curators): its items are made at once from the tasks (ids) or the task set."""
+        """Create a project (curators): its items are made at once from the tasks (ids) or the task set.
+        The answer's ``warnings``: a project that is not blind over what a blind study still hides
+        (``blind_overlap_warnings``)."""
         data = input_of(self, request)
         hold = timedelta(seconds=data.pop("hold_seconds"))
         project = project_create(created_by=request.user, hold_duration=hold, **data)
-        return Response(self.OutputSerializer(projects_for(request.user).get(pk=project.pk)).data,
-                        status=status.HTTP_201_CREATED)
+        answer = self.OutputSerializer(projects_for(request.user).get(pk=project.pk)).data
+        return Response({**answer, "warnings": blind_overlap_warnings(project)}, status=status.HTTP_201_CREATED)
 
 
 class ProjectDetailApi(DetailApi):
@@ -193,14 +203,16 @@ class ProjectMemberListApi(GenericApi):
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request, pk: int):
-        """Add a member by username with a role, or change the role of one already in."""
+        """Add a member by username with a role, or change the role of one already in. The answer's
+        ``warnings``: as when the project was created, naming the members it shares with a blind study."""
         project = curated_project(request, pk, action="manage members")
         data = input_of(self, request)
         user = get_user_model().objects.filter(username=data["username"]).first()
         if user is None:
             raise ValueError(f"username: no account named {data['username']!r}")
         membership = membership_add(project=project, user=user, role=data["role"], actor=request.user)
-        return Response(self.OutputSerializer(membership).data, status=status.HTTP_201_CREATED)
+        return Response({**self.OutputSerializer(membership).data, "warnings": blind_overlap_warnings(project)},
+                        status=status.HTTP_201_CREATED)
 
 
 class ProjectMemberDetailApi(GenericApi):
@@ -227,8 +239,8 @@ class ProjectProgressApi(GenericApi):
         items = serializers.IntegerField()
         open = serializers.IntegerField()
         complete = serializers.IntegerField()
-        adjudicated = serializers.IntegerField()
-        awaiting_adjudication = serializers.IntegerField()
+        adjudicated = serializers.IntegerField(allow_null=True, help_text="null: hidden by blind mode")
+        awaiting_adjudication = serializers.IntegerField(allow_null=True, help_text="null: hidden by blind mode")
         labels_done = serializers.IntegerField()
         labels_needed = serializers.IntegerField()
         annotators = serializers.ListField(child=serializers.DictField())
@@ -244,17 +256,39 @@ class ProjectProgressApi(GenericApi):
 
 class ProjectItemListApi(ListApi):
     class OutputSerializer(serializers.ModelSerializer):
+        # Blind mode (``with_revealed``): an unrevealed pair or verdict has no target id, and an
+        # unrevealed item's adjudication reads as complete.
+        target_id = serializers.SerializerMethodField()
+        status = serializers.SerializerMethodField()
+
         class Meta:
             model = AnnotationItem
             fields = ["id", "project", "target_kind", "target_id", "task", "position", "labels_needed",
                       "labels_done", "status", "completed_at"]
 
-    filter_fields = {"status": "status", "task": "task_id", "target_kind": "target_kind"}
+        def get_target_id(self, item) -> int | None:
+            return target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=item.revealed)
+
+        def get_status(self, item) -> str:
+            return status_shown(item.status, revealed=item.revealed)
+
+    filter_fields = {"task": "task_id", "target_kind": "target_kind"}
+    extra_query_params = ("status",)
     ordering_fields = ("position", "labels_done", "completed_at")
 
     def get_queryset(self):
         project, _ = member_project(self.request, self.kwargs["pk"])
-        return AnnotationItem.objects.filter(project=project).order_by("position", "id")
+        items = with_revealed(AnnotationItem.objects.filter(project=project), self.request.user)
+        status_filter = self.request.query_params.get("status")
+        if status_filter:  # the status as shown: ``adjudicated`` finds only items revealed as such
+            complete = AnnotationItem.Status.COMPLETE
+            if status_filter == complete:
+                items = items.filter(Q(status=complete) | Q(status=AnnotationItem.Status.ADJUDICATED, revealed=False))
+            elif status_filter == AnnotationItem.Status.ADJUDICATED:
+                items = items.filter(status=status_filter, revealed=True)
+            else:
+                items = items.filter(status=status_filter)
+        return items.order_by("position", "id")
 
 
 class ItemDetailApi(GenericApi):
@@ -265,6 +299,37 @@ class ItemDetailApi(GenericApi):
         item = get_object_or_404(AnnotationItem, pk=pk)
         member_project(request, item.project_id)
         return Response(ContextSerializer(item_context_for(item=item, user=request.user)).data)
+
+
+class ItemSideApi(GenericApi):
+    class OutputSerializer(serializers.Serializer):
+        item = serializers.IntegerField()
+        side = serializers.CharField()
+        text = serializers.CharField()
+        outline = serializers.ListField(required=False)
+        report_id = serializers.IntegerField(allow_null=True)
+        system = serializers.CharField(allow_null=True)
+        system_label = serializers.CharField(allow_null=True)
+
+    SIDES = {"left": AnnotationProject.Kind.PAIRWISE, "right": AnnotationProject.Kind.PAIRWISE,
+             "report": AnnotationProject.Kind.AGREEMENT}
+
+    def get(self, request, pk: int, side: str):
+        """One side of an item: ``left``/``right`` of a pair, the ``report`` a verdict judged: its
+        text (and a pair's outline). Which report and system it is stays null until the item is
+        revealed to you (blind mode), as in the item's answer."""
+        item = get_object_or_404(AnnotationItem, pk=pk)
+        member_project(request, item.project_id)
+        context = item_context_for(item=item, user=request.user)
+        target = context["target"]
+        if self.SIDES.get(side) != context["project"]["kind"] or target.get("missing"):
+            raise Http404(f"No side {side!r} of this item")
+        if side == "report":
+            shown = {"text": target["report_text"], "report_id": target["report_id"], "system": None,
+                     "system_label": None}
+        else:
+            shown = target[side]
+        return Response(self.OutputSerializer({"item": item.pk, "side": side, **shown}).data)
 
 
 class ItemAdjudicateApi(GenericApi):
@@ -372,8 +437,16 @@ class LabelOutputSerializer(serializers.Serializer):
     item = serializers.IntegerField(source="item_id")
     annotator = serializers.IntegerField(source="annotator_id")
     annotator_name = serializers.CharField(source="annotator.username")
-    value = serializers.JSONField()
+    value = serializers.SerializerMethodField()
     created_at = serializers.DateTimeField()
+
+    def get_value(self, label) -> dict:
+        """Blind mode: no report ids until the item is revealed (``visible_labels`` says so of
+        listed labels; a label just given is revealed to its labeller as its project says)."""
+        revealed = getattr(label, "revealed", None)
+        if revealed is None:
+            revealed = labeller_revealed(label.project)
+        return label_value_shown(label.value, revealed=revealed)
 
 
 class LabelListApi(LabellerApi, ListApi):

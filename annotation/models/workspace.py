@@ -85,6 +85,14 @@ class AnnotationProject(TimeStamped):
         PAUSED = "paused", "Paused"
         CLOSED = "closed", "Closed"
 
+    class Reveal(models.TextChoices):
+        """When a blind project reveals what it hides of an item (others' labels, gold label,
+        judge's verdict, which reports and systems it compares) to an annotator who labelled it
+        (``annotation.blind``); everyone sees it all once the study closes (``Status.CLOSED``)."""
+
+        AT_CLOSE = "close", "When the study closes"
+        AFTER_LABEL = "label", "After each label"
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -100,6 +108,11 @@ class AnnotationProject(TimeStamped):
     steps = models.JSONField(default=list, blank=True, help_text="agreement: judge steps; empty = all")
     overlap = models.PositiveSmallIntegerField(default=1, help_text="independent annotators per item (k)")
     blind = models.BooleanField(default=True)
+    reveal = models.CharField(
+        max_length=10, choices=Reveal.choices, default=Reveal.AFTER_LABEL,
+        help_text="blind: when an annotator who labelled an item learns what it hid (default: pairwise at close,"
+                  " others after the label)",
+    )
     label_set = models.JSONField(default=dict, blank=True)
     label_level = models.CharField(max_length=10, choices=LabelLevel.choices, default=LabelLevel.NOMINAL)
     dimensions = models.JSONField(default=list, blank=True)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
 from core import rawsql
 
+from ..blind import revealed_unlabelled
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
 from .projects import LABELLING_ROLES, project_role, projects_for
 
@@ -99,7 +100,9 @@ def projects_progress_for(*, user, projects) -> dict[int, dict]:
 
 def project_progress(*, project: AnnotationProject, user=None) -> dict:
     """Totals for the project and per-annotator counts: everyone's for curators (and for
-    ``user=None``, internal use), only their own for annotators, none for viewers."""
+    ``user=None``, internal use), only their own for annotators, none for viewers. In a blind
+    project that is not closed, annotators and viewers get no adjudication counts (None; the
+    adjudicated items count as complete)."""
     role = Role.CURATOR if user is None else project_role(project=project, user=user)
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
@@ -135,6 +138,12 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
         }
         for user_id, counts in sorted(per_user.items(), key=lambda kv: names.get(kv[0], ""))
     ]
+    if not revealed_unlabelled(blind=project.blind, role=role, status=AnnotationItem.Status.COMPLETE,
+                               closed=project.status == AnnotationProject.Status.CLOSED):
+        # Blind mode: how many labels disagreed (with each other, with the judge) is the curators'
+        # until the study closes; a count that moves after a label would tell whose did.
+        totals["complete"] += totals["adjudicated"]
+        totals["adjudicated"] = totals["awaiting_adjudication"] = None
     return {"project_id": project.pk, "role": role, **totals, "annotators": annotators}
 
 

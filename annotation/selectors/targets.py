@@ -13,6 +13,7 @@ from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
 
 from ..models import VERIFY_TARGETS, AnnotationItem, Label, ReportPair, TargetKind
+from ..blind import label_value_shown
 from ..services.values import agreement_labels
 
 
@@ -128,25 +129,31 @@ def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
 
 
 def _report_brief(report, *, blind: bool) -> dict:
-    return {"report_id": report.pk, "system": None if blind else str(report.system),
-            "system_label": None if blind else report.system.label}
+    if blind:  # a side of the item, not a report: no handle that names it or its system
+        return {"report_id": None, "system": None, "system_label": None}
+    return {"report_id": report.pk, "system": str(report.system), "system_label": report.system.label}
 
 
 def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False, label_set: dict | None = None) -> dict:
     """A compact, JSON-ready description of an item's target for lists and the workspace.
-    ``label_set``: the project's, of which a verdict's item offers its step's labels."""
+    ``blind``: the item is not revealed to the reader (``annotation.blind``): a pair's or a
+    verdict's ids, reports and systems are null (the keys stay, for clients). ``label_set``: the
+    project's, of which a verdict's item offers its step's labels."""
     if target is None:
-        return {"kind": item.target_kind, "id": item.target_id, "missing": True}
+        return {"kind": item.target_kind, "id": None if blind else item.target_id, "missing": True}
     if item.target_kind == TargetKind.REPORT_PAIR:
         return {
-            "kind": item.target_kind, "id": target.pk, "task_id": target.task_id, "leg": target.leg,
+            "kind": item.target_kind, "id": None if blind else target.pk, "task_id": target.task_id,
+            "leg": None if blind else target.leg,
             "left": _report_brief(target.report_left, blind=blind),
             "right": _report_brief(target.report_right, blind=blind),
         }
     if item.target_kind == TargetKind.VERDICT:
         return {
-            "kind": item.target_kind, "id": target.pk, "report_id": target.report_id, "step": target.step,
-            "judged_kind": target.target_kind, "judged_id": target.target_id, "judged_key": target.target_key,
+            "kind": item.target_kind, "id": None if blind else target.pk,
+            "report_id": None if blind else target.report_id, "step": target.step,
+            "judged_kind": target.target_kind, "judged_id": None if blind else target.target_id,
+            "judged_key": target.target_key,
             "labels": agreement_labels(label_set=label_set or {}, step=target.step),
         }
     return {
@@ -173,10 +180,11 @@ def judged_inputs(verdicts: list[Verdict]) -> dict[int, dict]:
     }
 
 
-def label_view(label: Label) -> dict:
+def label_view(label: Label, *, revealed: bool = True) -> dict:
+    """``revealed``: the item is revealed to the reader (else the value names no report)."""
     return {
         "id": label.pk, "annotator_id": label.annotator_id, "annotator": label.annotator.get_username(),
-        "value": label.value, "created_at": label.created_at,
+        "value": label_value_shown(label.value, revealed=revealed), "created_at": label.created_at,
     }
 
 

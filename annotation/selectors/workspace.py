@@ -10,7 +10,8 @@ from benchmark import selectors as benchmark_selectors
 from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Survey, Task
 from core import rawsql
 
-from ..blind import item_revealed
+from ..blind import item_revealed, status_shown, target_id_shown
+from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
 from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
@@ -106,10 +107,12 @@ def item_context_for(
 ) -> dict:
     """Everything the workspace may show ``user`` about ``item``.
 
-    In a blind project, other annotators' labels, the judge's verdict (agreement) and the
-    system names (pairwise) stay hidden until the user has committed their own label;
-    curators also see them once the item has all its labels (``annotation.blind``, whose
-    ``item_revealed`` decides it). Raises ``PermissionError`` for users outside the project.
+    In a blind project, other annotators' labels, the judge's verdict (agreement), the
+    adjudication and the reports compared (pairwise: ids and systems; the sides' text is
+    shown) stay hidden until the item is revealed to the user: after their own label, or when
+    the study closes, as the project says; curators also see them once the item has all its
+    labels (``annotation.blind``, whose ``item_revealed`` decides it). Raises
+    ``PermissionError`` for users outside the project.
 
     ``with_task`` (verify items): ``context["task"]`` is the proposal's task — its survey and
     sibling proposals, which the workspace shows beside the proposal — else None. Blind mode
@@ -141,7 +144,12 @@ def item_context_for(
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
     held = claim is not None and claim.user_id == user.pk and claim.status == Assignment.Status.ACTIVE
     revealed = item_revealed(item=item, role=role, user=user, holds_claim=held)
-    labels = list(item.labels.select_related("annotator")) if revealed else []
+    if revealed:
+        labels = list(item.labels.select_related("annotator"))
+    elif held or blind_revealed(project=project, role=role, status=item.status, labelled=True):
+        labels = []  # not labelled: a claim is held, or ``item_revealed`` found no label of theirs
+    else:  # a study that reveals at close: their own label, whose value names no report
+        labels = list(item.labels.filter(annotator=user).select_related("annotator"))
     own = next((label for label in labels if label.annotator_id == user.pk), None)
     if target is None or target.pk != item.target_id:
         target = item_target(item, with_text=True)
@@ -149,12 +157,13 @@ def item_context_for(
         "project": _project_view(project),
         "role": role,
         "item": {
-            "id": item.pk, "position": item.position, "status": item.status, "labels_needed": item.labels_needed,
-            "labels_done": item.labels_done, "target_kind": item.target_kind, "target_id": item.target_id,
+            "id": item.pk, "position": item.position, "status": status_shown(item.status, revealed=revealed),
+            "labels_needed": item.labels_needed, "labels_done": item.labels_done, "target_kind": item.target_kind,
+            "target_id": target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=revealed),
             "task_id": item.task_id, "conflict": item.conflict if revealed else "",
         },
         "target": target_brief(item, target, blind=not revealed, label_set=project.label_set),
-        "own_label": label_view(own) if own else None,
+        "own_label": label_view(own, revealed=revealed) if own else None,
         "claim": _claim_view(item=item, user=user) if claim is None else _claim_dict(claim),
         "revealed": revealed,
         "other_labels": [label_view(label) for label in labels if label is not own] if revealed else None,

@@ -19,6 +19,7 @@ from benchmark.services.history import ProposableMovedError
 from core import rawsql
 from core.accounts import is_global_curator
 
+from ..blind import REPORT_FIELDS
 from ..models import (
     VERIFY_TARGETS,
     AnnotationItem,
@@ -268,6 +269,11 @@ class _Batch:
         if project.blind and isinstance(value, dict) and value.get("judge_correct") is not None:
             # Checked against the hidden verdict, the claim would answer whether it holds: an oracle.
             raise ValueError("value.judge_correct: not accepted in a blind project; send your label, the server compares it")
+        if project.blind and isinstance(value, dict) and any(field in value for field in REPORT_FIELDS):
+            # A blind item names no report: the choice names a side and the server resolves it.
+            # Checking sent ids against the pair would answer whether a guess is right.
+            raise ValueError("value.left_report_id: not accepted in a blind project; the choice names a side (left,"
+                             " right or tie) and the server resolves it")
         clean = value_clean(project=project, target=self.targets.get(item.pk), value=value)
         claims = [claim for claim in self.claims if claim.item_id == item.pk]
         claim = next((c for c in claims if c.user_id == self.annotator.pk), None)

@@ -2,6 +2,7 @@
 
 from django.db import transaction
 
+from ..blind import blind_overlap_warnings
 from .projects import project_create
 
 
@@ -11,7 +12,8 @@ class _Discard(Exception):
 
 def project_preview(**arguments) -> dict:
     """What ``project_create(**arguments)`` would make: ``items``, ``tasks`` and the filled-in
-    ``label_set``. The project is really created and then rolled back, so the preview counts with
+    ``label_set``, and the ``warnings`` of ``blind_overlap_warnings``. The project is really
+    created and then rolled back, so the preview counts with
     exactly the rules and refusals of the creation (a ``ValueError`` naming the field, or
     ``PermissionError``) and can never drift from it; nothing, audit rows included, is kept."""
     preview: dict = {}
@@ -19,7 +21,8 @@ def project_preview(**arguments) -> dict:
         with transaction.atomic():
             project = project_create(**arguments)
             preview = {"items": project.items.count(), "tasks": project.tasks.count(),
-                       "label_set": project.label_set, "overlap": project.overlap}
+                       "label_set": project.label_set, "overlap": project.overlap,
+                       "warnings": blind_overlap_warnings(project)}
             raise _Discard
     except _Discard:
         pass

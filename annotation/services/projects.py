@@ -34,6 +34,11 @@ from .values import dimensions_clean, label_level_clean, label_set_clean, step_l
 
 Kind = AnnotationProject.Kind
 DEFAULT_OVERLAP = {Kind.VERIFY: 2, Kind.PAIRWISE: 1, Kind.AGREEMENT: 1}
+Reveal = AnnotationProject.Reveal
+# When a blind project reveals an item to its labeller (``annotation.blind``): a pairwise study
+# names its systems only at close (after each label, annotators would learn each system's style);
+# an agreement study shows the judge's verdict after the label, which is what it audits.
+DEFAULT_REVEAL = {Kind.VERIFY: Reveal.AFTER_LABEL, Kind.PAIRWISE: Reveal.AT_CLOSE, Kind.AGREEMENT: Reveal.AFTER_LABEL}
 BATCH = 1000
 
 
@@ -139,7 +144,8 @@ def _populate(project: AnnotationProject, *, actor) -> int:
 def _settings_view(project: AnnotationProject) -> dict:
     return {
         "name": project.name, "kind": project.kind, "status": project.status, "overlap": project.overlap,
-        "blind": project.blind, "item_kinds": project.item_kinds, "component": project.component,
+        "blind": project.blind, "reveal": project.reveal, "item_kinds": project.item_kinds,
+        "component": project.component,
         "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
         "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
@@ -187,6 +193,7 @@ def project_create(
     steps: Sequence[str] = (),
     overlap: int | None = None,
     blind: bool = True,
+    reveal: str | None = None,
     label_set: dict | None = None,
     label_level: str = AnnotationProject.LabelLevel.NOMINAL,
     dimensions: Sequence[str] | None = None,
@@ -204,7 +211,8 @@ def project_create(
     every label of those verdicts' steps (``step_label_union``), measured at ``label_level``
     (nominal by default; ordinal in the label set's order, interval for numeric labels: what
     Krippendorff's α uses); each item offers its own step's labels (``agreement_labels``).
-    Tasks are ``tasks`` plus the tasks of ``task_set``.
+    Tasks are ``tasks`` plus the tasks of ``task_set``. ``reveal`` (blind projects): when an
+    annotator who labelled an item learns what it hid (``DEFAULT_REVEAL`` per kind).
     Only global curators create projects.
     """
     if not is_global_curator(created_by):
@@ -216,6 +224,9 @@ def project_create(
         raise ValueError("overlap: verify projects need k ≥ 2 (review, then cross-validation); others k ≥ 1")
     if hold_duration <= timedelta(0):
         raise ValueError("hold_duration: must be positive")
+    reveal = DEFAULT_REVEAL[kind] if reveal in (None, "") else reveal
+    if reveal not in Reveal.values:
+        raise ValueError(f"reveal: {reveal!r} is not one of {', '.join(Reveal.values)}")
     item_kinds = list(item_kinds) or (list(VERIFY_TARGETS) if kind == Kind.VERIFY else [])
     for item_kind in item_kinds:
         if item_kind not in VERIFY_TARGETS:
@@ -226,8 +237,9 @@ def project_create(
     project = _project_new(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
         description=description, task_set=task_set, item_kinds=item_kinds, component=component,
-        judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, hold_duration=hold_duration,
-        seed=seed, dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [], label_level=label_level,
+        judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, reveal=reveal,
+        hold_duration=hold_duration, seed=seed, label_level=label_level,
+        dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
     )
     added = _populate(project, actor=created_by)
     audit_record(
@@ -322,7 +334,8 @@ def project_update(
     status: str | None = None,
 ) -> AnnotationProject:
     """Rename, describe, change the hold time, or open/pause/close a project (closed projects hand
-    out and accept nothing). One audit row with the changed fields before and after."""
+    out and accept nothing; closing a blind project reveals what it hid, so it is final).
+    One audit row with the changed fields before and after."""
     _require_curator(project=project, user=actor, action="edit projects")
     project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
     changes: dict = {}
@@ -342,6 +355,10 @@ def project_update(
     if status is not None:
         if status not in AnnotationProject.Status.values:
             raise ValueError(f"status: {status!r} is not one of {', '.join(AnnotationProject.Status.values)}")
+        if project.blind and project.status == AnnotationProject.Status.CLOSED and status != project.status:
+            # Closing revealed every item's labels, verdicts and systems to its annotators.
+            raise ValueError("status: a closed blind study stays closed (closing revealed what it hid); make a new"
+                             " project to label more")
         changes["status"] = status
     changes = {field: value for field, value in changes.items() if getattr(project, field) != value}
     if not changes:

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from benchmark.forms import TASKS_SHOWN, TaskFilterForm
 
+from ..blind import blind_overlap_warnings
 from ..models import Role
 from ..project_forms import InviteForm, MemberAddForm, ProjectCreateForm, ProjectEditForm
 from core.accounts import is_global_curator
@@ -51,6 +52,8 @@ def project_new(request):
             else:
                 if action == "create":
                     messages.success(request, f"Project “{project.name}” created with {project.items.count()} items.")
+                    for warning in blind_overlap_warnings(project):
+                        messages.warning(request, f"Warning: {warning}.")
                     return redirect("annotation:members", project_id=project.pk)
     context = {"form": form, "task_filter": task_filter, "preview": preview, "tasks_shown": TASKS_SHOWN}
     return render(request, "annotation/project_new.html", context, status=status)
@@ -99,6 +102,8 @@ def project_members(request, project_id: int):
                 data = add_form.cleaned_data
                 membership_add(project=project, user=data["username"], role=data["role"], actor=request.user)
                 messages.success(request, f"{data['username'].username} added as {data['role']}.")
+                for warning in blind_overlap_warnings(project):
+                    messages.warning(request, f"Warning: {warning}.")
                 return redirect("annotation:members", project_id=project.pk)
             if action == "remove":
                 user = get_user_model().objects.filter(username=request.POST.get("username", "")).first()

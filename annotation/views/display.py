@@ -126,8 +126,10 @@ def judged_text(target: dict) -> str:
 
 
 def sides_of(kind: str, target: dict) -> dict | None:
-    """Pairwise: which report this page shows on the left (as A), for ``value_summary``."""
-    return {"left": target.get("left", {}).get("report_id")} if kind == Kind.PAIRWISE else None
+    """Pairwise: which report this page shows on the left (as A), for ``value_summary``; None
+    while the item hides its reports (the labels then name sides only)."""
+    left = target.get("left", {}).get("report_id") if kind == Kind.PAIRWISE else None
+    return {"left": left} if left is not None else None
 
 
 def value_summary(kind: str, value: dict, *, sides: dict | None = None) -> str:

@@ -4,8 +4,8 @@
 import pytest
 
 from annotation.assignment import claim_next_item
-from annotation.blind import blind_items, blind_labelling_projects, item_revealed, revealed_unlabelled
-from annotation.models import AnnotationItem, Role
+from annotation.blind import blind_items, blind_labelling_projects, item_revealed, revealed, revealed_unlabelled
+from annotation.models import AnnotationItem, AnnotationProject, Role
 from tests.annotation_factories import agreement_project, label_all
 
 pytestmark = pytest.mark.django_db
@@ -64,3 +64,17 @@ def test_blind_items_are_an_annotators_unlabelled_items_of_blind_projects(owner,
     assert blind_labelling_projects(alice) == ["agreement"]
     label_all(second, [alice], {"label": "omitted"})
     assert set(blind_items(alice)) == set() and blind_labelling_projects(alice) == []
+
+
+@pytest.mark.parametrize(("reveal", "closed", "labelled", "revealed_"), [
+    ("close", False, False, False),
+    ("close", False, True, False),  # a pairwise study's default: the label reveals nothing ...
+    ("close", True, False, True),  # ... its close reveals everything to everyone
+    ("label", False, False, False),
+    ("label", False, True, True),
+    ("label", True, False, True),
+])
+def test_a_blind_project_reveals_at_close_or_after_each_label_as_it_says(reveal, closed, labelled, revealed_):
+    project = AnnotationProject(blind=True, reveal=reveal, status="closed" if closed else "open")
+    assert revealed(project=project, role=Role.ANNOTATOR, status=OPEN, labelled=labelled) is revealed_
+    assert revealed(project=project, role=Role.VIEWER, status=COMPLETE, labelled=False) is closed

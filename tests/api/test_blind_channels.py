@@ -16,9 +16,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from annotation.models import AnnotationItem, Label, Role
+from annotation.models import AnnotationItem, AnnotationProject, Label, Role
 from annotation.selectors.targets import item_target
-from annotation.services.projects import membership_add
+from annotation.services.projects import membership_add, project_update
 from benchmark.models import Report, System
 from annotation.services.exports import annotations_bundle_write
 from scoring.models import EvaluationRun, ScoreCard, Verdict
@@ -188,7 +188,14 @@ def test_nothing_hidden_before_committing_and_the_label_is_final_after(kind, rol
     assert committed.status_code == 201, committed.content
     after = channels(s)
     item = __import__("json").loads(after["api item"][1])
-    assert item["revealed"] is True and len(item["other_labels"]) == 1 and SECRET in after["api item"][1]
+    at_close = s.project.reveal == AnnotationProject.Reveal.AT_CLOSE  # pairwise by default (issue 27)
+    if at_close:  # committing reveals nothing: the study's close does
+        leaks = {name: status for name, (status, body) in after.items() if SECRET in body and name != NAMES_ONLY}
+        assert leaks == {}, f"hidden text reached {leaks} after the label, before the close"
+        assert item["revealed"] is False and item["other_labels"] is None
+        assert item["own_label"]["value"] == {**OWN_VALUE[kind], "dimensions": {}, "reason": "", "seconds_taken": None}
+    else:
+        assert item["revealed"] is True and len(item["other_labels"]) == 1 and SECRET in after["api item"][1]
     if s.verdict_id:
         assert item["judge"]["rationale"] == f"{SECRET}-rationale" and s.verdict_id in _ids(after["api verdicts"][1])
     html = Client()
@@ -202,6 +209,12 @@ def test_nothing_hidden_before_committing_and_the_label_is_final_after(kind, rol
         if other_item.status == AnnotationItem.Status.OPEN:
             label_all(other_item, [s.user], OWN_VALUE[kind])
     assert client_for(s.user).get(reverse("api:scorecard-list")).status_code == 200
+    if at_close:
+        project_update(project=s.project, actor=s.project.created_by, status=AnnotationProject.Status.CLOSED)
+        closed = __import__("json").loads(client_for(s.user).get(reverse("api:item-detail",
+                                                                         kwargs={"pk": s.item.pk})).content)
+        assert closed["revealed"] is True and len(closed["other_labels"]) == 1 and SECRET in str(closed)
+        assert {closed["target"]["left"]["report_id"], closed["target"]["right"]["report_id"]} == set(s.reports)
     with capsys.disabled():  # the closing note of issue 14 lists what each channel answered
         print(f"\n[{kind} / {role}] before committing → after")
         for name in before:

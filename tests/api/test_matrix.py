@@ -120,6 +120,7 @@ API = {
     # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
     "project-next": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 200, 404, 403, 403, 403))],
     "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, PROJECT_A_READ)],
+    "item-side": [("get", lambda w: {"pk": w.item_a.pk, "side": "report"}, None, PROJECT_A_READ)],
     # The item is open: the curator's gold label is refused with 409, annotators are not curators.
     "item-adjudicate": [("post", lambda w: {"pk": w.item_a.pk}, {"value": {"label": "correct"}},
                          (403, 403, 404, 403, 409, 409))],

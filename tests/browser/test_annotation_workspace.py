@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.assignment import claim_next_item
-from annotation.models import AnnotationItem, GoldLabel, Label, PairwisePreference, Role
+from annotation.models import AnnotationItem, GoldLabel, Label, PairwisePreference, ReportPair, Role
 from annotation.services.labels import label_submit
 from annotation.services.projects import membership_add, project_create
 from benchmark.models import Nugget
@@ -245,6 +245,7 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     expect(page.locator(".ws-report")).to_have_count(2)
     for system in ("deep-research-x", "surveyforge", "autosurvey"):
         expect(page.locator(".ws-pair")).not_to_contain_text(system)  # blind
+    expect(page.locator("input[name$=report_id]")).to_have_count(0)  # the form names sides, not reports
     expect(page.locator(".ws-report a[href^='#ref-left-']").first).to_be_visible()
     pair1 = wait_item(page, None)
     page.wait_for_timeout(600)  # a measurable reading time
@@ -262,6 +263,9 @@ def test_annotation_workspace_end_to_end(page, live_server, login, screenshot):
     expect(page.locator("[data-testid=my-labels]")).to_have_text("2")
     preferences = list(PairwisePreference.objects.filter(project=pairwise).order_by("labeled_at"))
     assert [p.choice for p in preferences] == ["left", "right"]
+    for preference in preferences:  # the server resolved the sides to the pair's reports
+        pair = ReportPair.objects.get(pk=preference.label.item.target_id)
+        assert (preference.report_left_id, preference.report_right_id) == (pair.report_left_id, pair.report_right_id)
     assert preferences[0].dimensions == {"coverage": "right", "citations": "tie"}
     assert preferences[0].seconds_taken >= 0.5 and preferences[0].reason.startswith("A is organized")
 

@@ -3,6 +3,7 @@ import pytest
 from annotation.assignment import claim_next_item
 from annotation.selectors.workspace import adjudication_queue, item_context_for
 from annotation.services.labels import label_submit
+from annotation.services.projects import project_update
 from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
 from tests.factories import UserFactory
 
@@ -37,6 +38,13 @@ def test_blind_pairwise_context_hides_system_names(owner, alice):
     before = item_context_for(item=item, user=alice)
     assert before["target"]["left"]["system"] is None and before["target"]["right"]["system"] is None
     assert before["target"]["left"]["text"]
+    label_submit(item=item, annotator=alice, value={"choice": "tie"}, client_token=token())
+    after = item_context_for(item=item, user=alice)  # a pairwise study reveals at close by default
+    assert after["target"]["left"]["system"] is None and after["own_label"]["value"]["choice"] == "tie"
+    project_update(project=project, actor=owner, status="closed")
+    assert item_context_for(item=item, user=alice)["target"]["left"]["system"]
+    per_label = pairwise_project(owner, [alice], overlap=2, reveal="label", name="per label")
+    item = per_label.items.first()
     label_submit(item=item, annotator=alice, value={"choice": "tie"}, client_token=token())
     assert item_context_for(item=item, user=alice)["target"]["left"]["system"]
 

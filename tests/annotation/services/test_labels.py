@@ -204,10 +204,11 @@ def test_pairwise_values_are_validated_naming_the_field(owner, alice, value, fie
 
 
 def test_pairwise_labels_record_the_shown_positions_and_a_preference_row(owner, alice):
-    project = pairwise_project(owner, [alice], dimensions=["organization", "coverage"])
+    project = pairwise_project(owner, [alice], dimensions=["organization", "coverage"], blind=False)
     item = project.items.first()
     pair = project.pairs.get(pk=item.target_id)
-    # The workspace showed the pair flipped; the label records what was shown.
+    # A client showed the pair flipped (only where nothing is blind: a blind item names no report,
+    # tests/api/test_blind_handles.py); the label records what was shown.
     value = {
         "choice": "left", "dimensions": {"coverage": "right"}, "seconds_taken": 41.5, "reason": "deeper",
         "left_report_id": pair.report_right_id, "right_report_id": pair.report_left_id,

@@ -188,7 +188,8 @@ def test_agreement_items_disagreeing_with_the_judge_are_queued_with_the_verdict(
 
 
 def test_pairwise_agreement_compares_the_preferred_report_not_the_side(owner, alice, bob):
-    project = pairwise_project(owner, [alice, bob], overlap=2)
+    # A client of a project that is not blind may show the pair flipped (blind ones name sides only).
+    project = pairwise_project(owner, [alice, bob], overlap=2, blind=False)
     item = project.items.first()
     pair = project.pairs.get(pk=item.target_id)
     flipped = {"left_report_id": pair.report_right_id, "right_report_id": pair.report_left_id}
