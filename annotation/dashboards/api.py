@@ -52,6 +52,8 @@ HUMAN_SCOPE = (
     OpenApiParameter("annotator", str, description="only this annotator's preferences (username)"),
 )
 BY = OpenApiParameter("by", str, enum=["discipline", "annotator"], description="also one ranking per value")
+P_METHOD = OpenApiParameter("p", str, enum=["asymptotic", "permutation"],
+                            description="correlation p-values: asymptotic (default) or also exact permutation")
 
 
 class DashboardApi(APIView):
@@ -83,13 +85,14 @@ class LeaderboardApi(DashboardApi):
 
 
 class HumanRankingApi(DashboardApi):
-    @_schema(*HUMAN_SCOPE, BY, summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
+    @_schema(*HUMAN_SCOPE, BY, P_METHOD, summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
         return human_selectors.human_ranking(scope=human_selectors.scope_from_params(request.query_params),
-                                             by=request.query_params.get("by", ""))
+                                             by=request.query_params.get("by", ""),
+                                             p_method=request.query_params.get("p", "") or "asymptotic")
 
 
 class AgreementApi(DashboardApi):

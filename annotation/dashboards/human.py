@@ -19,7 +19,8 @@ from benchmark.naming import system_label
 from scoring import metrics as m
 
 from .agreement import agreement_stats
-from .selectors import N_RESAMPLES, leaderboard
+from .human_correlation import correlations_in_scope
+from .selectors import N_RESAMPLES
 
 # --------------------------------------------------------------------------- scope
 
@@ -75,6 +76,7 @@ class PreferenceRow(NamedTuple):
     discipline: str | None
     left_display_name: str
     right_display_name: str
+    component: str
 
 
 def preference_sources() -> list[dict]:
@@ -109,6 +111,7 @@ def _preference_rows(scope: Scope) -> list[PreferenceRow]:
         "report_right__system_id", "report_right__system__name", "report_right__system__version",
         "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
         "task__survey__discipline__name", "report_left__system__display_name", "report_right__system__display_name",
+        "component",
     )))
 
 
@@ -137,7 +140,7 @@ def imported_agreement() -> list[dict]:
             "report_right__system_id", "report_right__system__name", "report_right__system__version",
             "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
             "task__survey__discipline__name", "report_left__system__display_name",
-            "report_right__system__display_name"):
+            "report_right__system__display_name", "component"):
         groups[(row[0], row[1])].append(PreferenceRow._make(row[2:]))
     return [{"source": src, "component": comp, "n": len(group), **_pair_agreement(group)}
             for (src, comp), group in sorted(groups.items())]
@@ -233,7 +236,7 @@ ONLINE_ELO_K = 4.0  # Chatbot Arena's compute_online_elo; SurveyLens (§4.3) rep
 
 
 def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
-                  by: str = "") -> dict:
+                  by: str = "", p_method: str = "asymptotic") -> dict:
     """Bradley–Terry strengths of systems from the pairwise preferences in ``scope`` (left win 1,
     right win 0, tie ½) under a weak prior θ ~ N(0, 1/``PRIOR_PRECISION``) with percentile
     bootstrap intervals over items (task × report pair: every annotator's comparison of the
@@ -241,14 +244,15 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
     (``rank_with_ci``), ``warnings`` when the comparisons are disconnected or separable, the
     same θ on the Elo-like scale (``bt_elo_scale``) and SurveyLens' online Elo (``online_elo``,
     in labelling order). With a protocol in the scope, Spearman ρ, Kendall τ-b and pairwise
-    concordance of θ with each of that protocol's leaderboard metrics over the systems in both
-    (SurveyLens Table 7), n shown. ``by`` ("discipline" or "annotator") adds one ranking per
-    value of that field (``breakdown``)."""
+    concordance of θ with each metric of the scoped component, the metric scored on the scoped
+    preferences' tasks only (``correlations_in_scope``), n systems and tasks shown.
+    ``by`` ("discipline" or "annotator") adds one ranking per value of that field (``breakdown``)."""
     if by and by not in BREAKDOWNS:
         raise ValueError(f"by: {by!r} is not one of {', '.join(BREAKDOWNS)}")
     rows = _preference_rows(scope)
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples), "agreement": _pair_agreement(rows),
-           "correlations": [], "correlation_note": "", "by": by, "breakdown": []}
+           "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
+           "by": by, "breakdown": []}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:
@@ -256,35 +260,14 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
         out["breakdown"] = [{"group": g, **_rank(group, n_resamples)} for g, group in sorted(groups.items())]
     if with_correlations and out["systems"]:
         if scope.protocol:
-            board = leaderboard(protocol=scope.protocol, task_set_id=scope.task_set, n_resamples=n_resamples)
-            out["correlations"] = correlations_with(out["systems"], {scope.protocol: board})
+            found = correlations_in_scope(systems=out["systems"], protocol=scope.protocol, task_set=scope.task_set,
+                                          task_ids={r.task_id for r in rows}, components={r.component for r in rows},
+                                          p_method=p_method, n_resamples=n_resamples)
+            out.update(correlations=found["correlations"], correlation_note=found["correlation_note"],
+                       correlation_skipped=found["skipped"], automated_scope=found["automated_scope"])
         else:
             out["correlation_note"] = ("choose a protocol: correlations compare that protocol's human ranking with "
                                        "its own leaderboard")
-    return out
-
-
-def correlations_with(human: list[dict], automated: dict[str, dict]) -> list[dict]:
-    """Spearman, Kendall and concordance between human BT strength and each metric's system means."""
-    strength = {s["system_id"]: s["theta"] for s in human}
-    out = []
-    for protocol, board in automated.items():
-        for metric in board["metrics"]:
-            pairs = []
-            for row in board["rows"]:
-                cell = next(c for c in row["cells"] if c["metric"] == metric["key"])
-                if row["system_id"] in strength and not cell["empty"]:
-                    pairs.append((row["system"], strength[row["system_id"]], cell["estimate"]))
-            if len(pairs) < 3:
-                continue
-            x = [p[1] for p in pairs]
-            y = [p[2] for p in pairs]
-            out.append({
-                "protocol": protocol, "metric": metric["key"], "label": metric["label"], "n": len(pairs),
-                "spearman": m.spearman(x, y), "kendall": m.kendall_tau(x, y), "concordance": m.pairwise_concordance(x, y),
-                "points": [{"system": p[0], "human": p[1], "metric": p[2]} for p in pairs],
-                "percent": board["percent"],
-            })
     return out
 
 

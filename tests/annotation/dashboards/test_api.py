@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from annotation.dashboards import agreement, human
 from annotation.dashboards import selectors as s
 from tests.annotation_factories import annotator
-from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences, run_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -79,8 +79,8 @@ def test_leaderboard_equals_selector(api):
 
 
 def test_human_ranking_equals_selector(api):
-    _, systems = deepsynth_run()
-    preferences(systems=systems, protocol="deepsynth")
+    run, systems = deepsynth_run()
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run))
     preferences(systems=systems, source="other", seed=5)
     body = get(api, "human")
     assert body == expected(human.human_ranking())
@@ -97,7 +97,7 @@ def test_human_ranking_equals_selector(api):
 
 def test_charts_equal_selectors(api):
     run, systems = deepsynth_run()
-    preferences(systems=systems, protocol="deepsynth")
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run))
     assert get(api, "chart-verdicts") == expected(s.verdict_breakdown(protocol="deepsynth"))
     assert get(api, "chart-verdicts", run=run.pk) == expected(s.verdict_breakdown(protocol="deepsynth", run_id=run.pk))
     scores = get(api, "chart-scores", metric="general")
