@@ -52,6 +52,10 @@ HUMAN_SCOPE = (
     OpenApiParameter("annotator", str, description="only this annotator's preferences (username)"),
 )
 BY = OpenApiParameter("by", str, enum=["discipline", "annotator"], description="also one ranking per value")
+PRIOR = OpenApiParameter("prior", str, enum=["weak"],
+                         description="weak: the prior θ ~ N(0, 4) everywhere (default: only where the MLE does not exist)")
+CLUSTER = OpenApiParameter("cluster", str, enum=["item", "topic"],
+                           description="what a bootstrap resample draws whole: item (default) or topic (task)")
 P_METHOD = OpenApiParameter("p", str, enum=["asymptotic", "permutation"],
                             description="correlation p-values: asymptotic (default) or also exact permutation")
 
@@ -85,14 +89,17 @@ class LeaderboardApi(DashboardApi):
 
 
 class HumanRankingApi(DashboardApi):
-    @_schema(*HUMAN_SCOPE, BY, P_METHOD, summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
+    @_schema(*HUMAN_SCOPE, BY, PRIOR, CLUSTER, P_METHOD,
+             summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
         return human_selectors.human_ranking(scope=human_selectors.scope_from_params(request.query_params),
                                              by=request.query_params.get("by", ""),
-                                             p_method=request.query_params.get("p", "") or "asymptotic")
+                                             p_method=request.query_params.get("p", "") or "asymptotic",
+                                             prior=request.query_params.get("prior", ""),
+                                             cluster=request.query_params.get("cluster", "") or "item")
 
 
 class AgreementApi(DashboardApi):

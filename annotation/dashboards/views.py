@@ -96,16 +96,19 @@ def leaderboard(request):
 def human_ranking(request):
     try:
         scope = human_selectors.scope_from_params(request.GET)
-        ranking = human_selectors.human_ranking(scope=scope, by=request.GET.get("by", ""))
+        ranking = human_selectors.human_ranking(scope=scope, by=request.GET.get("by", ""),
+                                                p_method=request.GET.get("p", "") or "asymptotic",
+                                                prior=request.GET.get("prior", ""),
+                                                cluster=request.GET.get("cluster", "") or "item")
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("dashboards:human")
     if _wants_csv(request):
         header = ["rank", "system", "bt_theta", "theta_ci95_low", "theta_ci95_high", "bt_elo_scale",
-                  "bt_elo_scale_ci95_low", "bt_elo_scale_ci95_high", "online_elo", "wins", "losses", "ties",
+                  "bt_elo_scale_ci95_low", "bt_elo_scale_ci95_high", "surveylens_elo_k32", "arena_elo_k4", "wins", "losses", "ties",
                   "comparisons"]
         rows = [[r["rank"], r["system"], r["theta"], r["low"], r["high"], r["bt_elo_scale"], r["bt_elo_scale_low"],
-                 r["bt_elo_scale_high"], r["online_elo"], r["wins"], r["losses"], r["ties"], r["n"]]
+                 r["bt_elo_scale_high"], r["surveylens_elo"], r["arena_elo"], r["wins"], r["losses"], r["ties"], r["n"]]
                 for r in ranking["systems"]]
         return _csv("human-ranking.csv", header, rows)
     chart = charts.interval_plot(

@@ -39,10 +39,21 @@ def test_human_ranking_and_agreement_on_real_surveylens_preferences(curator_clie
     records = _records(datasets)
     order = sorted({r["mapping"][side] for r in records for side in ("response_a_model", "response_b_model")})
     outcome = {"A_better": 1.0, "B_better": 0.0, "tie": 0.5}
-    expected = bt_map([(order.index(r["mapping"]["response_a_model"]), order.index(r["mapping"]["response_b_model"]),
-                        outcome[r["choice"]]) for r in records], len(order), m.PRIOR_PRECISION)
+    comparisons = [(order.index(r["mapping"]["response_a_model"]), order.index(r["mapping"]["response_b_model"]),
+                    outcome[r["choice"]]) for r in records]
+    expected = bt_map(comparisons, len(order), 0.0)  # not separable: the maximum-likelihood θ
     got = {s["system"]: s["theta"] for s in ranking["systems"]}
+    assert not ranking["prior_used"] and ranking["estimator"] == "maximum likelihood"
     assert [got[n] for n in order] == pytest.approx(list(expected), abs=1e-5)
+    # SurveyLens' released EloCalculator (scripts/evaluation/eval_preference.py at 342f6392, K 32, start 1500),
+    # run on these records in labelling order: its output, recorded here
+    upstream_elo = {"Autosurvey": 1460.6737276011465, "Gemini": 1726.173372634615, "SciSage": 1353.0763746072084,
+                    "SurveyForge": 1676.4407173648162, "SurveyX": 1283.6358077922139}
+    elo = {s["system"]: s["surveylens_elo"] for s in ranking["systems"]}
+    assert elo == pytest.approx(upstream_elo, abs=1e-9)
+    # Chatbot Arena's (K 4, start 1000) names a different best system on the same sequence
+    arena = {s["system"]: s["arena_elo"] for s in ranking["systems"]}
+    assert max(elo, key=elo.get) == "Gemini" and max(arena, key=arena.get) == "SurveyForge"
     # not separable as a whole (only some resamples are), and every record is its own item
     assert all("resamples are separable" in w for w in ranking["warnings"]) and ranking["n_items"] == 100
     doc = (Path(settings.BASE_DIR) / "docs" / "statistics.md").read_text(encoding="utf-8")
