@@ -161,9 +161,27 @@ def ratings_stats(ratings: Ratings, *, level: str = "nominal", numbers: Sequence
         if not n_shared:
             continue
         kappa = m.cohen_kappa_bootstrap(codes_a[at[shared]], codes_b[shared], n_resamples=_resamples(n_shared), seed=0)
-        out["pairs"].append({"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa["kappa"],
-                             "observed_agreement": kappa["observed"], "kappa_low": kappa["low"],
-                             "kappa_high": kappa["high"], "reading": _reading(kappa["kappa"])})
+        pair = {"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa["kappa"],
+                "observed_agreement": kappa["observed"], "kappa_low": kappa["low"],
+                "kappa_high": kappa["high"], "reading": _reading(kappa["kappa"])}
+        if level == "ordinal":  # labels numbered by their position on the declared scale
+            pair.update(weighted_kappas(distinct[codes_a[at[shared]]], distinct[codes_b[shared]]))
+        out["pairs"].append(pair)
+    return out
+
+
+WEIGHTS = ("linear", "quadratic")
+
+
+def weighted_kappas(a: np.ndarray, b: np.ndarray) -> dict:
+    """Linear and quadratic weighted Cohen's κ with bootstrap intervals over items, for labels
+    given as their positions on an ordinal scale: ``kappa_linear``, ``kappa_linear_low``, ...
+    (unweighted κ counts 1 ↔ 5 as no worse a disagreement than 4 ↔ 5)."""
+    out = {}
+    for weights in WEIGHTS:
+        found = m.cohen_kappa_bootstrap(a, b, weights=weights, n_resamples=_resamples(a.size), seed=0)
+        out.update({f"kappa_{weights}": found["kappa"], f"kappa_{weights}_low": found["low"],
+                    f"kappa_{weights}_high": found["high"]})
     return out
 
 
@@ -284,7 +302,7 @@ def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None 
 
 
 def iaa_cache_key(project_id: int) -> str:
-    return f"dashboards:iaa:3:{project_id}"
+    return f"dashboards:iaa:4:{project_id}"
 
 
 def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
@@ -434,6 +452,9 @@ def _judge_vs_reference(pairs: list[dict], *, level: str, label_set: dict) -> di
                                     n_resamples=_resamples(len(pairs)), seed=0)
     matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
     alpha = m.krippendorff_alpha(matrix, level=level)
-    return {"level": level, "level_note": note, "accuracy": m.percent_agreement(judged, reference),
-            "kappa": kappa["kappa"], "kappa_low": kappa["low"], "kappa_high": kappa["high"],
-            "kappa_reading": _reading(kappa["kappa"]), "alpha": alpha, "alpha_reading": _reading(alpha)}
+    out = {"level": level, "level_note": note, "accuracy": m.percent_agreement(judged, reference),
+           "kappa": kappa["kappa"], "kappa_low": kappa["low"], "kappa_high": kappa["high"],
+           "kappa_reading": _reading(kappa["kappa"]), "alpha": alpha, "alpha_reading": _reading(alpha)}
+    if level == "ordinal":
+        out.update(weighted_kappas(np.asarray(judged, dtype=float), np.asarray(reference, dtype=float)))
+    return out

@@ -19,6 +19,7 @@ from benchmark.naming import system_label
 from scoring import metrics as m
 
 from .agreement import agreement_stats
+from .human_bias import position_bias
 from .human_correlation import correlations_in_scope
 from .selectors import N_RESAMPLES
 
@@ -77,6 +78,9 @@ class PreferenceRow(NamedTuple):
     left_display_name: str
     right_display_name: str
     component: str
+    project_id: int | None
+    project_name: str | None
+    source: str
 
 
 def preference_sources() -> list[dict]:
@@ -111,7 +115,7 @@ def _preference_rows(scope: Scope) -> list[PreferenceRow]:
         "report_right__system_id", "report_right__system__name", "report_right__system__version",
         "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
         "task__survey__discipline__name", "report_left__system__display_name", "report_right__system__display_name",
-        "component",
+        "component", "project_id", "project__name", "source",
     )))
 
 
@@ -140,7 +144,7 @@ def imported_agreement() -> list[dict]:
             "report_right__system_id", "report_right__system__name", "report_right__system__version",
             "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
             "task__survey__discipline__name", "report_left__system__display_name",
-            "report_right__system__display_name", "component"):
+            "report_right__system__display_name", "component", "project_id", "project__name", "source"):
         groups[(row[0], row[1])].append(PreferenceRow._make(row[2:]))
     return [{"source": src, "component": comp, "n": len(group), **_pair_agreement(group)}
             for (src, comp), group in sorted(groups.items())]
@@ -276,6 +280,7 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
         raise ValueError(f"cluster: {cluster!r} is not one of {', '.join(CLUSTERS)}")
     rows = _preference_rows(scope)
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
+           "position_bias": position_bias(rows),
            "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
            "by": by, "breakdown": []}
     if by:
