@@ -15,7 +15,7 @@ from core.accounts import is_global_curator
 from core.converters import id_from_text
 
 from . import figures as figure_selectors
-from . import progress, triage
+from . import judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import human as human_selectors
 from . import selectors as s
@@ -111,7 +111,9 @@ class AgreementApi(DashboardApi):
         iaa = agreement_selectors.inter_annotator(user=request.user)
         agreement_refresh_request(projects=iaa["projects"])
         return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": iaa,
-                "imported": human_selectors.imported_agreement()}
+                "imported": human_selectors.imported_agreement(),
+                # per-target judge labels: curators only (they would unblind agreement projects)
+                "judge_consistency": judge_consistency.judge_consistency() if is_global_curator(request.user) else None}
 
 
 class VerdictChartApi(DashboardApi):

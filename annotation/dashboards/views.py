@@ -18,7 +18,7 @@ from core.accounts import is_global_curator
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
 
-from . import charts, figures, progress, triage
+from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import human as human_selectors
 from . import selectors as s
@@ -137,8 +137,10 @@ def agreement(request):
             rows.extend([g["judge"], g["step"], v["level"], v["n"], v["accuracy"], v["kappa"], v["alpha"], None, None,
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
+    consistency = judge_consistency.judge_consistency() if is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
-                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement()})
+                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement(),
+                   "judge_consistency": consistency})
 
 
 @login_required
