@@ -6,6 +6,9 @@ Curators only: per-target judge labels would unblind agreement projects."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import Q
 
 from scoring import metrics as m
 from scoring.models import Verdict
@@ -14,20 +17,30 @@ from .human_bias import binomial_two_sided_p
 
 ORDERED_KINDS = {"organization": ("report_first", "report_second")}  # target_kind → (report shown first, second)
 CHUNK = 20_000
+_FIELDS = ("judge_config_id", "judge_config__name", "judge_config__repeats", "prompt_version", "step", "report_id",
+           "target_kind", "target_id", "target_key", "repeat", "label")
 
 
-def position_consistency() -> list[dict]:
+def _verdicts(condition: Q) -> Iterable[tuple]:
+    return (Verdict.objects.filter(condition, error="").exclude(label="").order_by().values_list(*_FIELDS)
+            .iterator(chunk_size=CHUNK))
+
+
+_ORDERED = Q(target_kind__in=list(ORDERED_KINDS))
+_REPEATED = Q(judge_config__repeats__gte=2, repeat__in=(0, 1))
+
+
+def position_consistency(rows: Iterable[tuple] | None = None) -> list[dict]:
     """Per judge configuration, prompt version and pairwise kind: comparisons asked in both
     orders (same report, repeat), each labelled from the report's side (win / tie / loss).
     ``consistency`` = share with the same label in both orders; ``first_shown_wins`` /
     ``second_shown_wins`` / ``ties`` count the position that won, over both orders, with the
     two-sided binomial p of first-shown share = ½ over the decided comparisons."""
     orders: dict[tuple, dict[tuple, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
-    rows = (Verdict.objects.filter(target_kind__in=list(ORDERED_KINDS), error="").exclude(label="").order_by()
-            .values_list("judge_config_id", "judge_config__name", "prompt_version", "target_kind", "report_id",
-                         "target_id", "repeat", "target_key", "label").iterator(chunk_size=CHUNK))
-    for config_id, config, version, kind, report, target, repeat, key, label in rows:
-        orders[(config, config_id, version, kind)][(report, target, repeat)][key] = label
+    for config_id, config, _, version, _, report, kind, target, key, repeat, label in (
+            _verdicts(_ORDERED) if rows is None else rows):
+        if kind in ORDERED_KINDS:
+            orders[(config, config_id, version, kind)][(report, target, repeat)][key] = label
     out = []
     for (config, config_id, version, kind), pairs in sorted(orders.items(), key=lambda kv: kv[0][:1] + kv[0][2:]):
         first_key, second_key = ORDERED_KINDS[kind]
@@ -44,17 +57,15 @@ def position_consistency() -> list[dict]:
     return out
 
 
-def self_consistency() -> list[dict]:
+def self_consistency(rows: Iterable[tuple] | None = None) -> list[dict]:
     """Per judge configuration that repeats calls, prompt version and step: the label of repeat 0
     against repeat 1 of every target judged in both (n, observed agreement, Cohen's κ with a
     bootstrap interval over targets)."""
     found: dict[tuple, dict[tuple, dict[int, str]]] = defaultdict(lambda: defaultdict(dict))
-    rows = (Verdict.objects.filter(judge_config__repeats__gte=2, repeat__in=(0, 1), error="").exclude(label="")
-            .order_by().values_list("judge_config_id", "judge_config__name", "prompt_version", "step", "report_id",
-                                    "target_kind", "target_id", "target_key", "repeat", "label")
-            .iterator(chunk_size=CHUNK))
-    for config_id, config, version, step, report, kind, target, key, repeat, label in rows:
-        found[(config, config_id, version, step)][(report, kind, target, key)][repeat] = label
+    for config_id, config, repeats, version, step, report, kind, target, key, repeat, label in (
+            _verdicts(_REPEATED) if rows is None else rows):
+        if repeats >= 2 and repeat in (0, 1):
+            found[(config, config_id, version, step)][(report, kind, target, key)][repeat] = label
     out = []
     for (config, config_id, version, step), targets in sorted(found.items(), key=lambda kv: kv[0][:1] + kv[0][2:]):
         both = [t for t in targets.values() if 0 in t and 1 in t]
@@ -69,4 +80,6 @@ def self_consistency() -> list[dict]:
 
 
 def judge_consistency() -> dict:
-    return {"position": position_consistency(), "repeats": self_consistency()}
+    """Both figures from one query of the verdicts either needs."""
+    rows = list(_verdicts(_ORDERED | _REPEATED))
+    return {"position": position_consistency(rows), "repeats": self_consistency(rows)}
