@@ -34,6 +34,10 @@ def _card(run, report, **metrics):
 
 @pytest.fixture
 def envsci_with_reversed_biology(datasets):
+    return build_envsci_with_reversed_biology(datasets)
+
+
+def build_envsci_with_reversed_biology(datasets):
     """The real SurveyLens outline preferences; on every EnvSci task ``rubric_outline`` orders the
     systems as the EnvSci annotator's Bradley–Terry ranking does and ``rubric_content`` the
     opposite way; five new Biology tasks (never compared by anyone) score the outline reversed
