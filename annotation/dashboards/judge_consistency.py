@@ -1,5 +1,6 @@
 """Is the judge consistent with itself? Position consistency of pairwise judge steps asked in
-both orders (DeepScholar organization, §8.3.1: the report as A and as B) and self-consistency
+both orders (DeepScholar organization, §8.3.1, and SurveyScope's report vs the human survey:
+the report as A and as B, each labelled from the report's side) and self-consistency
 across repeats (repeat 0 against repeat 1 of every target, for configurations that repeat calls).
 Curators only: per-target judge labels would unblind agreement projects."""
 
@@ -15,7 +16,8 @@ from scoring.models import Verdict
 
 from .human_bias import binomial_two_sided_p
 
-ORDERED_KINDS = {"organization": ("report_first", "report_second")}  # target_kind → (report shown first, second)
+# target_kind → (target_key with the report shown first, with the report shown second)
+ORDERED_KINDS = {"organization": ("report_first", "report_second"), "human_pairwise": ("report_first", "human_first")}
 CHUNK = 20_000
 _FIELDS = ("judge_config_id", "judge_config__name", "judge_config__repeats", "prompt_version", "step", "report_id",
            "target_kind", "target_id", "target_key", "repeat", "label")

@@ -64,3 +64,16 @@ def test_single_call_configurations_have_no_self_consistency_and_annotators_see_
     assert api.get(reverse("api:dashboard-agreement")).json()["judge_consistency"] is None
     api.force_authenticate(curator("boss"))
     assert api.get(reverse("api:dashboard-agreement")).json()["judge_consistency"] == {"position": [], "repeats": []}
+
+
+def test_surveyscope_pairwise_against_the_human_survey_counts_the_human_shown_first():
+    judge = JudgeConfigFactory(name="scope judge")
+    for n, (as_first, as_second) in enumerate([("win", "loss"), ("win", "win"), ("tie", "loss"), ("loss", "loss")]):
+        report = ReportFactory()
+        for key, label in (("report_first", as_first), ("human_first", as_second)):
+            VerdictFactory(report=report, judge_config=judge, step="scisage.pairwise", target_kind="human_pairwise",
+                           target_id=0, target_key=key, label=label)
+    [row] = judge_consistency.position_consistency()
+    # first shown won: report as A won (2) + human as A won, i.e. report as B lost (3)
+    assert (row["kind"], row["n_pairs"], row["consistent"]) == ("human_pairwise", 4, 2)
+    assert (row["first_shown_wins"], row["second_shown_wins"], row["ties"]) == (5, 2, 1)
