@@ -217,3 +217,44 @@ def test_topic_clusters_draw_every_comparison_of_a_topic_together():
         resample = [c for k in chosen for c, t in zip(ROUND_ROBIN, topics) if t == k]
         expected = _map(resample, 5, PRIOR_PRECISION if _separable_by_subsets(resample, 5) else 0.0)
         assert fit["samples"][r] == pytest.approx(expected - expected.mean(), abs=1e-4)
+
+
+def test_the_documented_prior_shrinkage_on_the_released_preferences(datasets):
+    """docs/statistics.md quotes how much the prior moves θ on the SurveyLens outline preferences;
+    recomputed here with SciPy's optimiser from the released files."""
+    import json
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "statistics.md").read_text(encoding="utf-8")
+    folder = datasets / "surveylens" / "human_annotation"
+
+    def comparisons(name):
+        records = json.loads((folder / name).read_text(encoding="utf-8"))["part_c"]
+        order = sorted({r["mapping"][k] for r in records for k in ("response_a_model", "response_b_model")})
+        return order, [(order.index(r["mapping"]["response_a_model"]), order.index(r["mapping"]["response_b_model"]),
+                        1.0 if r["choice"] == "A_better" else 0.0) for r in records]
+
+    order, envsci = comparisons("Annotator_EnvSci_02_outline_labels.json")
+    mle, weak = _map(envsci, 5, 0.0), _map(envsci, 5, PRIOR_PRECISION)
+    mle, weak = mle - mle.mean(), weak - weak.mean()
+    forge = order.index("SurveyForge")
+    found = re.search(r"SurveyForge (\S+) → (\S+)\)", doc)
+    assert found and (float(found.group(1)), float(found.group(2))) == (round(mle[forge], 3), round(weak[forge], 3))
+    points = 400 / np.log(10) * np.abs(mle - weak)
+    assert round(points.max()) == 81 and int(np.argmax(points)) == forge  # "up to 81 points"
+    shrink = 1 - np.abs(weak) / np.abs(mle)
+    others = np.delete(shrink, order.index("SurveyX"))
+    assert (round(100 * others.min()), round(100 * others.max()), round(100 * shrink[order.index("SurveyX")])) == (8, 17, 45)
+    both_order, bio = comparisons("Annotator_Biology_01_outline_labels.json")
+    assert both_order == order
+    together = envsci + bio
+    mle, weak = _map(together, 5, 0.0), _map(together, 5, PRIOR_PRECISION)
+    mle, weak = mle - mle.mean(), weak - weak.mean()
+    shrink = 1 - np.abs(weak) / np.abs(mle)
+    assert (int(100 * shrink.min()), int(100 * shrink.max())) == (8, 9)  # "8–9 % over both annotators"
+    points = 400 / np.log(10) * np.abs(mle - weak)
+    assert round(points.max()) == 28 and int(np.argmax(points)) == forge  # "at most 28 points … SurveyForge"
+    order, biology = comparisons("Annotator_Biology_01_outline_labels.json")
+    gemini = order.index("Gemini")
+    thetas = [(_map(biology, 5, 1 / sd**2) - _map(biology, 5, 1 / sd**2).mean())[gemini] for sd in (1, 2, 4)]
+    found = re.search(r"Gemini's θ is (\S+), (\S+) and (\S+) under prior sd 1, 2 and 4", doc)
+    assert found and [float(v) for v in found.groups()] == pytest.approx([round(t, 3) for t in thetas], abs=1.1e-3)
