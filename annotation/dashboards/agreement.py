@@ -161,9 +161,27 @@ def ratings_stats(ratings: Ratings, *, level: str = "nominal", numbers: Sequence
         if not n_shared:
             continue
         kappa = m.cohen_kappa_bootstrap(codes_a[at[shared]], codes_b[shared], n_resamples=_resamples(n_shared), seed=0)
-        out["pairs"].append({"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa["kappa"],
-                             "observed_agreement": kappa["observed"], "kappa_low": kappa["low"],
-                             "kappa_high": kappa["high"], "reading": _reading(kappa["kappa"])})
+        pair = {"a": int(coders[i]), "b": int(coders[j]), "n": n_shared, "kappa": kappa["kappa"],
+                "observed_agreement": kappa["observed"], "kappa_low": kappa["low"],
+                "kappa_high": kappa["high"], "reading": _reading(kappa["kappa"])}
+        if level == "ordinal":  # labels numbered by their position on the declared scale
+            pair.update(weighted_kappas(distinct[codes_a[at[shared]]], distinct[codes_b[shared]]))
+        out["pairs"].append(pair)
+    return out
+
+
+WEIGHTS = ("linear", "quadratic")
+
+
+def weighted_kappas(a: np.ndarray, b: np.ndarray) -> dict:
+    """Linear and quadratic weighted Cohen's κ with bootstrap intervals over items, for labels
+    given as their positions on an ordinal scale: ``kappa_linear``, ``kappa_linear_low``, ...
+    (unweighted κ counts 1 ↔ 5 as no worse a disagreement than 4 ↔ 5)."""
+    out = {}
+    for weights in WEIGHTS:
+        found = m.cohen_kappa_bootstrap(a, b, weights=weights, n_resamples=_resamples(a.size), seed=0)
+        out.update({f"kappa_{weights}": found["kappa"], f"kappa_{weights}_low": found["low"],
+                    f"kappa_{weights}_high": found["high"]})
     return out
 
 
@@ -284,7 +302,7 @@ def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None 
 
 
 def iaa_cache_key(project_id: int) -> str:
-    return f"dashboards:iaa:3:{project_id}"
+    return f"dashboards:iaa:4:{project_id}"
 
 
 def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
@@ -342,7 +360,8 @@ def inter_annotator(*, user) -> dict:
 def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     """Judge vs people on agreement projects, per judge configuration and step.
 
-    Reference label of an item: the curator's ``GoldLabel`` when adjudicated, else the
+    ``per_annotator``: each annotator's every label against the judge's (n, accuracy, κ with
+    interval, α; weighted κ on ordinal scales). The consensus figure follows. Reference label of an item: the curator's ``GoldLabel`` when adjudicated, else the
     annotators' label when they all agree; items whose annotators disagree and have no gold
     yet are counted as unresolved and left out. Accuracy (``percent_agreement``), Cohen's κ,
     Krippendorff's α (at the projects' declared ``label_level``), a confusion matrix and the disagreements; and the
@@ -354,8 +373,10 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")
     item_rows = list(items.values_list("id", "project_id", "project__name", "target_id", "gold__value"))
     labels: dict[int, list] = defaultdict(list)
-    for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
+    by_annotator: dict[int, list[tuple[int, Any]]] = defaultdict(list)  # item → (annotator, label)
+    for item_id, annotator_id, value in Label.objects.filter(item__in=items).values_list("item_id", "annotator_id", "value"):
         labels[item_id].append(value.get("label"))
+        by_annotator[item_id].append((annotator_id, value.get("label")))
     verdicts = {
         row[0]: row for row in Verdict.objects.filter(pk__in=items.values("target_id")).values_list(
             "id", "judge_config_id", "judge_config__name", "step", "label", "report__system__name", "report_id",
@@ -372,8 +393,11 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
          system_version, system_display_name) = verdict
         group = groups.setdefault((config_name, step), {"judge": config_name, "judge_id": config_id, "step": step,
                                                          "pairs": [], "unresolved": 0, "unlabelled": 0, "n_labels": 0,
-                                                         "declared": set()})
+                                                         "declared": set(), "by_annotator": defaultdict(list)})
         group["declared"].add(json.dumps(declared[project_id], sort_keys=True))
+        for annotator_id, label in by_annotator.get(item_id, []):
+            if label is not None:
+                group["by_annotator"][annotator_id].append({"judge": judge_label, "reference": label})
         given = [label for label in labels.get(item_id, []) if label is not None]
         group["n_labels"] += len(given)
         if gold and gold.get("label") is not None:
@@ -392,6 +416,9 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
                                "report_id": report_id, "target": f"{t_kind} #{t_id}{' ' + t_key if t_key else ''}",
                                "prompt_version": version, "made": made})
     out = []
+    annotator_ids = {a for group in groups.values() for a in group["by_annotator"]}
+    usernames = dict(get_user_model().objects.filter(pk__in=annotator_ids).values_list("pk", "username")) \
+        if annotator_ids else {}
     for key in sorted(groups):
         group = groups[key]
         pairs = group.pop("pairs")
@@ -400,6 +427,11 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
         scale = [json.loads(d) for d in group.pop("declared")]
         level, label_set = scale[0] if len(scale) == 1 else ("nominal", {})
         group["level_note"] = "" if len(scale) == 1 else "the projects declare different label levels: compared as categories"
+        # Every human label, each annotator against the judge (not only items with a consensus or gold).
+        group["per_annotator"] = sorted(
+            ({"annotator": usernames.get(a, str(a)), "n": len(given),
+              **_judge_vs_reference(given, level=level, label_set=label_set)}
+             for a, given in group.pop("by_annotator").items()), key=lambda row: row["annotator"])
         if pairs:
             group.update(_judge_vs_reference(pairs, level=level, label_set=label_set))
             by_version: dict[str, list[dict]] = defaultdict(list)
@@ -434,6 +466,9 @@ def _judge_vs_reference(pairs: list[dict], *, level: str, label_set: dict) -> di
                                     n_resamples=_resamples(len(pairs)), seed=0)
     matrix = np.array([judged, reference], dtype=object if level == "nominal" else float)
     alpha = m.krippendorff_alpha(matrix, level=level)
-    return {"level": level, "level_note": note, "accuracy": m.percent_agreement(judged, reference),
-            "kappa": kappa["kappa"], "kappa_low": kappa["low"], "kappa_high": kappa["high"],
-            "kappa_reading": _reading(kappa["kappa"]), "alpha": alpha, "alpha_reading": _reading(alpha)}
+    out = {"level": level, "level_note": note, "accuracy": m.percent_agreement(judged, reference),
+           "kappa": kappa["kappa"], "kappa_low": kappa["low"], "kappa_high": kappa["high"],
+           "kappa_reading": _reading(kappa["kappa"]), "alpha": alpha, "alpha_reading": _reading(alpha)}
+    if level == "ordinal":
+        out.update(weighted_kappas(np.asarray(judged, dtype=float), np.asarray(reference, dtype=float)))
+    return out

@@ -15,7 +15,7 @@ from core.accounts import is_global_curator
 from core.converters import id_from_text
 
 from . import figures as figure_selectors
-from . import progress, triage
+from . import judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import human as human_selectors
 from . import selectors as s
@@ -52,6 +52,12 @@ HUMAN_SCOPE = (
     OpenApiParameter("annotator", str, description="only this annotator's preferences (username)"),
 )
 BY = OpenApiParameter("by", str, enum=["discipline", "annotator"], description="also one ranking per value")
+PRIOR = OpenApiParameter("prior", str, enum=["weak"],
+                         description="weak: the prior θ ~ N(0, 4) everywhere (default: only where the MLE does not exist)")
+CLUSTER = OpenApiParameter("cluster", str, enum=["item", "topic"],
+                           description="what a bootstrap resample draws whole: item (default) or topic (task)")
+P_METHOD = OpenApiParameter("p", str, enum=["asymptotic", "permutation"],
+                            description="correlation p-values: asymptotic (default) or also exact permutation")
 
 
 class DashboardApi(APIView):
@@ -83,13 +89,17 @@ class LeaderboardApi(DashboardApi):
 
 
 class HumanRankingApi(DashboardApi):
-    @_schema(*HUMAN_SCOPE, BY, summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
+    @_schema(*HUMAN_SCOPE, BY, PRIOR, CLUSTER, P_METHOD,
+             summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
         return human_selectors.human_ranking(scope=human_selectors.scope_from_params(request.query_params),
-                                             by=request.query_params.get("by", ""))
+                                             by=request.query_params.get("by", ""),
+                                             p_method=request.query_params.get("p", "") or "asymptotic",
+                                             prior=request.query_params.get("prior", ""),
+                                             cluster=request.query_params.get("cluster", "") or "item")
 
 
 class AgreementApi(DashboardApi):
@@ -101,7 +111,9 @@ class AgreementApi(DashboardApi):
         iaa = agreement_selectors.inter_annotator(user=request.user)
         agreement_refresh_request(projects=iaa["projects"])
         return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": iaa,
-                "imported": human_selectors.imported_agreement()}
+                "imported": human_selectors.imported_agreement(),
+                # per-target judge labels: curators only (they would unblind agreement projects)
+                "judge_consistency": judge_consistency.judge_consistency() if is_global_curator(request.user) else None}
 
 
 class VerdictChartApi(DashboardApi):

@@ -19,7 +19,9 @@ from benchmark.naming import system_label
 from scoring import metrics as m
 
 from .agreement import agreement_stats
-from .selectors import N_RESAMPLES, leaderboard
+from .human_bias import position_bias
+from .human_correlation import correlations_in_scope
+from .selectors import N_RESAMPLES
 
 # --------------------------------------------------------------------------- scope
 
@@ -75,6 +77,10 @@ class PreferenceRow(NamedTuple):
     discipline: str | None
     left_display_name: str
     right_display_name: str
+    component: str
+    project_id: int | None
+    project_name: str | None
+    source: str
 
 
 def preference_sources() -> list[dict]:
@@ -109,6 +115,7 @@ def _preference_rows(scope: Scope) -> list[PreferenceRow]:
         "report_right__system_id", "report_right__system__name", "report_right__system__version",
         "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
         "task__survey__discipline__name", "report_left__system__display_name", "report_right__system__display_name",
+        "component", "project_id", "project__name", "source",
     )))
 
 
@@ -137,7 +144,7 @@ def imported_agreement() -> list[dict]:
             "report_right__system_id", "report_right__system__name", "report_right__system__version",
             "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
             "task__survey__discipline__name", "report_left__system__display_name",
-            "report_right__system__display_name"):
+            "report_right__system__display_name", "component", "project_id", "project__name", "source"):
         groups[(row[0], row[1])].append(PreferenceRow._make(row[2:]))
     return [{"source": src, "component": comp, "n": len(group), **_pair_agreement(group)}
             for (src, comp), group in sorted(groups.items())]
@@ -146,16 +153,26 @@ def imported_agreement() -> list[dict]:
 # --------------------------------------------------------------------------- ranking
 
 
-def _bt_fit(comparisons: list[tuple], clusters: list, n_items: int, n_resamples: int) -> dict:
-    """``bradley_terry_clustered`` (weak prior, seed 0), memoised in the cache by the exact
-    comparisons and clusters: the result is a pure function of them."""
+PRIOR_OPTIONS = {"": "where_needed", "weak": "always"}  # the page's and API's ``prior`` → ``bradley_terry_clustered``
+CLUSTERS = ("item", "topic")  # what a bootstrap resample draws whole: a task's report pair, or the task (topic)
+# Online Elo, each by its source (same update E = 1/(1 + 10^((R_j − R_i)/400)), R += K(S − E),
+# in labelling order; they differ in K and start):
+SURVEYLENS_ELO = {"k": 32.0, "initial": 1500.0}  # TechnicolorGUO/SurveyLens scripts/evaluation/eval_preference.py, EloCalculator
+ARENA_ELO = {"k": 4.0, "initial": 1000.0}  # Chatbot Arena's compute_online_elo
+
+
+def _bt_fit(comparisons: list[tuple], clusters: list, n_items: int, n_resamples: int, prior: str) -> dict:
+    """``bradley_terry_clustered`` (seed 0), memoised in the cache by the exact comparisons,
+    clusters and prior mode: the result is a pure function of them."""
     arr = np.asarray(comparisons, dtype=float)
-    digest = hashlib.sha256(arr.tobytes() + repr(clusters).encode() + f"{n_items}:{n_resamples}".encode())
-    key = "dashboards:bt:2:" + digest.hexdigest()
+    digest = hashlib.sha256(arr.tobytes() + repr(clusters).encode() + f"{n_items}:{n_resamples}:{prior}".encode())
+    key = "dashboards:bt:3:" + digest.hexdigest()
     cached = cache.get(key)
     if cached is None:
-        bt = m.bradley_terry_clustered(arr, clusters=clusters, n_items=n_items, n_resamples=n_resamples, seed=0)
-        cached = {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters")}
+        bt = m.bradley_terry_clustered(arr, clusters=clusters, n_items=n_items, n_resamples=n_resamples, seed=0,
+                                       prior=prior)
+        cached = {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters",
+                                     "prior_used")}
         cache.set(key, cached, timeout=24 * 3600)
     return cached
 
@@ -177,7 +194,7 @@ def _warnings(structure: dict, names: list[str]) -> list[str]:
     return out
 
 
-def _rank(rows: list[PreferenceRow], n_resamples: int) -> dict:
+def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster: str = "item") -> dict:
     """Bradley–Terry strengths of the systems in ``rows`` (see ``human_ranking``)."""
     names: dict[int, str] = {}
     for r in rows:
@@ -203,24 +220,35 @@ def _rank(rows: list[PreferenceRow], n_resamples: int) -> dict:
             losses[loser] += 1
     out = {"n_comparisons": len(comparisons), "skipped_same_system": skipped, "systems": [], "warnings": [],
            "n_annotators": len({r.annotator_id for r in rows}), "n_items": len(set(clusters)),
-           "prior_precision": m.PRIOR_PRECISION, "n_resamples": 0, "n_separable_resamples": 0}
+           "n_topics": len({c[0] for c in clusters}), "cluster": cluster, "prior": prior or "where needed",
+           "prior_precision": m.PRIOR_PRECISION, "prior_used": False, "estimator": "", "prior_sensitivity": None,
+           "n_resamples": 0, "n_separable_resamples": 0}
     if not comparisons:
         return out
     labels = [names[sid] for sid in ids]
     out["warnings"] = _warnings(m.comparison_structure(comparisons, n_items=len(ids)), labels)
-    bt = _bt_fit(comparisons, clusters, len(ids), n_resamples)
-    out.update(n_resamples=bt["n_resamples"], n_separable_resamples=bt["n_separable"])
+    drawn = [c[0] for c in clusters] if cluster == "topic" else clusters
+    bt = _bt_fit(comparisons, drawn, len(ids), n_resamples, PRIOR_OPTIONS[prior])
+    out.update(n_resamples=bt["n_resamples"], n_separable_resamples=bt["n_separable"], prior_used=bt["prior_used"],
+               estimator=(f"MAP under θ ~ N(0, {1 / m.PRIOR_PRECISION:g})" if bt["prior_used"]
+                          else "maximum likelihood"))
+    if bt["prior_used"]:
+        found = m.prior_sensitivity(comparisons, n_items=len(ids))
+        out["prior_sensitivity"] = {"prior_sd": found["prior_sd"], "systems": [
+            {"system": labels[i], "theta": [float(t) for t in found["estimates"][:, i]]} for i in range(len(ids))]}
     if bt["n_separable"] and not out["warnings"]:
         out["warnings"].append(f"{bt['n_separable']} of {bt['n_resamples']} resamples are separable: the interval "
                                "leans on the prior there")
     ranks = m.rank_with_ci(bt["low"], bt["high"])
     scaled = {key: m.to_elo_scale(bt[key]) for key in ("estimate", "low", "high")}
-    online = m.elo(comparisons, k=ONLINE_ELO_K, n_items=len(ids))  # in labelling order
+    surveylens = m.elo(comparisons, n_items=len(ids), **SURVEYLENS_ELO)  # in labelling order
+    arena = m.elo(comparisons, n_items=len(ids), **ARENA_ELO)
     systems = [
         {"system_id": sid, "system": names[sid], "theta": float(bt["estimate"][i]), "low": float(bt["low"][i]),
          "high": float(bt["high"][i]), "bt_elo_scale": float(scaled["estimate"][i]),
          "bt_elo_scale_low": float(scaled["low"][i]), "bt_elo_scale_high": float(scaled["high"][i]),
-         "online_elo": float(online[i]), "rank": int(ranks[i]), "wins": wins[sid], "losses": losses[sid],
+         "surveylens_elo": float(surveylens[i]), "arena_elo": float(arena[i]), "rank": int(ranks[i]),
+         "wins": wins[sid], "losses": losses[sid],
          "ties": ties[sid], "n": wins[sid] + losses[sid] + ties[sid]}
         for i, sid in enumerate(ids)
     ]
@@ -229,62 +257,47 @@ def _rank(rows: list[PreferenceRow], n_resamples: int) -> dict:
     return out
 
 
-ONLINE_ELO_K = 4.0  # Chatbot Arena's compute_online_elo; SurveyLens (§4.3) reports Elo without its K
-
-
 def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
-                  by: str = "") -> dict:
+                  by: str = "", p_method: str = "asymptotic", prior: str = "", cluster: str = "item") -> dict:
     """Bradley–Terry strengths of systems from the pairwise preferences in ``scope`` (left win 1,
-    right win 0, tie ½) under a weak prior θ ~ N(0, 1/``PRIOR_PRECISION``) with percentile
-    bootstrap intervals over items (task × report pair: every annotator's comparison of the
-    item is drawn together) (``bradley_terry_clustered``), Chatbot Arena ranks
+    right win 0, tie ½): the maximum-likelihood θ where it exists, the MAP θ under a weak prior
+    θ ~ N(0, 1/``PRIOR_PRECISION``) where it does not (or everywhere with ``prior="weak"``), with
+    ``prior_sensitivity`` where the prior is used; percentile bootstrap intervals over items
+    (task × report pair: every annotator's comparison of the item is drawn together) or, with
+    ``cluster="topic"``, over topics (tasks) (``bradley_terry_clustered``); Chatbot Arena ranks
     (``rank_with_ci``), ``warnings`` when the comparisons are disconnected or separable, the
-    same θ on the Elo-like scale (``bt_elo_scale``) and SurveyLens' online Elo (``online_elo``,
-    in labelling order). With a protocol in the scope, Spearman ρ, Kendall τ-b and pairwise
-    concordance of θ with each of that protocol's leaderboard metrics over the systems in both
-    (SurveyLens Table 7), n shown. ``by`` ("discipline" or "annotator") adds one ranking per
-    value of that field (``breakdown``)."""
+    same θ on the Elo-like scale (``bt_elo_scale``) and the online Elo of SurveyLens' released
+    code (``surveylens_elo``: K 32, start 1500) and of Chatbot Arena (``arena_elo``: K 4, start
+    1000), both in labelling order. With a protocol in the scope, Spearman ρ, Kendall τ-b and pairwise
+    concordance of θ with each metric of the scoped component, the metric scored on the scoped
+    preferences' tasks only (``correlations_in_scope``), n systems and tasks shown.
+    ``by`` ("discipline" or "annotator") adds one ranking per value of that field (``breakdown``)."""
     if by and by not in BREAKDOWNS:
         raise ValueError(f"by: {by!r} is not one of {', '.join(BREAKDOWNS)}")
+    if prior not in PRIOR_OPTIONS:
+        raise ValueError(f"prior: {prior!r} is not 'weak' (or empty: the prior only where the MLE does not exist)")
+    if cluster not in CLUSTERS:
+        raise ValueError(f"cluster: {cluster!r} is not one of {', '.join(CLUSTERS)}")
     rows = _preference_rows(scope)
-    out = {"scope": scope.as_dict(), **_rank(rows, n_resamples), "agreement": _pair_agreement(rows),
-           "correlations": [], "correlation_note": "", "by": by, "breakdown": []}
+    out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
+           "position_bias": position_bias(rows),
+           "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
+           "by": by, "breakdown": []}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:
             groups[(r.discipline or "(none)") if by == "discipline" else r.username].append(r)
-        out["breakdown"] = [{"group": g, **_rank(group, n_resamples)} for g, group in sorted(groups.items())]
+        out["breakdown"] = [{"group": g, **_rank(group, n_resamples, prior, cluster)} for g, group in sorted(groups.items())]
     if with_correlations and out["systems"]:
         if scope.protocol:
-            board = leaderboard(protocol=scope.protocol, task_set_id=scope.task_set, n_resamples=n_resamples)
-            out["correlations"] = correlations_with(out["systems"], {scope.protocol: board})
+            found = correlations_in_scope(systems=out["systems"], protocol=scope.protocol, task_set=scope.task_set,
+                                          task_ids={r.task_id for r in rows}, components={r.component for r in rows},
+                                          p_method=p_method, n_resamples=n_resamples)
+            out.update(correlations=found["correlations"], correlation_note=found["correlation_note"],
+                       correlation_skipped=found["skipped"], automated_scope=found["automated_scope"])
         else:
             out["correlation_note"] = ("choose a protocol: correlations compare that protocol's human ranking with "
                                        "its own leaderboard")
-    return out
-
-
-def correlations_with(human: list[dict], automated: dict[str, dict]) -> list[dict]:
-    """Spearman, Kendall and concordance between human BT strength and each metric's system means."""
-    strength = {s["system_id"]: s["theta"] for s in human}
-    out = []
-    for protocol, board in automated.items():
-        for metric in board["metrics"]:
-            pairs = []
-            for row in board["rows"]:
-                cell = next(c for c in row["cells"] if c["metric"] == metric["key"])
-                if row["system_id"] in strength and not cell["empty"]:
-                    pairs.append((row["system"], strength[row["system_id"]], cell["estimate"]))
-            if len(pairs) < 3:
-                continue
-            x = [p[1] for p in pairs]
-            y = [p[2] for p in pairs]
-            out.append({
-                "protocol": protocol, "metric": metric["key"], "label": metric["label"], "n": len(pairs),
-                "spearman": m.spearman(x, y), "kendall": m.kendall_tau(x, y), "concordance": m.pairwise_concordance(x, y),
-                "points": [{"system": p[0], "human": p[1], "metric": p[2]} for p in pairs],
-                "percent": board["percent"],
-            })
     return out
 
 

@@ -157,9 +157,9 @@ class CardRow(NamedTuple):
 
 
 def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_id: int | None = None,
-                  judge_config_ids: Sequence[int] = ()) -> list[CardRow]:
+                  judge_config_ids: Sequence[int] = (), task_ids: Sequence[int] | None = None) -> list[CardRow]:
     """Report-level cards, newest run first, one per (protocol, system, task) — and per judge
-    configuration when ``judge_config_ids`` are given: one query."""
+    configuration when ``judge_config_ids`` are given: one query. ``task_ids``: only these tasks."""
     cards = ScoreCard.objects.filter(report__isnull=False)
     if protocol:
         cards = cards.filter(run__protocol=protocol)
@@ -169,6 +169,8 @@ def _report_cards(*, protocol: str | None, run_id: int | None = None, task_set_i
         cards = cards.filter(report__task__task_sets=task_set_id)
     if judge_config_ids:
         cards = cards.filter(run__judge_config_id__in=list(judge_config_ids))
+    if task_ids is not None:
+        cards = cards.filter(report__task_id__in=list(task_ids))
     rows = cards.order_by("-run__created_at", "-run_id", "pk").values_list(
         "run__protocol", "run_id", "run__judge_config__name", "system_id", "system__name", "system__version",
         "report__task_id", "report__task__key", "metrics", "items_judged", "items_failed", "report_id",
@@ -323,12 +325,14 @@ def _summarise(protocol: str, cards: list[tuple], n_resamples: int) -> dict:
 
 
 def leaderboard(*, protocol: str, run_id: int | None = None, task_set_id: int | None = None,
-                n_resamples: int = N_RESAMPLES) -> dict:
+                n_resamples: int = N_RESAMPLES, task_ids: Sequence[int] | None = None) -> dict:
     """Systems × the protocol's metrics from report-level score cards (one per system and task,
     the newest run's when several runs scored it): mean with a percentile-bootstrap 95 % interval
     over tasks (``bootstrap_ci``), tasks and judged items behind it, and whether the best system
-    beats the second at p < 0.05 (``paired_t_test`` over shared tasks)."""
-    return _summarise(protocol, _report_cards(protocol=protocol, run_id=run_id, task_set_id=task_set_id), n_resamples)
+    beats the second at p < 0.05 (``paired_t_test`` over shared tasks). ``task_ids``: only these
+    tasks (a human ranking's scope, ``human.correlations_in_scope``)."""
+    return _summarise(protocol, _report_cards(protocol=protocol, run_id=run_id, task_set_id=task_set_id,
+                                              task_ids=task_ids), n_resamples)
 
 
 def leaderboard_filters(*, protocol: str) -> dict:

@@ -18,7 +18,7 @@ from core.accounts import is_global_curator
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
 
-from . import charts, figures, progress, triage
+from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import human as human_selectors
 from . import selectors as s
@@ -96,16 +96,19 @@ def leaderboard(request):
 def human_ranking(request):
     try:
         scope = human_selectors.scope_from_params(request.GET)
-        ranking = human_selectors.human_ranking(scope=scope, by=request.GET.get("by", ""))
+        ranking = human_selectors.human_ranking(scope=scope, by=request.GET.get("by", ""),
+                                                p_method=request.GET.get("p", "") or "asymptotic",
+                                                prior=request.GET.get("prior", ""),
+                                                cluster=request.GET.get("cluster", "") or "item")
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("dashboards:human")
     if _wants_csv(request):
         header = ["rank", "system", "bt_theta", "theta_ci95_low", "theta_ci95_high", "bt_elo_scale",
-                  "bt_elo_scale_ci95_low", "bt_elo_scale_ci95_high", "online_elo", "wins", "losses", "ties",
+                  "bt_elo_scale_ci95_low", "bt_elo_scale_ci95_high", "surveylens_elo_k32", "arena_elo_k4", "wins", "losses", "ties",
                   "comparisons"]
         rows = [[r["rank"], r["system"], r["theta"], r["low"], r["high"], r["bt_elo_scale"], r["bt_elo_scale_low"],
-                 r["bt_elo_scale_high"], r["online_elo"], r["wins"], r["losses"], r["ties"], r["n"]]
+                 r["bt_elo_scale_high"], r["surveylens_elo"], r["arena_elo"], r["wins"], r["losses"], r["ties"], r["n"]]
                 for r in ranking["systems"]]
         return _csv("human-ranking.csv", header, rows)
     chart = charts.interval_plot(
@@ -134,8 +137,10 @@ def agreement(request):
             rows.extend([g["judge"], g["step"], v["level"], v["n"], v["accuracy"], v["kappa"], v["alpha"], None, None,
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
+    consistency = judge_consistency.judge_consistency() if is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
-                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement()})
+                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement(),
+                   "judge_consistency": consistency})
 
 
 @login_required

@@ -47,12 +47,20 @@ def _codes(values: Any, name: str) -> np.ndarray:
 
 
 def cohen_kappa_bootstrap(a: Any, b: Any, n_resamples: int = 1000, confidence: float = 0.95,
-                          seed: int | None = 0) -> dict[str, Any]:
-    """Cohen's κ (unweighted) of two coders over shared items, with observed agreement and a
-    percentile bootstrap interval over items: ``{"kappa", "observed", "n", "low", "high",
-    "n_undefined"}``. A resample where κ is undefined (both coders used one single category,
-    pₑ = 1) is counted in ``n_undefined`` and left out of the interval."""
+                          seed: int | None = 0, weights: str | None = None) -> dict[str, Any]:
+    """Cohen's κ of two coders over shared items, with observed agreement and a percentile
+    bootstrap interval over items: ``{"kappa", "observed", "n", "low", "high", "n_undefined"}``.
+    A resample where κ is undefined (both coders used one single category, pₑ = 1) is counted in
+    ``n_undefined`` and left out of the interval.
+
+    ``weights``: ``None`` (unweighted), ``"linear"`` or ``"quadratic"``: weighted κ = 1 − Σ w O /
+    Σ w E with w_ij = |v_i − v_j| or (v_i − v_j)², v the labels' numbers — for an ordinal
+    scale, each label's position in it (``cohen_kappa(..., weights=, labels=scale)``, sklearn's
+    ``cohen_kappa_score(weights=, labels=scale)``)."""
+    check_choice(weights, "weights", (None, "linear", "quadratic"))
     x, y = _codes(a, "a"), _codes(b, "b")
+    if weights is not None and not (np.issubdtype(x.dtype, np.number) and np.issubdtype(y.dtype, np.number)):
+        fail("weighted kappa needs numbers: each label's position on the ordered scale")
     if x.size != y.size:
         fail(f"a and b must rate the same items; got {x.size} and {y.size} labels")
     resamples = check_int(n_resamples, "n_resamples", low=1)
@@ -61,15 +69,25 @@ def cohen_kappa_bootstrap(a: Any, b: Any, n_resamples: int = 1000, confidence: f
     out = {"kappa": None, "observed": None, "n": n, "low": None, "high": None, "n_undefined": 0}
     if n == 0:
         return out
-    _, codes = np.unique(np.concatenate([x, y]), return_inverse=True)
+    categories, codes = np.unique(np.concatenate([x, y]), return_inverse=True)
+    codes = codes.ravel()
     cx, cy = codes[:n], codes[n:]
     k = int(codes.max()) + 1
     cell = cx * k + cy  # each item's cell of the K × K confusion table
+    if weights is not None:
+        distance = np.abs(categories.astype(float)[:, None] - categories.astype(float)[None, :])
+        w = distance if weights == "linear" else distance**2
 
     def kappa(tables: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """κ and observed agreement per confusion table (resample × K × K counts)."""
         total = tables.sum(axis=(1, 2))
         po = np.trace(tables, axis1=1, axis2=2) / total
+        if weights is not None:
+            expected = np.einsum("ri,rj->rij", tables.sum(axis=2), tables.sum(axis=1)) / total[:, None, None]
+            disagreement = np.einsum("rij,ij->r", tables, w)
+            chance = np.einsum("rij,ij->r", expected, w)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(np.isclose(chance, 0.0), np.nan, 1.0 - disagreement / chance), po
         pe = np.einsum("rc,rc->r", tables.sum(axis=2), tables.sum(axis=1)) / total**2
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(np.isclose(pe, 1.0), np.nan, (po - pe) / (1.0 - pe)), po

@@ -1,13 +1,16 @@
-"""Bradley–Terry on human preference data: separation checks, a weak prior, a cluster bootstrap.
+"""Bradley–Terry on human preference data: separation checks, the MLE where it exists, a weak
+prior where it does not, a cluster bootstrap.
 
 Human preferences are few and often separable — a system that wins every comparison it is in,
 a chain A > B > C, groups never compared with each other. There the maximum-likelihood θ is
 infinite, a tiny ridge makes it merely huge (θ ≈ 11) and a percentile bootstrap over single
 comparisons returns the same huge value in nearly every resample: a tight, meaningless
-interval. This module says when the data are like that (:func:`comparison_structure`) and
-estimates with a weak Gaussian prior θ ~ N(0, 1/λ) (:data:`PRIOR_PRECISION`), resampling whole
-clusters of comparisons — items, or annotator × item — rather than single rows
-(:func:`bradley_terry_clustered`).
+interval. This module says when the data are like that (:func:`comparison_structure`). Where
+the MLE exists it is the estimate, as Chatbot Arena and published Bradley–Terry analyses
+report it; only where it does not (and on request, ``prior="always"``) a weak Gaussian prior
+θ ~ N(0, 1/λ) (:data:`PRIOR_PRECISION`) holds θ finite. Intervals resample whole clusters of
+comparisons — items, topics, or annotator × item — rather than single rows
+(:func:`bradley_terry_clustered`); :func:`prior_sensitivity` shows what the prior's width does.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from scipy.special import ndtri  # the normal quantile; scipy.stats would add ~8
 from ._validate import check_choice, check_int, check_real, fail
 from .ranking import _POINTS, _aggregate, _comparisons, _fit, _percentile_bounds, _problem, _sigmoid
 
-__all__ = ["PRIOR_PRECISION", "comparison_structure", "bradley_terry_clustered"]
+__all__ = ["PRIOR_PRECISION", "PRIOR_MODES", "comparison_structure", "bradley_terry_clustered", "prior_sensitivity"]
 
 # θ ~ N(0, 2²): a difference of one prior sd (2.8 on θ_i − θ_j) is a 94 % win probability,
 # so any effect the data support is left almost untouched, while a system with only wins ends
 # near θ = 4 instead of running off to infinity.
 PRIOR_PRECISION = 0.25
+# "where_needed": the MLE, the prior only where the MLE does not exist (the whole data or a
+# bootstrap resample separable); "always": the prior everywhere (a MAP estimate).
+PRIOR_MODES = ("where_needed", "always")
 
 
 def _scored_against(a: np.ndarray, b: np.ndarray, wins: np.ndarray, total: np.ndarray, n: int) -> sparse.coo_matrix:
@@ -95,7 +101,8 @@ def _posterior_sd(a, b, total, theta: np.ndarray, ridge: float) -> np.ndarray:
     n = theta.size
     prob, _ = _sigmoid(theta[a] - theta[b])
     h = total * prob * (1.0 - prob)
-    hess = ridge * np.eye(n)
+    # ridge 0 (the MLE): J/n fills the one direction the likelihood cannot see, which P removes.
+    hess = ridge * np.eye(n) if ridge > 0 else np.full((n, n), 1.0 / n)
     np.add.at(hess, (a, b), -h)
     np.add.at(hess, (b, a), -h)
     np.add.at(hess, (a, a), h)
@@ -113,23 +120,29 @@ def bradley_terry_clustered(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int | None = 0,
+    prior: str = "where_needed",
 ) -> dict[str, Any]:
-    """Bradley–Terry θ under the prior θ ~ N(0, 1/``prior_precision``) (a MAP estimate,
-    :func:`~.ranking.bradley_terry` with ``ridge = prior_precision``) with a percentile
-    bootstrap that resamples whole ``clusters``.
+    """Bradley–Terry θ with a percentile bootstrap that resamples whole ``clusters``.
 
-    ``clusters``: one hashable label per comparison (e.g. the item, or (annotator, item));
-    comparisons sharing a label are drawn together, as they are not independent; clusters are
-    numbered in first-seen order, the order in which the random draws index them. ``None``: each comparison
-    is its own cluster. Returns ``{"estimate", "low", "high", "posterior_sd", "n_separable",
-    "n_resamples", "n_clusters", "samples"}``: ``n_separable`` counts the resamples whose
-    comparisons are separable (their θ is held finite only by the prior). Where resampling
-    cannot show the uncertainty — a system that wins every comparison wins them in every
-    resample too — the bounds are widened to cover the Laplace interval θ ± z·``posterior_sd``
-    (the posterior of the centred θ under the prior), so they are never narrower than what the
-    prior and data allow.
+    ``prior="where_needed"`` (default): the maximum-likelihood θ when it exists (the "scored
+    against" graph strongly connected, :func:`comparison_structure`), else the MAP estimate under
+    the prior θ ~ N(0, 1/``prior_precision``) (:func:`~.ranking.bradley_terry` with
+    ``ridge = prior_precision``); each bootstrap resample likewise (``n_separable`` counts those
+    that needed the prior). ``prior="always"``: the MAP estimate for the data and every resample.
+
+    ``clusters``: one hashable label per comparison (e.g. the item, the topic, or (annotator,
+    item)); comparisons sharing a label are drawn together, as they are not independent; clusters
+    are numbered in first-seen order, the order in which the random draws index them. ``None``:
+    each comparison is its own cluster. Returns ``{"estimate", "low", "high", "posterior_sd",
+    "n_separable", "n_resamples", "n_clusters", "samples", "prior_used"}``. Where the estimate
+    uses the prior, resampling cannot show the uncertainty — a system that wins every comparison
+    wins them in every resample too — so the bounds are widened to cover the Laplace interval
+    θ ± z·``posterior_sd`` (the posterior of the centred θ under the prior): never narrower than
+    what the prior and data allow. ``posterior_sd`` at the MLE is the inverse observed
+    information's.
     """
     check_choice(ties, "ties", ("half", "exclude"))
+    check_choice(prior, "prior", PRIOR_MODES)
     ridge = check_real(prior_precision, "prior_precision", low=0.0, low_open=True)
     resamples = check_int(n_resamples, "n_resamples", low=1)
     level = check_real(confidence, "confidence", low=0.0, high=1.0, low_open=True, high_open=True)
@@ -137,7 +150,10 @@ def bradley_terry_clustered(
     pairs = _aggregate(data, ties)
     n = data.n_items
     counts = pairs.counts
-    estimate = _fit(_problem(pairs.a, pairs.b, counts @ _POINTS, counts.sum(axis=1), n, ridge), None)
+    wins_all, total_all = counts @ _POINTS, counts.sum(axis=1)
+    prior_used = prior == "always" or _is_separable(pairs.a, pairs.b, wins_all, total_all, n)
+    point_ridge = ridge if prior_used else 0.0
+    estimate = _fit(_problem(pairs.a, pairs.b, wins_all, total_all, n, point_ridge), None)
     n_rows = data.outcome.size
     if clusters is None:
         cluster_index = np.arange(n_rows)
@@ -163,14 +179,30 @@ def bradley_terry_clustered(
             weights = np.bincount(rng.integers(0, n_clusters, n_clusters), minlength=n_clusters).astype(float)
             drawn = np.asarray(membership.T @ weights).reshape(-1, 3)
             wins, total = drawn @ _POINTS, drawn.sum(axis=1)
-            n_separable += _is_separable(pairs.a, pairs.b, wins, total, n)
-            samples[r] = _fit(_problem(pairs.a, pairs.b, wins, total, n, ridge), estimate)
+            separable = _is_separable(pairs.a, pairs.b, wins, total, n)
+            n_separable += separable
+            resample_ridge = ridge if prior == "always" or separable else 0.0
+            samples[r] = _fit(_problem(pairs.a, pairs.b, wins, total, n, resample_ridge), estimate)
     low, high = _percentile_bounds(samples, level)
-    total = counts.sum(axis=1)
-    keep = total > 0
-    sd = _posterior_sd(pairs.a[keep], pairs.b[keep], total[keep], estimate, ridge)
-    z = float(ndtri(0.5 + level / 2.0))
-    low, high = np.minimum(low, estimate - z * sd), np.maximum(high, estimate + z * sd)
+    keep = total_all > 0
+    sd = _posterior_sd(pairs.a[keep], pairs.b[keep], total_all[keep], estimate, point_ridge)
+    if prior_used:
+        z = float(ndtri(0.5 + level / 2.0))
+        low, high = np.minimum(low, estimate - z * sd), np.maximum(high, estimate + z * sd)
     return {"estimate": estimate, "low": low, "high": high, "posterior_sd": sd, "n_separable": n_separable,
-            "n_resamples": resamples, "n_clusters": n_clusters, "samples": samples}
+            "n_resamples": resamples, "n_clusters": n_clusters, "samples": samples, "prior_used": prior_used}
 
+
+def prior_sensitivity(comparisons: Any, n_items: int | None = None, ties: str = "half",
+                      prior_sds: Any = (1.0, 2.0, 4.0)) -> dict[str, Any]:
+    """The MAP θ (centred) under θ ~ N(0, sd²) for each prior sd in ``prior_sds``: how much an
+    estimate that needs the prior owes to its width (the default prior is sd 2). Returns
+    ``{"prior_sd": [...], "estimates": array (len(prior_sds), n_items)}``."""
+    check_choice(ties, "ties", ("half", "exclude"))
+    sds = [check_real(v, "prior_sds", low=0.0, low_open=True) for v in prior_sds]
+    data = _comparisons(comparisons, n_items)
+    pairs = _aggregate(data, ties)
+    wins, total = pairs.counts @ _POINTS, pairs.counts.sum(axis=1)
+    estimates = np.array([_fit(_problem(pairs.a, pairs.b, wins, total, data.n_items, 1.0 / (sd * sd)), None)
+                          for sd in sds])
+    return {"prior_sd": sds, "estimates": estimates}

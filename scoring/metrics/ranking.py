@@ -3,7 +3,8 @@
 Comparisons are ``(i, j, outcome)`` triples — a sequence of triples or an
 array of shape ``(n, 3)`` — with item indices ``i ≠ j`` in ``0..n_items-1``
 and ``outcome`` 1 (i wins), 0 (j wins) or 0.5 (tie).  SurveyLens (§4.3) ranks
-systems by human pairwise preferences with Elo; Chatbot Arena style
+systems by pairwise preferences with online Elo (K 32, start 1500 in its released
+code); Chatbot Arena style
 leaderboards use Bradley–Terry with bootstrap confidence intervals and
 :func:`rank_with_ci`.
 """
@@ -303,11 +304,13 @@ def elo(
     initial: float = 1000.0,
     n_items: int | None = None,
 ) -> np.ndarray:
-    """Sequential (online) Elo ratings, as in Chatbot Arena's ``compute_online_elo``.
+    """Sequential (online) Elo ratings.
 
     For each comparison in order: E_i = 1 / (1 + base^((R_j − R_i)/scale)),
     R_i += k (S_i − E_i), R_j += k ((1 − S_i) − (1 − E_i)), with S_i the
     outcome (1 / 0.5 / 0).  Order matters; items never compared keep ``initial``.
+    The defaults are Chatbot Arena's ``compute_online_elo`` (K 4, start 1000);
+    SurveyLens' released ``EloCalculator`` uses the same update with K 32, start 1500.
     """
     k_value = check_real(k, "k", low=0.0, low_open=True)
     s = check_real(scale, "scale", low=0.0, low_open=True)

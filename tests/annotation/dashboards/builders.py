@@ -63,22 +63,33 @@ def deepsynth_run(*, n_tasks: int = 6, systems=None, seed: int = 1, verdicts_per
     return run, systems
 
 
+def run_tasks(run) -> list:
+    """The tasks a run scored, in id order: preferences on them share the automated side's scope."""
+    from benchmark.models import Task
+
+    return list(Task.objects.filter(reports__score_cards__run=run).distinct().order_by("pk"))
+
+
 def preferences(*, systems, n_tasks: int = 4, annotators=("ann-a", "ann-b"), seed: int = 2, source: str = "surveylens",
-                protocol: str = "surveylens"):
-    """Pairwise preferences over the systems' reports on new tasks of ``protocol``; the later system usually wins."""
+                protocol: str = "surveylens", tasks=None):
+    """Pairwise preferences over the systems' reports on new tasks of ``protocol`` (or on ``tasks``,
+    with the systems' reports there); the later system usually wins. SurveyLens preferences judge
+    outlines (as the released study), the others whole reports."""
     rng = random.Random(seed)
     users = [annotator(u) for u in annotators]
     rows = []
-    for t in range(n_tasks):
-        task = TaskFactory(protocol=protocol, key=f"{source}-topic-{t}")
-        reports = [ReportFactory(task=task, system=s) for s in systems]
+    for t in range(n_tasks) if tasks is None else range(len(tasks)):
+        task = TaskFactory(protocol=protocol, key=f"{source}-topic-{t}") if tasks is None else tasks[t]
+        reports = [(Report.objects.filter(task=task, system=s).first() if tasks is not None else None)
+                   or ReportFactory(task=task, system=s) for s in systems]
         for i in range(len(reports)):
             for j in range(i + 1, len(reports)):
                 for user in users:
                     roll = rng.random()
                     choice = "right" if roll < 0.7 else ("left" if roll < 0.93 else "tie")
                     rows.append(PreferenceFactory(task=task, report_left=reports[i], report_right=reports[j],
-                                                  annotator=user, choice=choice, source=source))
+                                                  annotator=user, choice=choice, source=source,
+                                                  component="outline" if protocol == "surveylens" else "report"))
     return rows
 
 

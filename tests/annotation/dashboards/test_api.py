@@ -6,10 +6,10 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from annotation.dashboards import agreement, human
+from annotation.dashboards import agreement, human, judge_consistency
 from annotation.dashboards import selectors as s
 from tests.annotation_factories import annotator
-from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences, run_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -79,8 +79,8 @@ def test_leaderboard_equals_selector(api):
 
 
 def test_human_ranking_equals_selector(api):
-    _, systems = deepsynth_run()
-    preferences(systems=systems, protocol="deepsynth")
+    run, systems = deepsynth_run()
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run))
     preferences(systems=systems, source="other", seed=5)
     body = get(api, "human")
     assert body == expected(human.human_ranking())
@@ -97,7 +97,7 @@ def test_human_ranking_equals_selector(api):
 
 def test_charts_equal_selectors(api):
     run, systems = deepsynth_run()
-    preferences(systems=systems, protocol="deepsynth")
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run))
     assert get(api, "chart-verdicts") == expected(s.verdict_breakdown(protocol="deepsynth"))
     assert get(api, "chart-verdicts", run=run.pk) == expected(s.verdict_breakdown(protocol="deepsynth", run_id=run.pk))
     scores = get(api, "chart-scores", metric="general")
@@ -116,13 +116,14 @@ def test_agreement_restricted_like_the_page():
     client.force_authenticate(owner)
     body = get(client, "agreement")
     assert body == expected({"judge": agreement.judge_agreement(user=owner), "iaa": agreement.inter_annotator(user=owner),
-                             "imported": human.imported_agreement()})
+                             "imported": human.imported_agreement(),
+                             "judge_consistency": judge_consistency.judge_consistency()})
     assert body["judge"]["groups"]
     # an annotator of the project curates nothing: the selectors show them no project, nor does the API
     client.force_authenticate(users[0])
     body = get(client, "agreement")
     assert body == expected({"judge": agreement.judge_agreement(user=users[0]), "iaa": agreement.inter_annotator(user=users[0]),
-                             "imported": human.imported_agreement()})
+                             "imported": human.imported_agreement(), "judge_consistency": None})
     assert not body["judge"]["groups"]
 
 

@@ -14,7 +14,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotation.models import GoldLabel, Label, PairwisePreference
 from scoring import metrics as m
 from scoring.models import ScoreCard, Verdict
-from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences
+from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences, run_tasks
 from tests.support.stats import bt_map
 
 pytestmark = pytest.mark.django_db
@@ -174,8 +174,8 @@ def test_leaderboard_csv(curator_client):
 
 
 def test_human_ranking_matches_bradley_terry(curator_client):
-    run, systems = deepsynth_run(n_tasks=4, systems=None)
-    preferences(systems=systems, n_tasks=5, protocol="deepsynth")
+    run, systems = deepsynth_run(n_tasks=5, systems=None)
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run))
     preferences(systems=systems, n_tasks=2, source="elsewhere")  # surveylens tasks: outside the deepsynth scope
     response = curator_client.get(reverse("dashboards:human"), {"protocol": "deepsynth"})
     ranking = response.context["ranking"]
@@ -184,7 +184,7 @@ def test_human_ranking_matches_bradley_terry(curator_client):
         "report_right_id"))
     names = sorted({n for r in rows for n in r[:2]})
     comparisons = [(names.index(a), names.index(b), {"left": 1, "right": 0, "tie": 0.5}[c]) for a, b, c, *_ in rows]
-    theta = bt_map(comparisons, len(names), m.PRIOR_PRECISION)
+    theta = bt_map(comparisons, len(names), 0.0)  # not separable: the maximum-likelihood θ
     got = {s["system"]: s for s in ranking["systems"]}
     assert ranking["n_comparisons"] == len(rows) == 5 * 3 * 2 and ranking["n_items"] == 5 * 3
     assert ranking["scope"]["protocol"] == "deepsynth"
@@ -362,7 +362,7 @@ def test_score_chart_points_and_csv(curator_client):
 
 def test_human_vs_automated_scatter(curator_client):
     run, systems = deepsynth_run(n_tasks=3)
-    preferences(systems=systems, n_tasks=3, protocol="deepsynth")
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run))
     response = curator_client.get(reverse("dashboards:chart_human_vs_auto"), {"metric": "deepsynth:overall"})
     corr = response.context["corr"]
     assert corr["metric"] == "overall" and corr["n"] == 3

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from scoring.metrics import kendall_tau, paired_t_test, pairwise_concordance, spearman
+from scoring.metrics import kendall_tau, paired_t_test, pairwise_concordance, permutation_p_values, spearman
 from scoring.metrics.correlation import _inversions
 
 paired_lists = st.integers(min_value=3, max_value=40).flatmap(
@@ -131,3 +131,42 @@ class TestPairedT:
             paired_t_test([1], [2])
         with pytest.raises(ValueError, match="a and b"):
             paired_t_test([1, 2], [1, 2, 3])
+
+
+class TestPermutationPValues:
+    """Exact and Monte Carlo permutation p-values against scipy.stats.permutation_test (pairings)."""
+
+    @pytest.mark.parametrize("n", [3, 5, 6])
+    @pytest.mark.parametrize("ties", [False, True])
+    def test_exact_matches_scipy(self, n, ties):
+        from scipy import stats
+
+        rng = np.random.default_rng(n)
+        x = rng.normal(size=n)
+        y = x + rng.normal(size=n)
+        if ties:
+            y = np.round(y)
+            x[0] = x[1]
+        got = permutation_p_values(x, y)
+        assert got["exact"] and got["n_permutations"] == math.factorial(n)
+        for name, stat in (("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
+            if np.unique(y).size < 2:
+                assert got[name] is None
+                continue
+            expected = stats.permutation_test((x,), lambda v: stat(v, y).statistic, permutation_type="pairings").pvalue
+            assert got[name] == pytest.approx(expected, abs=1e-12)
+
+    def test_random_repairings_beyond_n_resamples(self):
+        from scipy import stats
+
+        rng = np.random.default_rng(9)
+        x = rng.normal(size=7)
+        y = x + 2 * rng.normal(size=7)
+        got = permutation_p_values(x, y, n_resamples=4000, seed=1)  # 4000 < 7! = 5040: random re-pairings
+        assert not got["exact"] and got["n_permutations"] == 4000
+        exact = stats.permutation_test((x,), lambda v: stats.spearmanr(v, y).statistic, permutation_type="pairings").pvalue
+        assert 0.05 < exact < 0.95
+        assert got["spearman"] == pytest.approx(exact, abs=0.03)  # Monte Carlo error of 4000 draws
+
+    def test_constant_variable_has_no_p_value(self):
+        assert permutation_p_values([1, 2, 3, 4], [5, 5, 5, 5])["spearman"] is None
