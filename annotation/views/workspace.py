@@ -21,6 +21,7 @@ from ..selectors.workspace import item_context_for, label_form_context, task_mat
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import Submission, label_submit_many
+from ..services.projects import guidelines_seen_record
 from ..services.undo import label_undo_last
 from . import display
 from core.http import refuse
@@ -42,6 +43,23 @@ def _redirect(request, flash: str, to: str, **kwargs):
 
 def _carried_flash(request) -> str:
     return " ".join(str(m) for m in messages.get_messages(request) if FLASH_TAG in m.extra_tags.split())
+
+
+def _guidelines(request, project, *, answer: bool) -> dict | None:
+    """The project's guidelines as the header shows them (``_guidelines.html``): open on the
+    member's first page and again after each change (then remembered as seen: their labels
+    record that version), else folded. ``answer``: for an htmx answer, which swaps the header's
+    guidelines only when they are to open (a change since the member's page showed them)."""
+    if not project.guidelines_version:
+        return None
+    seen = getattr(project, "my_guidelines_seen", None)  # None: no membership, nothing remembered
+    opening = seen is None or seen < project.guidelines_version
+    if answer and not (opening and seen is not None):
+        return None
+    if opening and seen is not None:
+        guidelines_seen_record(project=project, user=request.user, version=project.guidelines_version)
+    return {"html": display.safe_markdown(project.guidelines), "version": project.guidelines_version,
+            "open": opening, "changed": opening and bool(seen), "oob": answer}
 
 
 def _item_page(request, project, role, *, item, claim=None, form=None, add_form=None, add_kind="") -> dict:
@@ -101,7 +119,7 @@ def _render(
     # htmx loads "everything proposed for this task" when it is opened; a page without
     # JavaScript shows it inline.
     page = {"project": project, "ctx": None, "flash": flash, "notice": notice, "oob": bool(request.htmx),
-            "material_lazy": bool(request.htmx)}
+            "material_lazy": bool(request.htmx), "guidelines": _guidelines(request, project, answer=bool(request.htmx))}
     if item is not None:
         page.update(_item_page(request, project, role, item=item, claim=claim, form=form, add_form=add_form,
                                add_kind=add_kind))
@@ -116,6 +134,7 @@ def _render_after(request, project, role, *, after, flash: str):
     """The answer to a label whose next item the client already shows (``PREFETCH_SHOWN``): the
     item after it (to hold ready), the flash and the progress line; nothing of what is shown."""
     page = {"project": project, "flash": flash, "oob": True,
+            "guidelines": _guidelines(request, project, answer=True),
             "progress": own_progress(project=project, user=request.user),
             "after_html": _after_html(request, project, role, after) if after is not None else ""}
     response = render(request, "annotation/_prefetched.html", page)

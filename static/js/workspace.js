@@ -133,6 +133,14 @@
     else help.showModal();
   }
 
+  // The guidelines (header): closing them puts the focus back on their summary, so g opens them again.
+  function closeGuidelines(details) {
+    if (!details || !details.open) return false;
+    details.open = false;
+    details.querySelector("summary")?.focus({ preventScroll: true });
+    return true;
+  }
+
   function onKeyDown(event) {
     const target = event.target;
     const help = document.getElementById("ws-help");
@@ -141,6 +149,10 @@
         event.preventDefault();
         help.close();
       }
+      return;
+    }
+    if (event.key === "Escape" && !isTextField(target) && closeGuidelines(document.querySelector("#ws-guidelines[open]"))) {
+      event.preventDefault();
       return;
     }
     if (isTextField(target)) {
@@ -364,6 +376,8 @@
   document.addEventListener("submit", onSubmitCapture, true);
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-help-open]")) toggleHelp();
+    const close = event.target.closest("[data-guidelines-close]");
+    if (close) closeGuidelines(close.closest("details"));
   });
   document.addEventListener("focusin", (event) => {
     const row = event.target.closest && event.target.closest("[data-rows] .ws-row");
