@@ -133,12 +133,23 @@
     else help.showModal();
   }
 
-  // The guidelines (header): closing them puts the focus back on their summary, so g opens them again.
+  // The guidelines (header): closing them hands the focus to the item, where Enter submits (on
+  // their summary it would open them again); g opens them again.
   function closeGuidelines(details) {
     if (!details || !details.open) return false;
     details.open = false;
-    details.querySelector("summary")?.focus({ preventScroll: true });
+    const item = document.querySelector("#workspace .ws-item");
+    if (item) item.focus({ preventScroll: true });
+    else details.querySelector("summary")?.focus({ preventScroll: true });
     return true;
+  }
+
+  // A citation link points into its report's bibliography, folded by default: open it on the way.
+  function openCited(link) {
+    if (!link) return;
+    const entry = document.getElementById(decodeURIComponent(link.hash.slice(1)));
+    const details = entry && entry.closest("details");
+    if (details && !details.open) details.open = true;
   }
 
   function onKeyDown(event) {
@@ -282,7 +293,17 @@
     const invalid = swapped.querySelector(".error, .ws-errors");
     const field = invalid && invalid.closest("label, .ws-field, .ws-note")?.querySelector("textarea, input:not([type=radio])");
     if (field && isTextField(field)) field.focus();
-    else swapped.querySelector(".ws-item")?.focus({ preventScroll: true });
+    else focusArrival(swapped);
+  }
+
+  // What a panel asks to be read first (the judge's verdict revealed after a label) takes the
+  // focus and is scrolled into view; else the item does, without scrolling.
+  function focusArrival(scope) {
+    const first = scope.querySelector(".ws-item [data-focus-on-arrival]");
+    if (first) {
+      first.focus({ preventScroll: true });
+      first.scrollIntoView({ block: "nearest" });
+    } else scope.querySelector(".ws-item")?.focus({ preventScroll: true });
   }
 
   // --- The next item held ready (issue #20) -----------------------------------------------------
@@ -378,6 +399,7 @@
     if (event.target.closest("[data-help-open]")) toggleHelp();
     const close = event.target.closest("[data-guidelines-close]");
     if (close) closeGuidelines(close.closest("details"));
+    openCited(event.target.closest && event.target.closest('a[href^="#ref-"]'));
   });
   document.addEventListener("focusin", (event) => {
     const row = event.target.closest && event.target.closest("[data-rows] .ws-row");
@@ -398,4 +420,6 @@
     showAlert("Could not reach the server. Nothing was lost: your input is still here — press Enter to try again.")
   );
   initPanel();
+  const workspace = document.getElementById("workspace");
+  if (workspace && workspace.querySelector("[data-focus-on-arrival]")) focusArrival(workspace);
 })();
