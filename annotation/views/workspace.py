@@ -13,7 +13,9 @@ from django.views.decorators.http import require_POST
 
 from ..assignment import assignment_skip, claim_next_items, label_submit_and_claim, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
+from ..middleware import ranking_refusal
 from ..models import AnnotationItem, AnnotationProject, TargetKind
+from ..selectors.my_work import my_work as my_work_rows
 from ..selectors.progress import own_progress
 from ..selectors.projects import LABELLING_ROLES
 from ..selectors.targets import item_target
@@ -22,7 +24,7 @@ from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import Submission, label_submit_many
 from ..services.projects import guidelines_seen_record
-from ..services.undo import label_undo_last
+from ..services.undo import label_undo_last, undo_target_item
 from . import display
 from core.http import refuse
 from .access import alert, item_in, project_for
@@ -80,6 +82,8 @@ def _item_page(request, project, role, *, item, claim=None, form=None, add_form=
     # htmx panels load the "add a missing item" form when it is opened (most items never need
     # it, and building and rendering it is a fifth of the panel); a page shows it inline.
     add_lazy = bool(request.htmx) and add_form is None and not add_kind and _add_allowed(project, context)
+    if context["own_label"] is not None and not project.blind:  # undo acts on the last label or skip only
+        page["undoable"] = undo_target_item(annotator=request.user, project=project) == item.pk
     page.update(
         kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
         display=shown, labels=display.labels_view(context), form=form,
@@ -126,6 +130,8 @@ def _render(
         if after is not None:
             page["after_html"] = _after_html(request, project, role, after)
     page["progress"] = own_progress(project=project, user=request.user)
+    if not request.htmx:  # the page's top menu: Runs and Dashboards answer 403 to whoever labels blind
+        page["hide_rankings"] = bool(ranking_refusal(request.user))
     template = "annotation/_panel.html" if request.htmx else "annotation/workspace.html"
     return render(request, template, page, status=status)
 
@@ -326,6 +332,21 @@ def undo(request, project_id: int):
     if not request.htmx:
         return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
     return _render(request, project, role, item=item, flash=flash)
+
+
+@login_required
+def my_work(request, project_id: int):
+    """The user's labels and skips in the project, each item one click away (its page shows a
+    label with what may be seen now, and undoes it where the rules allow; a skipped item can be
+    labelled there), the holds that ran out, and the way to have every skipped item offered again."""
+    project, role = project_for(request, project_id)
+    rows = my_work_rows(project=project, user=request.user)
+    labels = [{"label": label, "summary": display.value_summary(project.kind, label.value)}
+              for label in rows["labels"]]
+    page = {"project": project, "role": role, "labels": labels, "skips": rows["skips"], "expired": rows["expired"],
+            "more": rows["more"], "hide_rankings": bool(ranking_refusal(request.user)),
+            "hold_minutes": round(project.hold_duration.total_seconds() / 60)}
+    return render(request, "annotation/my_work.html", page)
 
 
 @login_required

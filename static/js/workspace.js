@@ -419,6 +419,20 @@
   document.body.addEventListener("htmx:sendError", () =>
     showAlert("Could not reach the server. Nothing was lost: your input is still here — press Enter to try again.")
   );
+  // A hold that runs out while the item is shown says so (the item may then go to someone else;
+  // a label is still accepted while the item has a free slot).
+  function markExpiredHolds() {
+    document.querySelectorAll("#workspace .ws-hold[data-expires]").forEach((hold) => {
+      if (Date.parse(hold.dataset.expires) > Date.now()) return;
+      hold.removeAttribute("data-expires");
+      hold.classList.remove("muted");
+      hold.classList.add("ws-hold-expired");
+      hold.setAttribute("role", "status");
+      hold.textContent = `your hold ran out at ${hold.textContent.replace("reserved for you until ", "")}: the item may go to someone else; your label is still saved while it has a free slot`;
+    });
+  }
+  window.setInterval(markExpiredHolds, 15000);
+
   initPanel();
   const workspace = document.getElementById("workspace");
   if (workspace && workspace.querySelector("[data-focus-on-arrival]")) focusArrival(workspace);

@@ -21,7 +21,7 @@ from annotation.services.projects import membership_add, project_create, project
 from core.workers import worker_heartbeat_beat
 from scoring.models import Verdict
 from tests.annotation_factories import ProfileFactory, deepscholar_agreement_project
-from tests.factories import ReportFactory, SystemFactory, TaskFactory, UserFactory
+from tests.factories import ChecklistGroupFactory, ReportFactory, SystemFactory, TaskFactory, UserFactory
 from tests.support.axe import assert_accessible
 from tests.support.browser import SCREENSHOTS
 
@@ -180,6 +180,8 @@ def test_verify_decision_in_view_on_arrival_and_general_group_label_accessible(o
         "autonomous driving.\n\nThis survey reviews radar data representations\nfor deep learning."
     ))
     project_update(project=verify, actor=world["curator"], guidelines=GUIDELINES)
+    # a group rejected earlier: its row in "everything proposed" is struck through, its labels legible
+    ChecklistGroupFactory(task=verify.tasks.get(), name="Old general group", review_status="rejected")
     page = open_as("annotator1")
     go(page, f"{live_server.url}/annotate/{verify.pk}/")
     page.keyboard.press("Escape")  # folds the guidelines the first item opens
@@ -191,6 +193,14 @@ def test_verify_decision_in_view_on_arrival_and_general_group_label_accessible(o
         expect(page.locator("[data-role=decision] [data-submit]")).to_be_in_viewport(ratio=1)
         shot(page, f"verify-{seen + 1}")
         assert_accessible(page, f"verify workspace, item {seen + 1}")
+        material = page.locator(".ws-task-items details.ws-material-lazy")
+        if material.count():  # an htmx panel loads it when opened
+            material.locator("summary").click()
+            expect(page.locator(".ws-task-items .ws-ti").first).to_be_visible()
+        page.locator(".ws-task-items details.ws-ti:has(.status.rejected)").first.scroll_into_view_if_needed()
+        assert_accessible(page, f"verify workspace, item {seen + 1}, every proposal of the task shown")
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.locator(".ws-item").focus()  # away from the summary clicked (Enter there would fold it)
         if seen == 0:  # the abstract's hard line ends are reflowed into one paragraph
             abstract = page.locator("[data-testid=survey-abstract]")
             expect(abstract.locator("p")).to_have_count(2)
