@@ -37,7 +37,7 @@ FORMATS = ("jsonl", "csv")
 CHUNK = 1000
 
 LABEL_COLUMNS = ("label_id", "project_id", "project", "project_kind", "item_id", "item_status", "target_kind",
-                 "target_id", "task", "annotator", "value", "created_at")
+                 "target_id", "task", "annotator", "value", "created_at", "guidelines_version")
 GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", "task", "value", "note",
                 "decided_by", "decided_at")
 AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
@@ -100,6 +100,7 @@ def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
             "project_kind": label.project.kind, "item_id": item.pk, "item_status": item.status,
             "target_kind": item.target_kind, "target_id": item.target_id, "task": _task(item),
             "annotator": label.annotator.get_username(), "value": label.value, "created_at": _time(label.created_at),
+            "guidelines_version": label.guidelines_version,
         }
 
 

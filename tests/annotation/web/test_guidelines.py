@@ -161,3 +161,15 @@ def test_pairwise_workspace_shows_guidelines_too(owner, alice):
     client.force_login(alice)
     html = _workspace(client, project)
     assert 'data-role="guidelines"' in html and "<strong>answers the task</strong>" in html
+
+
+def test_the_label_export_carries_the_guidelines_version(project, alice, client):
+    from annotation.exporters import LABEL_COLUMNS, label_rows
+
+    client.force_login(alice)
+    _workspace(client, project)
+    claim = claim_of(alice, project)
+    client.post(reverse("annotation:label", args=[project.pk, claim.item_id]),
+                {"decision": "accept", "client_token": str(uuid.uuid4())}, HTTP_HX_REQUEST="true")
+    (row,) = label_rows(Label.objects.filter(annotator=alice))
+    assert "guidelines_version" in LABEL_COLUMNS and row["guidelines_version"] == 1
