@@ -167,9 +167,24 @@ def test_pairwise_both_reports_and_the_decision_in_view_on_arrival(open_as, live
     shot(page, "pairwise-second-item")
     assert Label.objects.get(annotator=annotator).guidelines_version == 1
 
-    # A reload: the guidelines were seen, they stay folded.
+    # A reload: the guidelines were seen, they stay folded; the top menu has no Runs or Dashboards
+    # (they answer 403 while the annotator labels blind).
     go(page, f"{live_server.url}/annotate/{project.pk}/")
     expect(page.locator("[data-role=guidelines]")).not_to_have_attribute("open", "")
+    expect(page.locator(".topbar nav")).not_to_contain_text("Dashboards")
+    expect(page.locator(".topbar nav")).not_to_contain_text("Runs")
+
+    # Skip the shown item, then find both in "my work"; the skipped one is offered again on request.
+    page.keyboard.press("s")
+    expect(page.locator(".ws-flash")).to_contain_text("Skipped item")
+    page.click("text=My work")
+    expect(page.locator("[data-testid=my-labels-list] tbody tr")).to_have_count(1)
+    expect(page.locator("[data-testid=my-labels-list]")).to_contain_text("v1")
+    expect(page.locator("[data-testid=my-skips] tbody tr")).to_have_count(1)
+    shot(page, "my-work")
+    assert_accessible(page, "my work")
+    page.click("#revisit-skipped button")
+    expect(page.locator(".ws-flash")).to_contain_text("1 skipped item offered again")
 
 
 def test_verify_decision_in_view_on_arrival_and_general_group_label_accessible(open_as, live_server):
