@@ -5,7 +5,9 @@ the same URLs serve full pages without JavaScript. What an item shows comes from
 ``item_context_for`` only (it enforces blind mode).
 """
 
+from django import forms
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -64,6 +66,23 @@ def _guidelines(request, project, *, answer: bool) -> dict | None:
             "open": opening, "changed": opening and bool(seen), "oob": answer}
 
 
+def _error_summary(form) -> list[dict]:
+    """Every error of a refused label form for the summary above the item (``role="alert"``),
+    each linking to its field (a choice: its first option)."""
+    rows = []
+    for name, errors in (form.errors.items() if form is not None else ()):
+        if name == NON_FIELD_ERRORS or name not in form.fields:
+            rows += [{"text": error, "href": "", "label": ""} for error in errors]
+            continue
+        bound = form[name]
+        if isinstance(bound.field.widget, forms.HiddenInput):
+            rows += [{"text": f"{bound.label}: {error}", "href": "", "label": ""} for error in errors]
+            continue
+        anchor = bound.auto_id + ("_0" if isinstance(bound.field.widget, forms.RadioSelect) else "")
+        rows += [{"text": error, "href": f"#{anchor}", "label": bound.label} for error in errors]
+    return rows
+
+
 def _item_page(request, project, role, *, item, claim=None, form=None, add_form=None, add_kind="") -> dict:
     """What the panel shows of ``item`` (``_item.html``): its context, form and display."""
     context = item_context_for(item=item, user=request.user, with_task=True, role=role, claim=claim, project=project)
@@ -86,7 +105,7 @@ def _item_page(request, project, role, *, item, claim=None, form=None, add_form=
         page["undoable"] = undo_target_item(annotator=request.user, project=project) == item.pk
     page.update(
         kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
-        display=shown, labels=display.labels_view(context), form=form,
+        display=shown, labels=display.labels_view(context), form=form, error_summary=_error_summary(form),
         add_form=add_form if add_form is not None or add_lazy else _add_form(project, context, kind=add_kind),
         add_open=add_form is not None or bool(add_kind), add_lazy=add_lazy,
     )

@@ -148,3 +148,17 @@ def test_undo_refusal_names_what_each_kind_hid(owner, alice, bob, client):
     refused = client.post(url("undo", project), HTTP_HX_REQUEST="true").content.decode()
     assert "your label on item" in refused and "judge" in refused and "systems" not in refused
     assert re.search(r"is final: this project is blind", refused)
+
+
+def test_a_refused_label_shows_an_error_summary_linking_to_its_field(owner, alice, client):
+    project = pairwise_project(owner, [alice])
+    client.force_login(alice)
+    html = page(client, url("workspace", project))
+    item = claim_of(alice, project).item
+    token_ = re.search(r'name="client_token" value="([0-9a-f-]{36})"', html).group(1)
+    refused = client.post(url("label", project, item), {"client_token": token_}, HTTP_HX_REQUEST="true")
+    answer = refused.content.decode()
+    assert refused.status_code == 422
+    summary = answer.split('class="ws-errors" role="alert"')[1].split("</div>")[0]
+    assert re.search(r'<a href="#id_choice_0">Choice</a>: \S', summary)
+    assert 'id="id_choice_0"' in answer  # the link's target exists
