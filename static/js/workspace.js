@@ -428,7 +428,7 @@
       hold.classList.remove("muted");
       hold.classList.add("ws-hold-expired");
       hold.setAttribute("role", "status");
-      hold.textContent = `your hold ran out at ${hold.textContent.replace("reserved for you until ", "")}: the item may go to someone else; your label is still saved while it has a free slot`;
+      hold.textContent = `your hold ran out at ${hold.textContent.replace("reserved for you until ", "")}: the item may go to someone else (a label is still saved while it has a free slot)`;
     });
   }
   window.setInterval(markExpiredHolds, 15000);

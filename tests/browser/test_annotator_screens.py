@@ -10,6 +10,7 @@ Pairwise reports are real DeepScholar-bench system outputs (``datasets/``), long
 their boxes, not their text, decide what is visible.
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,18 @@ def test_agreement_decision_in_view_and_the_reveal_in_view_with_focus(open_as, l
         expect(page.locator(f'.ws-item[data-item="{item_id}"]')).to_have_count(0)
         if page.locator(".ws-done").count():
             break
+
+
+def test_a_hold_that_runs_out_while_the_item_is_shown_says_so(open_as, live_server):
+    curator, annotator = _users()
+    project = real_pairwise(curator, annotator)
+    page = open_as("annotator1")
+    page.clock.install()  # the page's clock, so the hold (15 minutes) can run out in the test
+    go(page, f"{live_server.url}/annotate/{project.pk}/")
+    hold = page.locator(".ws-item-head .ws-hold")
+    expect(hold).to_contain_text("reserved for you until")
+    page.clock.fast_forward("16:00")
+    expect(hold).to_have_class(re.compile("ws-hold-expired"))
+    expect(hold).to_contain_text("your hold ran out at")
+    shot(page, "pairwise-hold-expired")
+    assert_accessible(page, "pairwise workspace, hold ran out")
