@@ -40,7 +40,7 @@ FORMATS = ("jsonl", "csv")
 CHUNK = 1000
 
 LABEL_COLUMNS = ("label_id", "project_id", "project", "project_kind", "item_id", "item_status", "target_kind",
-                 "target_id", "task", "annotator", "value", "created_at")
+                 "target_id", "task", "annotator", "value", "created_at", "guidelines_version")
 GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", "task", "value", "note",
                 "decided_by", "decided_at")
 AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
@@ -107,6 +107,7 @@ def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
             "target_id": target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=revealed),
             "task": _task(item), "annotator": label.annotator.get_username(),
             "value": label_value_shown(label.value, revealed=revealed), "created_at": _time(label.created_at),
+            "guidelines_version": label.guidelines_version,
         }
 
 

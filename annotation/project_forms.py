@@ -21,9 +21,13 @@ Kind = AnnotationProject.Kind
 SERVICE_FIELDS = {
     "hold_duration": "hold_minutes", "label_set": "labels", "task_set": "task_set", "tasks": "tasks",
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
-    "item_kinds": "item_kinds", "name": "name", "kind": "kind", "status": "status", "username": "username",
+    "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
     "role": "role", "user": "username",
 }
+
+
+GUIDELINES_HELP = ("markdown; shown in every workspace of the project, open on an annotator's first item and"
+                   " again after each change; every label records the version its annotator had seen")
 
 
 def _split(text: str) -> list[str]:
@@ -45,6 +49,10 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
     kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    guidelines = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 6}), label="Guidelines for annotators",
+        help_text=GUIDELINES_HELP,
+    )
     task_set = forms.ModelChoiceField(
         queryset=TaskSet.objects.order_by("name", "-version"), required=False,
         empty_label="— or pick tasks below —",
@@ -98,7 +106,8 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         labels = _split(data["labels"])
         field = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}[kind]
         arguments = {
-            "name": data["name"], "kind": kind, "description": data["description"], "tasks": tasks,
+            "name": data["name"], "kind": kind, "description": data["description"],
+            "guidelines": data["guidelines"], "tasks": tasks,
             "task_set": data["task_set"], "overlap": data["overlap"], "blind": data["blind"],
             "reveal": data["reveal"] or None,
             "hold_duration": timedelta(minutes=data["hold_minutes"]), "label_set": {field: labels} if labels else None,
@@ -121,19 +130,23 @@ class ProjectEditForm(ServiceErrorForm):
 
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}),
+                                 label="Guidelines for annotators", help_text=GUIDELINES_HELP)
     hold_minutes = forms.IntegerField(min_value=1, label="Hold time (minutes)")
     status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
                                help_text="paused and closed projects hand out and accept no labels")
 
     @classmethod
     def for_project(cls, project: AnnotationProject, data=None) -> "ProjectEditForm":
-        initial = {"name": project.name, "description": project.description, "status": project.status,
+        initial = {"name": project.name, "description": project.description, "guidelines": project.guidelines,
+                   "status": project.status,
                    "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60))}
         return cls(data, initial=initial)
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data
-        return {"name": data["name"], "description": data["description"], "status": data["status"],
+        return {"name": data["name"], "description": data["description"], "guidelines": data["guidelines"],
+                "status": data["status"],
                 "hold_duration": timedelta(minutes=data["hold_minutes"])}
 
 

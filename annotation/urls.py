@@ -12,6 +12,7 @@ urlpatterns = [
     path("<id:project_id>/progress/", projects.progress, name="progress"),
     path("<id:project_id>/undo/", workspace.undo, name="undo"),
     path("<id:project_id>/revisit-skipped/", workspace.revisit_skipped, name="revisit_skipped"),
+    path("<id:project_id>/mine/", workspace.my_work, name="my_work"),
     path("<id:project_id>/items/<id:item_id>/", workspace.item_detail, name="item"),
     path("<id:project_id>/items/<id:item_id>/label/", workspace.label_create, name="label"),
     path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),

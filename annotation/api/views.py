@@ -96,14 +96,16 @@ class ProjectListApi(ListApi):
 
         class Meta:
             model = AnnotationProject
-            fields = ["id", "name", "description", "kind", "status", "blind", "reveal", "overlap", "task_set",
-                      "label_set", "label_level", "dimensions", "item_kinds", "my_role", "n_items", "n_settled",
-                      "created_at"]
+            fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
+                      "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
+                      "my_role", "n_items", "n_settled", "created_at"]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
         kind = serializers.ChoiceField(choices=AnnotationProject.Kind.choices)
         description = serializers.CharField(required=False, allow_blank=True, default="")
+        guidelines = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False,
+                                           help_text="markdown shown to annotators in the workspace")
         tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
         task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
         item_kinds = serializers.ListField(child=serializers.ChoiceField(choices=list(VERIFY_TARGETS)), required=False,
@@ -154,6 +156,8 @@ class ProjectDetailApi(DetailApi):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, max_length=200)
         description = serializers.CharField(required=False, allow_blank=True)
+        guidelines = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                           help_text="markdown; a change is a new guidelines_version")
         hold_seconds = serializers.IntegerField(required=False, min_value=1)
         status = serializers.ChoiceField(required=False, choices=AnnotationProject.Status.choices)
 
@@ -165,7 +169,7 @@ class ProjectDetailApi(DetailApi):
 
     @extend_schema(request=InputSerializer, responses={200: OutputSerializer})
     def patch(self, request, pk: int):
-        """Change what is safe to change once labelling started: name, description, hold time, status.
+        """Change what is safe to change once labelling started: name, description, guidelines, hold time, status.
         Other fields (kind, tasks, k, labels, blind) are refused with 400."""
         project = curated_project(request, pk, action="edit projects")
         unknown = sorted(set(request.data) - set(self.InputSerializer().fields))

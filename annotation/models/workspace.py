@@ -95,6 +95,10 @@ class AnnotationProject(TimeStamped):
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    guidelines = models.TextField(blank=True, help_text="markdown: what annotators read before and while labelling")
+    guidelines_version = models.PositiveIntegerField(
+        default=0, help_text="0 until guidelines are first written, then one more on every change of their text"
+    )
     kind = models.CharField(max_length=20, choices=Kind.choices)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN, db_index=True)
     task_set = models.ForeignKey(TaskSet, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -138,6 +142,9 @@ class ProjectMembership(TimeStamped):
     project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships")
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.ANNOTATOR)
+    guidelines_seen = models.PositiveIntegerField(
+        default=0, help_text="the project's guidelines version the workspace last showed this member open"
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "user"], name="membership_unique")]
@@ -268,6 +275,11 @@ class Label(models.Model):
     source_preference = models.ForeignKey(
         PairwisePreference, null=True, blank=True, on_delete=models.SET_NULL, related_name="imported_labels",
         help_text="the imported preference this label reflects (project_from_preferences)",
+    )
+    guidelines_version = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="the project's guidelines version the annotator had been shown when labelling (0: none shown);"
+                  " null: labels made before guidelines were recorded, or imported",
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

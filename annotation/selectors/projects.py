@@ -24,16 +24,18 @@ def project_role(*, project: AnnotationProject, user) -> str | None:
 
 def project_with_role(*, project_id: int, user) -> tuple[AnnotationProject, str | None]:
     """The project and ``project_role`` of ``user`` in it, in one query (the membership's role
-    rides along as a subquery); raises ``AnnotationProject.DoesNotExist``. Views resolve the
+    and the guidelines version it was last shown, ``project.my_guidelines_seen``, ride along as
+    subqueries; None without membership); raises ``AnnotationProject.DoesNotExist``. Views resolve the
     role once per request with this and pass it down."""
     if not getattr(user, "is_authenticated", False):
         return AnnotationProject.objects.get(pk=project_id), None
+    membership = f"FROM {rawsql.table(ProjectMembership)} m WHERE m.project_id = p.id AND m.user_id = %s"
     project = rawsql.first_row(
         AnnotationProject,
-        f"SELECT p.*, (SELECT m.role FROM {rawsql.table(ProjectMembership)} m"
-        f" WHERE m.project_id = p.id AND m.user_id = %s) AS my_role FROM {rawsql.table(AnnotationProject)} p"
-        " WHERE p.id = %s",
-        [user.pk, project_id],
+        f"SELECT p.*, (SELECT m.role {membership}) AS my_role,"
+        f" (SELECT m.guidelines_seen {membership}) AS my_guidelines_seen"
+        f" FROM {rawsql.table(AnnotationProject)} p WHERE p.id = %s",
+        [user.pk, user.pk, project_id],
     )
     if project is None:
         raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")

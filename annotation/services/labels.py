@@ -107,7 +107,8 @@ class SubmissionResult:
 def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]:
     """Lock the items (in id order, so two batches never wait on each other in a cycle), each
     with its project (``item.project``, one instance per project), the annotator's membership
-    role in it as ``my_role``, and its target row as ``target_row`` (``target_join``: a verify
+    role in it as ``my_role`` and the guidelines version it last showed them as
+    ``my_guidelines_seen`` (None without membership), and its target row as ``target_row`` (``target_join``: a verify
     item's benchmark row, a pairwise item's pair, a verdict): one query, joining the tables of
     the items' kinds as this process remembers them (``kinds_of``), again with every kind's in
     the rare case it remembered wrongly (SQLite reuses the ids of a rolled-back insert). The
@@ -119,11 +120,14 @@ def _locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem
         target_columns, target_joins, target_params = target_join(kinds)
         sql = (
             f"SELECT i.*, {rawsql.joined_columns(AnnotationProject, 'p')}{target_columns},"
-            f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role"
+            f" (SELECT m.role FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s) AS my_role,"
+            f" (SELECT m.guidelines_seen FROM {membership} m WHERE m.project_id = i.project_id AND m.user_id = %s)"
+            " AS my_guidelines_seen"
             f" FROM {item} i JOIN {project} p ON p.id = i.project_id{target_joins}"
             f" WHERE i.id IN ({', '.join(['%s'] * len(ids))}) ORDER BY i.id {lock_clause(of='i')}"
         )
-        return {row.pk: row for row in rawsql.rows(AnnotationItem, sql, [annotator.pk, *target_params, *ids])}
+        params = [annotator.pk, annotator.pk, *target_params, *ids]
+        return {row.pk: row for row in rawsql.rows(AnnotationItem, sql, params)}
 
     kinds = kinds_of(ids)
     items = read(kinds)
@@ -284,8 +288,11 @@ class _Batch:
                     f"your hold on item {item.pk} expired and its {item.labels_needed} slots are taken; "
                     "your label was not saved — ask for the next item"
                 )
+        # The guidelines the annotator had been shown (the workspace remembers it per member); a
+        # global curator without membership is shown them open on every workspace page.
+        seen = item.my_guidelines_seen if item.my_guidelines_seen is not None else project.guidelines_version
         label = Label(project=project, item=item, annotator=self.annotator, value=clean, client_token=token,
-                      assignment=claim, created_at=self.now)
+                      assignment=claim, created_at=self.now, guidelines_version=seen)
         self.accepted.append((item, label, claim))
         self.own.append(label)
         return SubmissionResult(label=label, created=True, role=self.roles[item.project_id])

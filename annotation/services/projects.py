@@ -149,8 +149,13 @@ def _settings_view(project: AnnotationProject) -> dict:
         "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
         "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
-        "task_set_id": project.task_set_id,
+        "task_set_id": project.task_set_id, "guidelines_version": project.guidelines_version,
     }
+
+
+def _guidelines_clean(text: str | None) -> str:
+    """Guidelines as stored: a browser's CRLF line ends and the edges' blank space are not a new version."""
+    return (text or "").replace("\r\n", "\n").strip()
 
 
 def _project_new(
@@ -199,9 +204,12 @@ def project_create(
     dimensions: Sequence[str] | None = None,
     hold_duration: timedelta = DEFAULT_HOLD,
     description: str = "",
+    guidelines: str = "",
     seed: int = 0,
 ) -> AnnotationProject:
     """Create a project, make its creator its curator, and populate its items in bulk.
+
+    ``guidelines``: markdown the workspace shows annotators (version 1 when given, else 0).
 
     verify: the still-proposed rows of ``item_kinds`` (default all kinds) of the tasks, k ≥ 2
     (default 2: review, then cross-validation); their tasks go from draft to in review.
@@ -240,6 +248,7 @@ def project_create(
         judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, reveal=reveal,
         hold_duration=hold_duration, seed=seed, label_level=label_level,
         dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
+        guidelines=_guidelines_clean(guidelines), guidelines_version=1 if _guidelines_clean(guidelines) else 0,
     )
     added = _populate(project, actor=created_by)
     audit_record(
@@ -320,7 +329,9 @@ def project_populate(*, project: AnnotationProject, actor) -> int:
 
 # What may change once a project has items: nothing that changes what is labelled, how, or by
 # how many (kind, tasks, overlap, label set, blind would make earlier labels incomparable).
-EDITABLE = ("name", "description", "hold_duration", "status")
+# Guidelines may change: each change is a new version, and every label records the version its
+# annotator had been shown (``Label.guidelines_version``).
+EDITABLE = ("name", "description", "guidelines", "hold_duration", "status")
 
 
 @transaction.atomic
@@ -330,12 +341,15 @@ def project_update(
     actor,
     name: str | None = None,
     description: str | None = None,
+    guidelines: str | None = None,
     hold_duration: timedelta | None = None,
     status: str | None = None,
 ) -> AnnotationProject:
-    """Rename, describe, change the hold time, or open/pause/close a project (closed projects hand
-    out and accept nothing; closing a blind project reveals what it hid, so it is final).
-    One audit row with the changed fields before and after."""
+    """Rename, describe, rewrite the guidelines, change the hold time, or open/pause/close a
+    project (closed projects hand out and accept nothing; closing a blind project reveals what it
+    hid, so it is final). A change of the guidelines' text is a new ``guidelines_version`` (the
+    workspace opens them again for every annotator). One audit row with the changed fields
+    before and after."""
     _require_curator(project=project, user=actor, action="edit projects")
     project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
     changes: dict = {}
@@ -348,6 +362,9 @@ def project_update(
         changes["name"] = name
     if description is not None:
         changes["description"] = description
+    if guidelines is not None and _guidelines_clean(guidelines) != project.guidelines:
+        changes["guidelines"] = _guidelines_clean(guidelines)
+        changes["guidelines_version"] = project.guidelines_version + 1
     if hold_duration is not None:
         if hold_duration <= timedelta(0):
             raise ValueError("hold_duration: must be positive")
@@ -373,6 +390,26 @@ def project_update(
         before=before, after={field: shown.get(field, str)(value) for field, value in changes.items()},
     )
     return project
+
+
+@transaction.atomic
+def guidelines_seen_record(*, project: AnnotationProject, user, version: int) -> bool:
+    """Remember that the workspace showed ``user`` the project's guidelines of ``version`` open
+    (the version the page rendered), so it shows them folded until they change
+    (``ProjectMembership.guidelines_seen``; their labels record it). Members only: a global
+    curator without membership has nothing to remember it in, and their workspace opens the
+    guidelines on every page. Returns whether anything changed; audited."""
+    membership = ProjectMembership.objects.select_for_update().filter(project=project, user=user).first()
+    if membership is None or membership.guidelines_seen >= version:
+        return False
+    before = membership.guidelines_seen
+    membership.guidelines_seen = version
+    membership.save(update_fields=["guidelines_seen", "updated_at"])
+    audit_record(
+        actor=user, action="guidelines.seen", target_kind="annotation_project", target_id=project.pk, project=project,
+        before={"guidelines_seen": before}, after={"guidelines_seen": version},
+    )
+    return True
 
 
 def project_set_status(*, project: AnnotationProject, status: str, actor) -> AnnotationProject:

@@ -33,6 +33,13 @@ def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment
     return label
 
 
+def undo_target_item(*, annotator, project: AnnotationProject) -> int | None:
+    """The item ``label_undo_last`` would act on now (the annotator's last label or skip in the
+    project), so a page offers "undo" only beside that one. A read: two queries."""
+    action = _last_action(annotator=annotator, project=project)
+    return None if action is None else action.item_id
+
+
 def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> Assignment | None:
     """Reserve the undone item for the annotator again (under the item's lock), so the
     workspace shows it as theirs (first). Same rules as ``claim_next_item``: the claims they
@@ -82,16 +89,28 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     item.target_version = updated.version
 
 
-BLIND_UNDO_REFUSED = (
-    "your label on item {position} is final: this project is blind, and committing it showed you what was"
-    " hidden (the judge's verdict, the other labels, the systems compared); ask a curator to correct it"
-)
+# Why a label stays final in a blind project, in the words of what its kind hid until it was
+# committed (``annotation.blind``): each kind names only what it has.
+BLIND_UNDO_REFUSED = {
+    AnnotationProject.Kind.VERIFY: (
+        "your decision on item {position} is final: this project is blind, and committing it showed you how"
+        " the other reviewers decided this proposal; ask a curator to correct it"
+    ),
+    AnnotationProject.Kind.PAIRWISE: (
+        "your preference on item {position} is final: this project is blind, and committing it showed you which"
+        " systems wrote the two reports and any other annotator's preference; ask a curator to correct it"
+    ),
+    AnnotationProject.Kind.AGREEMENT: (
+        "your label on item {position} is final: this project is blind, and committing it showed you the"
+        " judge's verdict and any other annotator's label; ask a curator to correct it"
+    ),
+}
 
 
 def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:
     locked = item_lock(item_id=label.item_id)
     if project.blind:
-        raise UndoRefusedError(BLIND_UNDO_REFUSED.format(position=locked.position))
+        raise UndoRefusedError(BLIND_UNDO_REFUSED[project.kind].format(position=locked.position))
     label = Label.objects.filter(pk=label.pk).first()
     if label is None:
         raise UndoRefusedError("that label was already undone")

@@ -28,6 +28,17 @@ def safe_markdown(text: str) -> SafeString:
     return mark_safe(markdown_to_safe_html(text))  # sanitized by nh3 in markdown_to_safe_html
 
 
+_HARD_WRAP = re.compile(r"[ \t]*\n[ \t]*")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+
+
+def reflowed(text: str) -> list[str]:
+    """A source's plain text (an abstract, a cited document) as paragraphs: blank lines part
+    them, the hard line ends inside one (a PDF's or an API's wrapping) become spaces. Plain
+    text for the templates to escape: a source is not markdown (its ``*`` and ``_`` are its own)."""
+    return [_HARD_WRAP.sub(" ", para).strip() for para in _PARAGRAPH_BREAK.split((text or "").strip()) if para.strip()]
+
+
 def _md_escape(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)
 
@@ -200,6 +211,10 @@ def relevant_sections(survey, query: str, *, limit: int = 3) -> list[dict]:
     ]
 
 
+def _truncated(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def _by_pk(rows, pk: int):
     return next((row for row in rows if row.pk == pk), None)
 
@@ -225,6 +240,7 @@ def verify_view(context: dict, task) -> dict:
     # A prompt asks for the whole survey: its abstract and outline say more than any one section.
     out["sections"] = [] if kind == TargetKind.PROMPT else relevant_sections(task.survey, query)
     out["relevant_headings"] = {section["heading"] for section in out["sections"]}
+    out["abstract"] = reflowed(_truncated(task.survey.abstract or "", 2400))
     out["bibliography"] = [
         {"number": ref.get("number"), "title": ref.get("title") or ref.get("text") or ""}
         for ref in (task.survey.references or [])[:500]
@@ -234,6 +250,19 @@ def verify_view(context: dict, task) -> dict:
 
 
 # --- The item panel ----------------------------------------------------------------------------
+
+# The parts of what a judge was shown that are a source's text (an abstract, a cited document):
+# reflowed as plain paragraphs. Every other part was written in markdown by a system or a person
+# (a report's sentence, a checklist item, a survey's section) and is rendered as such.
+SOURCE_PARTS = frozenset({"passage", "source", "document"})
+
+
+def _judged_part(part: dict) -> dict:
+    if part.get("is_report"):
+        return part
+    if part["name"] in SOURCE_PARTS:
+        return {**part, "paragraphs": reflowed(part["text"])}
+    return {**part, "html": safe_markdown(part["text"])}
 
 
 def kind_view(context: dict, *, task=None) -> dict:
@@ -251,10 +280,12 @@ def kind_view(context: dict, *, task=None) -> dict:
             for side, name in sides
         ]}
     report = report_view(target["report_text"], anchor="ref-report")
-    parts = (target.get("judged_input") or {}).get("parts", [])
+    parts = [_judged_part(part) for part in (target.get("judged_input") or {}).get("parts", [])]
     # Where a judged statement sits in the report, with what it cites (its sentence, found by text).
     said = next((part["text"] for part in parts if part["name"] == "statement"), "")
     statement = statement_in_report(report, said) if said else None
+    if statement is not None:
+        statement["html"] = safe_markdown(statement["sentence"])
     judge = context["judge"]  # None until item_context_for reveals it
     rationale = safe_markdown(judge["rationale"]) if judge and judge["rationale"] else ""
     return {

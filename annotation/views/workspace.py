@@ -5,7 +5,9 @@ the same URLs serve full pages without JavaScript. What an item shows comes from
 ``item_context_for`` only (it enforces blind mode).
 """
 
+from django import forms
 from django.contrib import messages
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -13,7 +15,9 @@ from django.views.decorators.http import require_POST
 
 from ..assignment import assignment_skip, claim_next_items, label_submit_and_claim, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
+from ..middleware import ranking_refusal
 from ..models import AnnotationItem, AnnotationProject, TargetKind
+from ..selectors.my_work import my_work as my_work_rows
 from ..selectors.progress import own_progress
 from ..selectors.projects import LABELLING_ROLES
 from ..selectors.targets import item_target
@@ -21,7 +25,8 @@ from ..selectors.workspace import item_context_for, label_form_context, task_mat
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..services.labels import Submission, label_submit_many
-from ..services.undo import label_undo_last
+from ..services.projects import guidelines_seen_record
+from ..services.undo import label_undo_last, undo_target_item
 from . import display
 from core.http import refuse
 from .access import alert, item_in, project_for
@@ -44,6 +49,40 @@ def _carried_flash(request) -> str:
     return " ".join(str(m) for m in messages.get_messages(request) if FLASH_TAG in m.extra_tags.split())
 
 
+def _guidelines(request, project, *, answer: bool) -> dict | None:
+    """The project's guidelines as the header shows them (``_guidelines.html``): open on the
+    member's first page and again after each change (then remembered as seen: their labels
+    record that version), else folded. ``answer``: for an htmx answer, which swaps the header's
+    guidelines only when they are to open (a change since the member's page showed them)."""
+    if not project.guidelines_version:
+        return None
+    seen = getattr(project, "my_guidelines_seen", None)  # None: no membership, nothing remembered
+    opening = seen is None or seen < project.guidelines_version
+    if answer and not (opening and seen is not None):
+        return None
+    if opening and seen is not None:
+        guidelines_seen_record(project=project, user=request.user, version=project.guidelines_version)
+    return {"html": display.safe_markdown(project.guidelines), "version": project.guidelines_version,
+            "open": opening, "changed": opening and bool(seen), "oob": answer}
+
+
+def _error_summary(form) -> list[dict]:
+    """Every error of a refused label form for the summary above the item (``role="alert"``),
+    each linking to its field (a choice: its first option)."""
+    rows = []
+    for name, errors in (form.errors.items() if form is not None else ()):
+        if name == NON_FIELD_ERRORS or name not in form.fields:
+            rows += [{"text": error, "href": "", "label": ""} for error in errors]
+            continue
+        bound = form[name]
+        if isinstance(bound.field.widget, forms.HiddenInput):
+            rows += [{"text": f"{bound.label}: {error}", "href": "", "label": ""} for error in errors]
+            continue
+        anchor = bound.auto_id + ("_0" if isinstance(bound.field.widget, forms.RadioSelect) else "")
+        rows += [{"text": error, "href": f"#{anchor}", "label": bound.label} for error in errors]
+    return rows
+
+
 def _item_page(request, project, role, *, item, claim=None, form=None, add_form=None, add_kind="") -> dict:
     """What the panel shows of ``item`` (``_item.html``): its context, form and display."""
     context = item_context_for(item=item, user=request.user, with_task=True, role=role, claim=claim, project=project)
@@ -62,9 +101,11 @@ def _item_page(request, project, role, *, item, claim=None, form=None, add_form=
     # htmx panels load the "add a missing item" form when it is opened (most items never need
     # it, and building and rendering it is a fifth of the panel); a page shows it inline.
     add_lazy = bool(request.htmx) and add_form is None and not add_kind and _add_allowed(project, context)
+    if context["own_label"] is not None and not project.blind:  # undo acts on the last label or skip only
+        page["undoable"] = undo_target_item(annotator=request.user, project=project) == item.pk
     page.update(
         kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
-        display=shown, labels=display.labels_view(context), form=form,
+        display=shown, labels=display.labels_view(context), form=form, error_summary=_error_summary(form),
         add_form=add_form if add_form is not None or add_lazy else _add_form(project, context, kind=add_kind),
         add_open=add_form is not None or bool(add_kind), add_lazy=add_lazy,
     )
@@ -101,13 +142,15 @@ def _render(
     # htmx loads "everything proposed for this task" when it is opened; a page without
     # JavaScript shows it inline.
     page = {"project": project, "ctx": None, "flash": flash, "notice": notice, "oob": bool(request.htmx),
-            "material_lazy": bool(request.htmx)}
+            "material_lazy": bool(request.htmx), "guidelines": _guidelines(request, project, answer=bool(request.htmx))}
     if item is not None:
         page.update(_item_page(request, project, role, item=item, claim=claim, form=form, add_form=add_form,
                                add_kind=add_kind))
         if after is not None:
             page["after_html"] = _after_html(request, project, role, after)
     page["progress"] = own_progress(project=project, user=request.user)
+    if not request.htmx:  # the page's top menu: Runs and Dashboards answer 403 to whoever labels blind
+        page["hide_rankings"] = bool(ranking_refusal(request.user))
     template = "annotation/_panel.html" if request.htmx else "annotation/workspace.html"
     return render(request, template, page, status=status)
 
@@ -116,6 +159,7 @@ def _render_after(request, project, role, *, after, flash: str):
     """The answer to a label whose next item the client already shows (``PREFETCH_SHOWN``): the
     item after it (to hold ready), the flash and the progress line; nothing of what is shown."""
     page = {"project": project, "flash": flash, "oob": True,
+            "guidelines": _guidelines(request, project, answer=True),
             "progress": own_progress(project=project, user=request.user),
             "after_html": _after_html(request, project, role, after) if after is not None else ""}
     response = render(request, "annotation/_prefetched.html", page)
@@ -307,6 +351,21 @@ def undo(request, project_id: int):
     if not request.htmx:
         return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)
     return _render(request, project, role, item=item, flash=flash)
+
+
+@login_required
+def my_work(request, project_id: int):
+    """The user's labels and skips in the project, each item one click away (its page shows a
+    label with what may be seen now, and undoes it where the rules allow; a skipped item can be
+    labelled there), the holds that ran out, and the way to have every skipped item offered again."""
+    project, role = project_for(request, project_id)
+    rows = my_work_rows(project=project, user=request.user)
+    labels = [{"label": label, "summary": display.value_summary(project.kind, label.value)}
+              for label in rows["labels"]]
+    page = {"project": project, "role": role, "labels": labels, "skips": rows["skips"], "expired": rows["expired"],
+            "more": rows["more"], "hide_rankings": bool(ranking_refusal(request.user)),
+            "hold_minutes": round(project.hold_duration.total_seconds() / 60)}
+    return render(request, "annotation/my_work.html", page)
 
 
 @login_required

@@ -133,6 +133,25 @@
     else help.showModal();
   }
 
+  // The guidelines (header): closing them hands the focus to the item, where Enter submits (on
+  // their summary it would open them again); g opens them again.
+  function closeGuidelines(details) {
+    if (!details || !details.open) return false;
+    details.open = false;
+    const item = document.querySelector("#workspace .ws-item");
+    if (item) item.focus({ preventScroll: true });
+    else details.querySelector("summary")?.focus({ preventScroll: true });
+    return true;
+  }
+
+  // A citation link points into its report's bibliography, folded by default: open it on the way.
+  function openCited(link) {
+    if (!link) return;
+    const entry = document.getElementById(decodeURIComponent(link.hash.slice(1)));
+    const details = entry && entry.closest("details");
+    if (details && !details.open) details.open = true;
+  }
+
   function onKeyDown(event) {
     const target = event.target;
     const help = document.getElementById("ws-help");
@@ -141,6 +160,10 @@
         event.preventDefault();
         help.close();
       }
+      return;
+    }
+    if (event.key === "Escape" && !isTextField(target) && closeGuidelines(document.querySelector("#ws-guidelines[open]"))) {
+      event.preventDefault();
       return;
     }
     if (isTextField(target)) {
@@ -270,7 +293,17 @@
     const invalid = swapped.querySelector(".error, .ws-errors");
     const field = invalid && invalid.closest("label, .ws-field, .ws-note")?.querySelector("textarea, input:not([type=radio])");
     if (field && isTextField(field)) field.focus();
-    else swapped.querySelector(".ws-item")?.focus({ preventScroll: true });
+    else focusArrival(swapped);
+  }
+
+  // What a panel asks to be read first (the judge's verdict revealed after a label) takes the
+  // focus and is scrolled into view; else the item does, without scrolling.
+  function focusArrival(scope) {
+    const first = scope.querySelector(".ws-item [data-focus-on-arrival]");
+    if (first) {
+      first.focus({ preventScroll: true });
+      first.scrollIntoView({ block: "nearest" });
+    } else scope.querySelector(".ws-item")?.focus({ preventScroll: true });
   }
 
   // --- The next item held ready (issue #20) -----------------------------------------------------
@@ -364,6 +397,9 @@
   document.addEventListener("submit", onSubmitCapture, true);
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-help-open]")) toggleHelp();
+    const close = event.target.closest("[data-guidelines-close]");
+    if (close) closeGuidelines(close.closest("details"));
+    openCited(event.target.closest && event.target.closest('a[href^="#ref-"]'));
   });
   document.addEventListener("focusin", (event) => {
     const row = event.target.closest && event.target.closest("[data-rows] .ws-row");
@@ -383,5 +419,21 @@
   document.body.addEventListener("htmx:sendError", () =>
     showAlert("Could not reach the server. Nothing was lost: your input is still here — press Enter to try again.")
   );
+  // A hold that runs out while the item is shown says so (the item may then go to someone else;
+  // a label is still accepted while the item has a free slot).
+  function markExpiredHolds() {
+    document.querySelectorAll("#workspace .ws-hold[data-expires]").forEach((hold) => {
+      if (Date.parse(hold.dataset.expires) > Date.now()) return;
+      hold.removeAttribute("data-expires");
+      hold.classList.remove("muted");
+      hold.classList.add("ws-hold-expired");
+      hold.setAttribute("role", "status");
+      hold.textContent = `your hold ran out at ${hold.textContent.replace("reserved for you until ", "")}: the item may go to someone else (a label is still saved while it has a free slot)`;
+    });
+  }
+  window.setInterval(markExpiredHolds, 15000);
+
   initPanel();
+  const workspace = document.getElementById("workspace");
+  if (workspace && workspace.querySelector("[data-focus-on-arrival]")) focusArrival(workspace);
 })();

@@ -147,8 +147,13 @@ def test_a_label_in_a_blind_project_is_final(owner, alice, kind):
         project, value = agreement_project(owner, [alice]), {"label": "correct"}
     item = claim_next_item(project=project, user=alice).item
     label_submit(item=item, annotator=alice, value=value, client_token=token())
-    with pytest.raises(UndoRefusedError, match=f"your label on item {item.position} is final: this project is blind"):
+    noun = {"verify": "decision", "pairwise": "preference", "agreement": "label"}[kind]
+    with pytest.raises(UndoRefusedError, match=f"your {noun} on item {item.position} is final: this project is blind"
+                       ) as refused:
         label_undo_last(annotator=alice, project=project)
+    # each kind names only what it hid (issue #30): verify has no judge and compares no systems
+    said = str(refused.value)
+    assert ("judge" in said) is (kind == "agreement") and ("systems" in said) is (kind == "pairwise")
     assert Label.objects.filter(item=item, annotator=alice).exists()
     assert not AuditLog.objects.filter(action="label.undo").exists()
 

@@ -272,7 +272,8 @@ def test_in_a_blind_project_a_committed_label_is_final(as_user, verify, alice):
     assert "Your label is final: this project is blind." in shown and "Undo my label" not in shown
     refused = client.post(url("undo", verify))
     assert refused["HX-Retarget"] == "#ws-alert"
-    assert f"your label on item {item.position} is final: this project is blind" in body(refused)
+    assert f"your decision on item {item.position} is final: this project is blind" in body(refused)
+    assert "judge" not in body(refused) and "systems" not in body(refused)
     assert Label.objects.filter(item=item, annotator=alice).exists()
 
 
