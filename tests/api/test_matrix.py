@@ -208,6 +208,7 @@ PAGES = {
     "annotation:members": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:workspace": [("get", _project, None)],
     "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
+    "annotation:my_work": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:undo": [("get", _project, (405,) * 6)],
