@@ -136,6 +136,8 @@ def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
         _end(job.pk, status=ImportJob.Status.FAILED, errors=[
             {"file": job.original_name, "line": None, "field": "", "message": f"{type(exc).__name__}: {exc}"}])
     else:
-        _end(job.pk, status=ImportJob.Status.DONE, counts=result.counts, messages=result.messages)
+        skipped = [f"skipped {file}: {reason}" for row in result.system_rows() for file, reason in
+                   ((s["file"], s["reason"]) for s in row["skipped"])]
+        _end(job.pk, status=ImportJob.Status.DONE, counts=result.counts, messages=result.messages + skipped)
     job.refresh_from_db()
     return job
