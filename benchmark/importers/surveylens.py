@@ -107,7 +107,11 @@ def topic_tasks(topics: Iterable[str]) -> dict[str, Task]:
     import introduced them: matched on the task key or on the slug of the topic it records."""
     wanted = set(topics)
     found: dict[str, Task] = {}
-    for task in Task.objects.filter(protocol=Protocol.SURVEYLENS).select_related("survey").order_by("pk"):
+    # Only what matching needs: a task's survey holds a whole human-written survey, and this runs
+    # once per topic of a 100-topic tree.
+    tasks = (Task.objects.filter(protocol=Protocol.SURVEYLENS).select_related("survey")
+             .only("id", "key", "extra", "protocol", "survey_id", "survey__external_id").order_by("pk"))
+    for task in tasks.iterator(chunk_size=500):
         for slug in (task.key, slugify_key(str((task.extra or {}).get("topic") or ""))):
             if slug in wanted:
                 found.setdefault(slug, task)
