@@ -53,6 +53,9 @@ HUMAN_FOLDER = "Human"
 SUMMARY = "processing_summary.json"
 REPOSITORY = "(repository)"  # the skip table's row for files that belong to no system
 _STAMP = re.compile(r"_\d{8}_\d{6}$")
+# Names cut short are long ones (SciSage cuts at 50 characters, Gemini and Qwen at about 60): a
+# shorter name that begins a longer one is a topic of its own ("Large Language Models in Education").
+_CUT = 40
 
 
 def processed_root(folder: Path) -> Path | None:
@@ -200,9 +203,18 @@ def _unmojibake(stem: str, shown: str, *, result: ImportResult) -> str:
     return fixed
 
 
+_ABBREVIATIONS = {"ai": {"artificial", "intelligence"}, "llm": {"large", "language", "models"},
+                  "llms": {"large", "language", "models"}}
+
+
+def _expanded(words: set[str]) -> set[str]:
+    """``AI in marketing`` meets ``Artificial Intelligence in Psychological Research``."""
+    return set().union(*(_ABBREVIATIONS.get(w, {w}) for w in words)) if words else set()
+
+
 def _overlap(a: str, b: str) -> int:
     """Content words two names share, a word meeting its longer form (``nano``/``nanotechnology``)."""
-    left, right = _content_words(a), _content_words(b)
+    left, right = _expanded(_content_words(a)), _expanded(_content_words(b))
     return sum(1 for w in left if any(w == v or (min(len(w), len(v)) >= 4 and (w.startswith(v) or v.startswith(w)))
                                       for v in right))
 
@@ -229,22 +241,27 @@ def _groups(files: list[tuple[str, str, Path, str]], *, result: ImportResult) ->
     # 1. names cut short (SciSage's ``..._in_Developing_Coun_paper``) join the one topic they begin
     for code, name in sorted(by_name, key=lambda k: -len(k[1])):  # longest first: chains of cuts collapse
         longer = [k for k in by_name if k[0] == code and k[1] != name and k[1].startswith(name)]
-        if len(name) >= 20 and len(longer) == 1:
+        if len(name) >= _CUT and len(longer) == 1:
             by_name[longer[0]].files.extend(by_name.pop((code, name)).files)
     # 2. files named after a human title (cut short and stamped) join that human survey
     for (code, name), human in humans.items():
         for key in [k for k in by_name if k[0] == code and len(k[1]) >= 20 and name.startswith(k[1])]:
             human.files.extend(by_name.pop(key).files)
     # 3. within a discipline, each human survey joins one topic: the assignment sharing the most
-    #    content words (at least one), ties broken by character similarity
+    #    content words (at least one), ties broken by character similarity; never a topic that a
+    #    system of the human's group also wrote on
     for code in sorted({c for c, _ in humans}):
         people = [k for k in humans if k[0] == code]
         topics = [k for k in by_name if k[0] == code]
         if not topics:
             continue
-        score = [[_overlap(humans[h].name, by_name[t].name) * 10
-                  + SequenceMatcher(None, humans[h].name.lower(), by_name[t].name.lower()).ratio()
-                  for t in topics] for h in people]
+        def score_of(human: Group, topic: Group) -> float:
+            if {s for s, _, _ in human.files} & {s for s, _, _ in topic.files}:
+                return 0.0  # a system already on both sides: two topics, not one
+            return (_overlap(human.name, topic.name) * 10
+                    + SequenceMatcher(None, human.name.lower(), topic.name.lower()).ratio())
+
+        score = [[score_of(humans[h], by_name[t]) for t in topics] for h in people]
         for i, j in zip(*linear_sum_assignment(score, maximize=True)):
             if score[i][j] < 10:
                 continue

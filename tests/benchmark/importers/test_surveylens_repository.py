@@ -143,3 +143,54 @@ def test_labels_after_the_processed_tree_keep_the_full_reports(repository):
     # the label file's topics are other topics than the excerpt's processed one: three tasks
     assert Task.objects.count() == 3
     assert PairwisePreference.objects.count() == 2
+
+
+def _grouped(entries):
+    from pathlib import Path
+
+    from benchmark.importers.base import ImportResult
+    from benchmark.importers.surveylens_processed import _groups
+
+    result = ImportResult()
+    files = [(system, code, Path(f"{system}/{code}/{name}"), f"{system}/{code}/{name}") for system, code, name in entries]
+    groups = {g.name: sorted(s for s, _, _ in g.files) + (["Human"] if g.human else []) for g in _groups(files, result=result)}
+    return groups, result
+
+
+def test_topics_are_grouped_as_upstream_names_them():
+    """Real names of upstream's Education, Business, Sociology and Biology folders."""
+    groups, result = _grouped([
+        # a full topic name that begins a longer one is a topic of its own
+        ("Autosurvey", "education", "Large Language Models in Education_split.json"),
+        ("Autosurvey", "education", "Large Language Models in Education Practical and Ethical Challenges_split.json"),
+        ("SciSage", "education", "Large_Language_Models_in_Education_Practical_and__paper_split.json"),  # cut at 50
+        ("Human", "education", "Practical and Ethical Challenges of Large Language Models in Education- A Systematic "
+                               "Scoping Review.md"),
+        ("Human", "education", "Practical and Ethical Challenges of Large Language Models in Education- A Systematic "
+                               "Scoping Review_split.json"),
+        ("Qwen", "education", "01_Practical_and_Ethical_Challenges_of_Large_Language_Models_in_20251225_043039_split.json"),
+        # AutoSurvey2 filed its Business topics under Biology/ too
+        ("AutoSurvey2", "biology", "Corruption_in_International_Business_survey_split.json"),
+        ("AutoSurvey2", "business", "Corruption_in_International_Business_survey_split.json"),
+        ("Autosurvey", "business", "Corruption in International Business_split.json"),
+    ])
+    assert groups == {
+        "Large Language Models in Education": ["Autosurvey"],
+        "Large Language Models in Education Practical and Ethical Challenges": [
+            "Autosurvey", "Qwen", "SciSage", "Human"],
+        "Corruption in International Business": ["AutoSurvey2", "Autosurvey"],
+    }
+    ((file, reason),) = [s for row in result.system_rows() for s in ((x["file"], x["reason"]) for x in row["skipped"])]
+    assert file == "AutoSurvey2/biology/Corruption_in_International_Business_survey_split.json"
+    assert reason == ("AutoSurvey2 has this topic in Business/ too, where the other systems have it: filed under the "
+                      "wrong discipline")
+
+
+def test_a_human_survey_never_joins_a_topic_its_systems_already_wrote_on():
+    groups, _ = _grouped([
+        ("Human", "sociology", "Intersectionality and coalitions in social movement research A survey.md"),
+        ("Autosurvey", "sociology", "Intersectionality and Coalitions in Social Movement Research_split.json"),
+        ("Autosurvey", "sociology", "Longitudinal Social Research in Sociology_split.json"),
+    ])
+    assert groups == {"Longitudinal Social Research in Sociology": ["Autosurvey"],
+                      "Intersectionality and coalitions in social movement research A survey": ["Autosurvey", "Human"]}
