@@ -45,7 +45,8 @@ from .surveylens import (
     discipline_code,
     human_survey_row,
     topic_key,
-    topic_store,
+    topic_report_store,
+    topic_task_store,
 )
 
 HUMAN = "human"
@@ -349,19 +350,21 @@ def import_processed(root: Path, *, base: Path, result: ImportResult) -> None:
     done = 0
     result.progress(done, total)
     for group in groups:
-        ssrs: dict[str, tuple[dict, str]] = {}
+        key = topic_key(group.name, slugify_key(group.name))
+        task = topic_task_store(key=key, topic=group.name,
+                                survey_row=_human_row(group, key, disciplines[group.code].pk, result=result),
+                                result=result)
+        done += group.human is not None
+        result.progress(done, total)
+        read: dict[str, str] = {}  # system → the file read
         for system, path, shown in group.files:
-            if system in ssrs:
-                result.skip(system, shown, f"a second {system} survey on {group.name!r}; {ssrs[system][1]} was read")
+            if system in read:
+                result.skip(system, shown, f"a second {system} survey on {group.name!r}; {read[system]} was read")
                 continue
+            # one report at a time: the SSR, its markdown and its parse are freed before the next
             ssr = _read(lambda: _survey_ssr(path, shown, result=result), system, shown, result=result)
             if ssr is not None:
-                ssrs[system] = (ssr, shown)
-        key = topic_key(group.name, slugify_key(group.name))
-        topic_store(
-            key=key, topic=group.name,
-            survey_row=_human_row(group, key, disciplines[group.code].pk, result=result),
-            ssrs=ssrs, result=result,
-        )
-        done += len(group.files) + (group.human is not None)
-        result.progress(done, total)
+                read[system] = shown
+                topic_report_store(task=task, system=system, ssr=ssr, where=shown, result=result)
+            done += 1
+            result.progress(done, total)

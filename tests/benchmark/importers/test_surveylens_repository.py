@@ -45,7 +45,7 @@ def test_both_human_files_are_one_task(repository):
     # 2 human files + 5 system files + 2 processing summaries, nothing skipped
     assert result.counts["file"] == {"read": 9}
     assert all(not row["skipped"] for row in result.system_rows())
-    assert calls[0] == (0, 6) and calls[-1] == (6, 6)
+    assert calls[0] == (0, 6) and calls[-1] == (6, 6) and len(calls) == 7
 
 
 def test_lower_case_discipline_folder_is_named(repository):
