@@ -107,8 +107,8 @@ class Table:
             ("files in the clone", f"{self.files}" + (f" (+{len(self.absent)} in git but absent from the checkout: "
                                                       + ", ".join(self.absent) + ")" if self.absent else "")),
             ("files read", str(self.read)),
-            ("skipped, named by the importer", self._skipped()),
-            ("not read (not benchmark data, by folder)", unread or "none"),
+            ("not read, named by the importer with the reason", self._skipped()),
+            ("not read, no reason given (by folder and kind)", unread or "none"),
             ("tasks", str(self.tasks)),
             ("reports per system", reports + (f" ({self.empty_reports} empty, flagged)" if self.empty_reports else "")),
             ("preferences", f"{self.preferences}" + (f" ({self.empty_preferences} with an empty response)"

@@ -87,6 +87,8 @@ class Command(BaseCommand):
             setattr(table, key, data[key])
         opened = set(data["opened"])
         table.skipped = [tuple(s) for s in data["skipped"]]
+        opened_named = [(f, r) for f, r in data["named"] if str((clone / f).resolve()) not in opened]
+        table.skipped += [tuple(s) for s in opened_named if tuple(s) not in table.skipped]
         named = {clone / f for f, _ in table.skipped}
         for path in files:
             if str(path.resolve()) in opened:
@@ -97,7 +99,7 @@ class Command(BaseCommand):
     def _child(self, name: str, clone: Path, out: Path) -> None:
         repository = next(r for r in REPOSITORIES if r.name == name)
         opened = OpenedFiles(clone)
-        steps, skipped = [], []
+        steps, skipped, named = [], [], []
         with override_settings(DEBUG=False):  # DEBUG keeps every query's SQL in memory
             for format_name, relative in repository.steps:
                 path = clone / relative
@@ -113,6 +115,11 @@ class Command(BaseCommand):
                 base = path if path.is_dir() else path.parent
                 for row in result.system_rows():
                     skipped.extend((_inside(clone, base, s["file"]), s["reason"]) for s in row["skipped"])
+                for message in result.messages:  # "<file>: not imported (why)" names a file too
+                    file, _, reason = message.partition(": ")
+                    inside = _inside(clone, base, file)
+                    if reason and (clone / inside).is_file():
+                        named.append((inside, reason))
                 steps.append(step | {"status": "done", "counts": result.counts, "messages": len(result.messages)})
         opened.stop()
         Task, Report = apps.get_model("benchmark", "Task"), apps.get_model("benchmark", "Report")
@@ -122,6 +129,7 @@ class Command(BaseCommand):
         out.write_text(json.dumps({
             "steps": steps,
             "skipped": skipped,
+            "named": named,
             "opened": sorted(opened.paths),
             "tasks": Task.objects.count(),
             "reports": {r["system__name"]: r["n"] for r in reports},

@@ -42,6 +42,10 @@ def test_the_child_imports_every_step_and_counts_from_the_database(upstream, tmp
     assert "human_annotation/Annotator_CS_07_reference_labels.json" in opened
     assert "scripts/bt.py" not in opened and "LICENSE" not in opened
     assert report["skipped"] == []
+    # files the importers name in a message ("<file>: ...") are listed with it
+    assert ["results/processed/processing_summary.json", "upstream's processing summary, reported and not stored "
+            "(markdown_conversion: total 772, converted 772, skipped 0, failed 0; json_processing: total 772, "
+            "success 772, failed 0, skipped 0)"] in report["named"]
 
 
 def test_the_table_says_what_was_read_skipped_and_stored():
@@ -55,7 +59,7 @@ def test_the_table_says_what_was_read_skipped_and_stored():
     rows = dict(table.rows())
     assert rows["files in the clone"] == ("12 (+1 in git but absent from the checkout: "
                                           "results/processed/SurveyX/Physics/Quantum.json)")
-    assert rows["skipped, named by the importer"] == (
+    assert rows["not read, named by the importer with the reason"] == (
         "3<br>2 × not a .json file directly in b/ (e.g. `b/1.json`)"
         "<br>`a/x_split.json`: a second Qwen survey on 'x'; a/y was read")
     assert rows["reports per system"] == "Qwen 1, SurveyX 1 (1 empty, flagged)"
