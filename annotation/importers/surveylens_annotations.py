@@ -25,7 +25,11 @@ each (topic, system) one ``Report`` (created from the components shown when the 
 no report on the topic yet; an existing report keeps its text); each record a
 ``PairwisePreference`` (left = ``response_a``) with ``external_id`` = record id and the texts
 the annotator saw in ``shown_left``/``shown_right`` — the labels judge those, which need not
-be the whole report (a full survey imported from the system outputs, say). System
+be the whole report (a full survey imported from the system outputs, say). A response may be
+empty (``Annotator_CS_07_reference_labels.json``: SurveyX produced no references for 7 topics and
+the annotator still judged the pair): the record is stored with the empty text as shown, a report
+made of nothing but empty responses is stored empty with ``stats.empty``, and both are counted
+(``preference: N with an empty response``, ``report: N empty``) and named in the messages. System
 names are read through the alias table. Outlines whose title shares no content word with
 their topic are reported as possibly off-topic.
 """
