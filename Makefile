@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEV_ENV := DEBUG=1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: install run test bench faults lock clean
+.PHONY: install run test bench faults lock clean upstream-check
 
 $(STAMP): requirements.lock requirements-nodeps.lock pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), f"Python 3.11 is needed, found {sys.version.split()[0]}"'
@@ -52,3 +52,9 @@ lock:
 
 clean:
 	rm -rf $(VENV) var staticfiles
+
+# Import each benchmark repository, as cloned in UPSTREAM_DIR (SurveyLens, deepscholar-bench, ReportBench,
+# DeepSynth-Eval, SciSage), whole into a fresh database and print the table docs/formats.md keeps.
+upstream-check: install
+	@test -n "$(UPSTREAM_DIR)" || { echo "usage: make upstream-check UPSTREAM_DIR=/path/to/clones"; exit 2; }
+	$(DEV_ENV) $(PY) manage.py upstream_check $(UPSTREAM_DIR)

@@ -13,6 +13,7 @@ urlpatterns = [
     path("task-sets/<id:task_set_id>/", views_tasksets.taskset_detail, name="taskset_detail"),
     path("task-sets/<id:task_set_id>/freeze/", views_tasksets.taskset_freeze_view, name="taskset_freeze"),
     path("task-sets/<id:task_set_id>/new-version/", views_tasksets.taskset_version_view, name="taskset_new_version"),
+    path("imports/", views_imports.import_history, name="import_history"),
     path("imports/new/", views_imports.import_new, name="import_new"),
     path("imports/<id:job_id>/", views_imports.import_detail, name="import_detail"),
 ]

@@ -25,7 +25,11 @@ each (topic, system) one ``Report`` (created from the components shown when the 
 no report on the topic yet; an existing report keeps its text); each record a
 ``PairwisePreference`` (left = ``response_a``) with ``external_id`` = record id and the texts
 the annotator saw in ``shown_left``/``shown_right`` — the labels judge those, which need not
-be the whole report (a full survey imported from the system outputs, say). System
+be the whole report (a full survey imported from the system outputs, say). A response may be
+empty (``Annotator_CS_07_reference_labels.json``: SurveyX produced no references for 7 topics and
+the annotator still judged the pair): the record is stored with the empty text as shown, a report
+made of nothing but empty responses is stored empty with ``stats.empty``, and both are counted
+(``preference: N with an empty response``, ``report: N empty``) and named in the messages. System
 names are read through the alias table. Outlines whose title shares no content word with
 their topic are reported as possibly off-topic.
 """
@@ -114,6 +118,12 @@ def _labeled_at(rec: Record) -> datetime:
     return value if timezone.is_aware(value) else timezone.make_aware(value, timezone.utc)
 
 
+def _response(item: Record, name: str) -> str:
+    if name not in item.data or item.data[name] is None:
+        raise item.fail("required field is missing", name)
+    return item.text(name)
+
+
 def _record(item: Record, where: str, *, annotator: str | None) -> dict:
     record_id = str(item.get("id", (str, int), required=True)).strip()
     by = item.text("annotator_id", required=annotator is None).strip() or annotator
@@ -131,7 +141,9 @@ def _record(item: Record, where: str, *, annotator: str | None) -> dict:
         "id": record_id,
         "annotator": by,
         "topic": topic,
-        "outlines": {left: item.text("response_a", required=True), right: item.text("response_b", required=True)},
+        # An empty response is real: the system produced nothing for that component (SurveyX's
+        # references in Annotator_CS_07), and the annotator still judged the pair.
+        "outlines": {left: _response(item, "response_a"), right: _response(item, "response_b")},
         "shown": (item.text("response_a"), item.text("response_b")),
         "left": left,
         "right": right,
@@ -319,7 +331,8 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
     items = []
     for (slug, system), shown_parts in parts.items():
         shown_parts.sort(key=lambda p: (_COMPONENT_ORDER.get(p[0], 9), p[0]))
-        text = "\n\n".join(part.strip() for _, part, _ in shown_parts) + "\n"
+        body = "\n\n".join(part.strip() for _, part, _ in shown_parts if part.strip())
+        text = body + "\n" if body else ""  # nothing but empty responses: an empty report
         stored = existing.get((tasks[slug].pk, systems[system].pk))
         if stored is None:
             items.append(ReportInput(task=tasks[slug], system=systems[system], text=text,
@@ -334,6 +347,8 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
                 "shown text with each preference"
             )
     reports_store(items, result=result)
+    _empty_reports_flag(items, result=result)
+    _empty_responses_count(files, result=result)
     reports = {
         (r.task_id, r.system_id): r
         for r in Report.objects.filter(task__in=tasks.values(), system__in=systems.values()).only("id", "task_id",
@@ -358,3 +373,32 @@ def import_surveylens_annotations(path: Path, *, result: ImportResult) -> None:
             })
     rows_upsert(PairwisePreference, rows, key=("source", "annotator_id", "external_id"), result=result,
                 kind="preference")
+
+
+def _empty_reports_flag(items: list[ReportInput], *, result: ImportResult) -> None:
+    """A report made only from empty responses is stored empty and says so (``stats.empty``), so
+    a page or metric tells "the system produced nothing" from a text that failed to load."""
+    empty = [(i.task.pk, i.system.pk) for i in items if not i.text.strip()]
+    if not empty:
+        return
+    for report in Report.objects.filter(task_id__in={t for t, _ in empty}, system_id__in={s for _, s in empty}):
+        if (report.task_id, report.system_id) in empty and not report.text.strip() and not report.stats.get("empty"):
+            report.stats = {**report.stats, "empty": True}
+            report.save(update_fields=["stats"])
+    result.add("report", "empty (the system produced nothing)", len(empty))
+
+
+def _empty_responses_count(files: list[dict], *, result: ImportResult) -> None:
+    """Records where one side's response is empty: stored like the rest, and counted by file and system."""
+    for f in files:
+        systems: dict[str, int] = {}
+        for r in f["records"]:
+            for side, text in zip((r["left"], r["right"]), r["shown"]):
+                if not text.strip():
+                    systems[side] = systems.get(side, 0) + 1
+        n = sum(systems.values())
+        if n:
+            result.add("preference", "with an empty response", n)
+            by = ", ".join(f"{name} {count}" for name, count in sorted(systems.items()))
+            result.messages.append(f"{f['file']}: {n} records with an empty response ({by}); stored with the empty "
+                                   "text as shown (a report made of nothing else is empty, flagged stats.empty)")

@@ -6,7 +6,7 @@ transaction), and every error names the file, the line (or record) and the field
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,12 @@ class ImportResult:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
     systems: dict[str, SystemTally] = field(default_factory=dict)
+    # ``(done, total)`` as a long import advances (the CLI's bar, the job page's); not data.
+    on_progress: Callable[[int, int], None] | None = field(default=None, repr=False, compare=False)
+
+    def progress(self, done: int, total: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(done, total)
 
     def system(self, name: str) -> SystemTally:
         return self.systems.setdefault(name, SystemTally())

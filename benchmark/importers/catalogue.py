@@ -71,14 +71,17 @@ def importer_register(importer: Importer) -> None:
     IMPORTERS[importer.name] = importer
 
 
-def run_import(name: str, path: str | Path, **options) -> ImportResult:
-    """Run one importer in one transaction; ``ImportFailed`` leaves the database untouched."""
+def run_import(
+    name: str, path: str | Path, *, progress: Callable[[int, int], None] | None = None, **options
+) -> ImportResult:
+    """Run one importer in one transaction; ``ImportFailed`` leaves the database untouched.
+    ``progress(done, total)`` is called as importers that know their size advance."""
     if name not in IMPORTERS:
         raise ImportFailed(f"unknown import format {name!r}; known: {', '.join(sorted(IMPORTERS))}")
     path = Path(path)
     if not path.exists():
         raise ImportFailed("no such file or folder", file=path)
-    result = ImportResult()
+    result = ImportResult(on_progress=progress)
     with transaction.atomic():
         IMPORTERS[name].load()(path, result=result, **options)
     return result

@@ -313,6 +313,10 @@ def _unread_files(data: Path, base: Path, *, result: ImportResult) -> None:
         result.messages.append(f"{path.relative_to(base).as_posix()}: not imported ({reason})")
     nuggets = data / NUGGETS
     if nuggets.is_dir():
+        twins = [p for p in nuggets.rglob("res.csv") if (p.parent / "res.json").is_file()]
+        if twins:
+            result.messages.append(f"{nuggets.relative_to(base).as_posix()}: {len(twins)} res.csv files not imported "
+                                   "(each holds the nuggets of the res.json beside it, which was read)")
         for folder in sorted({p.parent for p in nuggets.rglob("*") if p.is_file()}):
             if not (folder / "res.json").is_file() and not (folder / "res.csv").is_file():
                 result.messages.append(f"{folder.relative_to(base).as_posix()}: neither res.json nor res.csv (only "

@@ -1,4 +1,5 @@
-"""DeepSynth-Eval (Kwai-Klear): tasks JSONL with checklists, e.g. ``example_gen_result.jsonl``.
+"""DeepSynth-Eval (Kwai-Klear): tasks JSONL with checklists, e.g. ``example_gen_result.jsonl``,
+or the repository as cloned (every ``data/*.jsonl``).
 
 Each line becomes a ``Task`` (protocol deepsynth, key = ``task_id``) on a ``Survey``
 (source ``deepsynth``, external id and arXiv id = ``survey_id``; the release gives no
@@ -93,9 +94,27 @@ def _checklist(rec: Record, *, result: ImportResult) -> list[dict]:
 
 
 def import_deepsynth(path: Path, *, result: ImportResult) -> None:
+    """A tasks ``.jsonl`` file, or the repository as cloned (its ``data/*.jsonl``, in name order:
+    ``DeepSynth-Eval_tasks.jsonl`` then ``example_gen_result.jsonl``, whose tasks are the same
+    and which adds the example reports)."""
     path = Path(path)
+    if path.is_dir():
+        folder = path / "data" if (path / "data").is_dir() else path
+        files = sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+        if not files:
+            raise ImportFailed("expected DeepSynth-Eval .jsonl files in the folder or its data/", file=path.name)
+        for other in sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".jsonl"):
+            result.messages.append(f"{other.relative_to(path).as_posix()}: ignored (not a .jsonl task file)")
+        for file in files:
+            _import_file(file, result=result)
+            result.add("file", "read")
+        return
     if not path.is_file():
         raise ImportFailed("expected a DeepSynth-Eval .jsonl file", file=path.name)
+    _import_file(path, result=result)
+
+
+def _import_file(path: Path, *, result: ImportResult) -> None:
     parsed, seen = [], {}
     for line, data in read_jsonl(path):
         rec = Record(data, file=path.name, line=line)

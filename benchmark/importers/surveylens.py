@@ -107,7 +107,11 @@ def topic_tasks(topics: Iterable[str]) -> dict[str, Task]:
     import introduced them: matched on the task key or on the slug of the topic it records."""
     wanted = set(topics)
     found: dict[str, Task] = {}
-    for task in Task.objects.filter(protocol=Protocol.SURVEYLENS).select_related("survey").order_by("pk"):
+    # Only what matching needs: a task's survey holds a whole human-written survey, and this runs
+    # once per topic of a 100-topic tree.
+    tasks = (Task.objects.filter(protocol=Protocol.SURVEYLENS).select_related("survey")
+             .only("id", "key", "extra", "protocol", "survey_id", "survey__external_id").order_by("pk"))
+    for task in tasks.iterator(chunk_size=500):
         for slug in (task.key, slugify_key(str((task.extra or {}).get("topic") or ""))):
             if slug in wanted:
                 found.setdefault(slug, task)
@@ -232,17 +236,31 @@ def topic_store(
 ) -> None:
     """One topic: its task (and gold survey), its prompt, and each system's report from its SSR
     (``ssrs``: released system name → (SSR, file it was read from))."""
+    task = topic_task_store(key=key, topic=topic, survey_row=survey_row, result=result)
+    systems = systems_ensure([_system_spec(name) for name in ssrs], result=result)
+    reports_store([_report_input(task, systems[name], ssr, where) for name, (ssr, where) in ssrs.items()],
+                  result=result)
+
+
+def topic_task_store(*, key: str, topic: str, survey_row: dict, result: ImportResult) -> Task:
+    """A topic's task on its gold survey, with the topic as its general prompt."""
     task_row = {"key": key, "survey": key, "title": survey_row["title"][:500], "source": SOURCE,
                 "extra": {"topic": topic}}
     task = tasks_with_surveys_upsert([survey_row], [task_row], source=SOURCE, protocol=Protocol.SURVEYLENS,
                                      result=result)[key]
     task_prompts_sync([TaskPrompt(task=task, level=TaskPrompt.Level.GENERAL, text=topic)], label=SOURCE, result=result)
-    systems = systems_ensure([_system_spec(name) for name in ssrs], result=result)
-    reports_store([
-        ReportInput(task=task, system=systems[name], text=ssr_markdown(ssr), sources=[{"kind": "ssr", **ssr}],
-                    source_path=where[:500])
-        for name, (ssr, where) in ssrs.items()
-    ], result=result)
+    return task
+
+
+def topic_report_store(*, task: Task, system: str, ssr: dict, where: str, result: ImportResult) -> None:
+    """One system's report on a topic: stored on its own, so a long tree holds one report in memory."""
+    found = systems_ensure([_system_spec(system)], result=result)[system]
+    reports_store([_report_input(task, found, ssr, where)], result=result)
+
+
+def _report_input(task: Task, system: System, ssr: dict, where: str) -> ReportInput:
+    return ReportInput(task=task, system=system, text=ssr_markdown(ssr), sources=[{"kind": "ssr", **ssr}],
+                       source_path=where[:500])
 
 
 def topic_key(topic: str, default: str) -> str:

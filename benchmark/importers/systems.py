@@ -22,7 +22,8 @@ def system_names_read(names: Iterable[str], *, result: ImportResult) -> dict[str
     """``system_names_resolve``, saying in the messages which released names were read as another."""
     resolved = system_names_resolve(names)
     for name, canonical in sorted(resolved.items()):
-        if name != canonical:
+        if name != canonical and not any(m.startswith(f"system {name!r} imported as {canonical!r}")
+                                         for m in result.messages):
             result.messages.append(f"system {name!r} imported as {canonical!r} (system alias table, or the same name "
                                    "up to case and separators)")
     return resolved

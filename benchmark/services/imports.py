@@ -8,6 +8,7 @@ itself, is what the importer reads: the folder importers (ReportBench with its _
 DeepScholar, SurveyLens, markdown reports) take a zip of their folder.
 """
 
+import json
 import logging
 import shutil
 import uuid
@@ -111,6 +112,39 @@ def _end(job_id: int, *, status: str, **fields) -> None:
     ImportJob.objects.filter(pk=job_id).update(status=status, upload_dir="", finished_at=now, updated_at=now, **fields)
 
 
+PROGRESS_FILE = "progress.json"
+
+
+class ProgressFile:
+    """The worker's ``(done, total)`` for the job page, written beside the upload (the import's
+    transaction is not visible to the page until it commits, so progress cannot be a row). Written
+    when the percentage moves, atomically (a rename), and deleted with the upload when the job ends."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path, self.shown = folder / PROGRESS_FILE, None
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if percent == self.shown:
+            return
+        self.shown = percent
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps({"done": done, "total": total}), encoding="utf-8")
+        partial.replace(self.path)
+
+
+def import_progress(job: ImportJob) -> dict | None:
+    """``{"done", "total", "percent"}`` of a running job whose importer reports progress, else None."""
+    if not job.is_active or not job.upload_dir:
+        return None
+    try:
+        data = json.loads((imports_dir() / job.upload_dir / PROGRESS_FILE).read_text(encoding="utf-8"))
+        done, total = int(data["done"]), int(data["total"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {"done": done, "total": total, "percent": 100 * done // total if total else 100}
+
+
 def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
     """Run one queued import to done (its counts) or failed (every error; nothing stored). Only a
     queued job is claimed, so a second message runs nothing; ``worker`` lets recovery re-queue it."""
@@ -124,7 +158,7 @@ def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
     zipped = zipfile.is_zipfile(upload)
     try:
         source = _unpack(upload, shown_as=job.original_name, importer=IMPORTERS[job.format]) if zipped else upload
-        result = run_import(job.format, source)
+        result = run_import(job.format, source, progress=ProgressFile(upload.parent))
     except ImportFailed as exc:
         errors = _error_rows(exc, upload=upload, shown_as=job.original_name, zipped=zipped)
         _end(job.pk, status=ImportJob.Status.FAILED, errors=errors)
@@ -136,6 +170,8 @@ def import_execute(*, job_id: int, worker: str = "") -> ImportJob:
         _end(job.pk, status=ImportJob.Status.FAILED, errors=[
             {"file": job.original_name, "line": None, "field": "", "message": f"{type(exc).__name__}: {exc}"}])
     else:
-        _end(job.pk, status=ImportJob.Status.DONE, counts=result.counts, messages=result.messages)
+        skipped = [f"skipped {file}: {reason}" for row in result.system_rows() for file, reason in
+                   ((s["file"], s["reason"]) for s in row["skipped"])]
+        _end(job.pk, status=ImportJob.Status.DONE, counts=result.counts, messages=result.messages + skipped)
     job.refresh_from_db()
     return job

@@ -58,7 +58,7 @@ def _fresh_export(w):
 
 
 def _import(w):
-    """An import job the curator asked for (the job's page is its requester's)."""
+    """An import job the curator asked for (any curator may read its page)."""
     from benchmark.models import ImportJob
 
     job = ImportJob.objects.create(format="native", original_name="tasks.jsonl", requested_by=w.users["curator"])
@@ -192,7 +192,9 @@ PAGES = {
     # Curators only; an empty form is refused with 400 and queues nothing.
     "benchmark:import_new": [("get", None, (302, 403, 403, 403, 200, 200)),
                              ("post", None, (302, 403, 403, 403, 400, 400))],
-    "benchmark:import_detail": [("get", _import, (302, 403, 403, 403, 200, 404))],  # the curator's own job
+    # any curator reads any import job (the history lists them all)
+    "benchmark:import_detail": [("get", _import, (302, 403, 403, 403, 200, 200))],
+    "benchmark:import_history": [("get", None, (302, 403, 403, 403, 200, 200))],
     "exports:export_create": [("get", None, (405,) * 6)],  # POST only: tests/benchmark/test_exports_browser.py
     "exports:export_row": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],
     "exports:export_download": [("get", lambda w: {"job_id": _export(w)["pk"]}, (302, 404, 404, 404, 200, 200))],

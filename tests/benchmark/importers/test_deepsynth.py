@@ -1,4 +1,5 @@
 import json
+import shutil
 
 import pytest
 
@@ -185,3 +186,18 @@ def test_task_file_without_generated_surveys(tmp_path):
     assert result.counts["checklist item"] == {"created": 2}
     assert "report" not in result.counts and not result.systems
     assert sorted(Task.objects.filter(protocol="deepsynth").values_list("key", flat=True)) == ["0", "1"]
+
+
+def test_the_repository_as_cloned(datasets, tmp_path):
+    """The clone's root: every ``data/*.jsonl`` (here the example file; the tasks file is the same shape)."""
+    clone = tmp_path / "DeepSynth-Eval"
+    (clone / "data").mkdir(parents=True)
+    shutil.copy(datasets / "deepsynth-eval" / "example_gen_result.jsonl", clone / "data")
+    (clone / "data" / "notes.txt").write_text("x", encoding="utf-8")
+    (clone / "README.md").write_text("# DeepSynth-Eval\n", encoding="utf-8")
+
+    result = run_import("deepsynth", clone)
+
+    assert Task.objects.filter(protocol="deepsynth").count() == 4
+    assert result.counts["file"] == {"read": 1}
+    assert "data/notes.txt: ignored (not a .jsonl task file)" in result.messages

@@ -11,7 +11,6 @@ from benchmark.importers.catalogue import run_import
 from benchmark.importers.surveylens_processed import clean_name
 from benchmark.models import Report, Survey, System, Task
 
-from . import assert_rejected
 
 pytestmark = pytest.mark.django_db
 
@@ -91,22 +90,33 @@ def test_label_files_link_to_the_processed_topic(repository, tmp_path):
     assert preference.report_right.source_path.endswith(f"LLMxMapReduce_V2/Environmental Science/{CYANO}_split.json")
 
 
-def test_two_files_of_one_system_on_one_topic_are_refused(repository):
+def test_two_files_of_one_system_on_one_topic_are_reported(repository):
     folder = repository / "results/processed/SurveyForge/Biology"
     shutil.copy(folder / "Luciferase Systems for In Vivo Imaging in Biology_split.json",
                 folder / "survey_Luciferase Systems for In Vivo Imaging in Biology_split.json")
-    assert_rejected("surveylens", repository,
-                    match=r"^results/processed/SurveyForge/Biology/survey_Luciferase Systems for In Vivo Imaging in "
-                          r"Biology_split\.json: a second SurveyForge survey on 'Luciferase Systems for In Vivo "
-                          r"Imaging in Biology', after results/processed/SurveyForge/Biology/Luciferase")
+    result = run_import("surveylens", repository)
+
+    skipped = {row["system"]: row["skipped"] for row in result.system_rows()}["SurveyForge"]
+    assert skipped == [{
+        "file": "results/processed/SurveyForge/Biology/survey_Luciferase Systems for In Vivo Imaging in Biology_split.json",
+        "reason": "a second SurveyForge survey on 'Luciferase Systems for In Vivo Imaging in Biology'; "
+                  "results/processed/SurveyForge/Biology/Luciferase Systems for In Vivo Imaging in Biology_split.json "
+                  "was read"}]
+    assert Report.objects.filter(system__name="SurveyForge").count() == 2
 
 
-def test_bad_file_in_the_tree_stores_nothing_and_is_named(repository):
+def test_bad_files_in_the_tree_are_skipped_and_named(repository):
     bad = repository / "results/processed/SciSage/Biology/Luciferase_Systems_for_In_Vivo_Imaging_in_Biology_paper_split.json"
     bad.write_text('{"outline": [[1, "x"]],\n "content": [}', encoding="utf-8")
-    assert_rejected("surveylens", repository,
-                    match=r"^results/processed/SciSage/Biology/Luciferase_Systems_for_In_Vivo_Imaging_in_Biology_paper"
-                          r"_split\.json, line 2, column 14: malformed JSON: expecting value$")
     (repository / "results/processed/SciSage/Astrology").mkdir()
-    assert_rejected("surveylens", repository,
-                    match=r"^results/processed/SciSage/Astrology: not a SurveyLens discipline")
+    (repository / "results/processed/SciSage/Astrology/Stars_split.json").write_text("{}", encoding="utf-8")
+
+    result = run_import("surveylens", repository)
+
+    skipped = {row["system"]: row["skipped"] for row in result.system_rows()}["SciSage"]
+    assert {"file": "results/processed/SciSage/Biology/Luciferase_Systems_for_In_Vivo_Imaging_in_Biology_paper_split.json",
+            "reason": "unreadable: line 2, column 14: malformed JSON: expecting value"} in skipped
+    assert skipped[0]["file"] == "results/processed/SciSage/Astrology/Stars_split.json"
+    assert skipped[0]["reason"].startswith("Astrology/ is not a SurveyLens discipline (known: Biology, ")
+    assert not Report.objects.filter(system__name="SciSage").exists()
+    assert Report.objects.filter(system__name="SurveyForge").count() == 2
