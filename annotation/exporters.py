@@ -205,7 +205,7 @@ def write_annotations(
 # --- Hugging Face dataset configs ------------------------------------------------------------
 
 LABEL_TYPES = {"label_id": "int64", "project_id": "int64", "item_id": "int64", "target_id": "int64",
-               "value": "json"}
+               "guidelines_version": "int64", "value": "json"}
 
 
 def _dataset_columns(columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
