@@ -182,3 +182,20 @@ def task_curation_status(*, task: Task) -> dict:
         "curatable": total > 0 and settled == total, "kinds": kinds,
     }
 
+
+
+def task_unsettled_proposals(*, task: Task, limit: int) -> list[tuple[str, object]]:
+    """The task's first ``limit`` proposals nobody has settled (proposed, or imported without a
+    review), as ``(kind, row)`` in ``VERIFY_TARGETS`` order then creation order: what the task
+    page's solo review lists."""
+    rows: list[tuple[str, object]] = []
+    for kind, (model, task_path) in VERIFY_TARGETS.items():
+        if len(rows) >= limit:
+            break
+        query = model.objects.filter(**{task_path: task}).exclude(review_status__in=SETTLED_STATUSES).order_by("pk")
+        if kind == "checklist_item":
+            query = query.select_related("group")
+        elif kind == "gold_reference":
+            query = query.select_related("bib_entry")
+        rows += [(kind, row) for row in query[:limit - len(rows)]]
+    return rows
