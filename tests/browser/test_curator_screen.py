@@ -75,6 +75,7 @@ def test_no_table_is_wider_than_its_box_at_1366(screen, live_server, settings, t
         "runs": "/runs/",
         "run-detail": f"/runs/{run.pk}/",
         "exports": "/benchmark/exports/",
+        "human-vs-automated": "/dashboards/charts/human-vs-automated/?metric=deepsynth:overall",
     }
     for name, path in pages.items():
         screen.goto(base + path)
@@ -82,6 +83,21 @@ def test_no_table_is_wider_than_its_box_at_1366(screen, live_server, settings, t
         screen.screenshot(path=str(_shot(f"screen-{name}")), full_page=True)
         assert wide_tables(screen) == [], name
         assert_accessible(screen, name)
+    # the scatter's labels as the browser lays them out: none covers another label or a point
+    screen.goto(base + pages["human-vs-automated"])
+    overlaps = screen.evaluate("""() => {
+      const svg = document.querySelector("main svg");
+      const boxes = [...svg.querySelectorAll("g > text")].map(t => t.getBoundingClientRect());
+      const dots = [...svg.querySelectorAll("g > circle")].map(c => c.getBoundingClientRect());
+      const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+      const found = [];
+      boxes.forEach((a, i) => {
+        boxes.slice(i + 1).forEach((b, j) => { if (hit(a, b)) found.push(`label ${i} × label ${i + 1 + j}`); });
+        dots.forEach((d, j) => { if (hit(a, d)) found.push(`label ${i} × point ${j}`); });
+      });
+      return [boxes.length, found];
+    }""")
+    assert overlaps == [5, []]
     screen.goto(base + "/dashboards/leaderboard/?protocol=surveylens")
     header = screen.locator("#leaderboard thead th")
     assert header.count() == 1 + len(LONG_SYSTEMS)  # the metric column, then one per system
