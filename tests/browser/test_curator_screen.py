@@ -58,7 +58,7 @@ def test_no_table_is_wider_than_its_box_at_1366(screen, live_server, settings, t
     preferences(systems=systems, n_tasks=3, protocol="deepsynth")
     surveylens_run(systems=[SystemFactory(name=f"{n} (SurveyLens)") for n in LONG_SYSTEMS], name="seven systems")
     _, owner, _ = agreement_setup(n_verdicts=6)  # the curator "cur"
-    _four_annotator_agreement(owner)
+    four = _four_annotator_agreement(owner)
     ExportJob.objects.create(
         kind="taskset", requested_by=owner, status="done", progress_done=63, progress_total=63,
         filename="demo-deepscholar-v1-with-history-and-unreviewed-material.deepscholar.jsonl",
@@ -67,6 +67,8 @@ def test_no_table_is_wider_than_its_box_at_1366(screen, live_server, settings, t
     base = live_server.url
     _login(screen, base, "cur")
     pages = {
+        "home": "/",
+        "progress": f"/annotate/{four.pk}/progress/",
         "dashboards": "/dashboards/",
         "leaderboard-deepsynth": "/dashboards/leaderboard/?protocol=deepsynth",
         "leaderboard-surveylens": "/dashboards/leaderboard/?protocol=surveylens",
@@ -83,6 +85,11 @@ def test_no_table_is_wider_than_its_box_at_1366(screen, live_server, settings, t
         screen.screenshot(path=str(_shot(f"screen-{name}")), full_page=True)
         assert wide_tables(screen) == [], name
         assert_accessible(screen, name)
+    # the progress page: time per item and last activity for each of the four annotators
+    screen.goto(base + pages["progress"])
+    for n in range(4):
+        row = screen.locator(f"#annotator-progress tr[data-user=annotator-with-a-long-name-{n}]")
+        expect(row.locator("[data-stat=last-activity]")).to_contain_text("ago")
     # the scatter's labels as the browser lays them out: none covers another label or a point
     screen.goto(base + pages["human-vs-automated"])
     overlaps = screen.evaluate("""() => {
