@@ -6,6 +6,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_ENV := DEBUG=1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+# `make run PORT=8765` serves on another port; HOST=0.0.0.0 listens beyond this machine (add it to ALLOWED_HOSTS).
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
 .PHONY: install run test bench faults lock clean upstream-check
 
@@ -31,7 +34,7 @@ run: install
 	$(DEV_ENV) $(PY) manage.py load_demo
 	$(DEV_ENV) $(PY) manage.py demo_accounts
 	$(DEV_ENV) $(PY) manage.py demo_judges
-	$(DEV_ENV) $(PY) manage.py studio
+	$(DEV_ENV) $(PY) manage.py studio $(HOST):$(PORT)
 
 test: install $(NODE_STAMP)
 	scripts/ensure-chromium.sh

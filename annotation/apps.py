@@ -6,6 +6,10 @@ class AnnotationConfig(AppConfig):
     verbose_name = "Annotation"
 
     def ready(self) -> None:
+        from benchmark.views import task_page_panel_register
+
         from . import hooks
+        from .views.task_review import curation_panel
 
         hooks.connect()
+        task_page_panel_register(curation_panel)  # the task page's curation card and solo review

@@ -40,7 +40,7 @@ FORMATS = ("jsonl", "csv")
 CHUNK = 1000
 
 LABEL_COLUMNS = ("label_id", "project_id", "project", "project_kind", "item_id", "item_status", "target_kind",
-                 "target_id", "task", "annotator", "value", "created_at", "guidelines_version")
+                 "target_id", "task", "annotator", "value", "created_at", "guidelines_version", "seconds_taken")
 GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", "task", "value", "note",
                 "decided_by", "decided_at")
 AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
@@ -107,7 +107,7 @@ def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
             "target_id": target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=revealed),
             "task": _task(item), "annotator": label.annotator.get_username(),
             "value": label_value_shown(label.value, revealed=revealed), "created_at": _time(label.created_at),
-            "guidelines_version": label.guidelines_version,
+            "guidelines_version": label.guidelines_version, "seconds_taken": label.seconds_taken,
         }
 
 
@@ -205,7 +205,7 @@ def write_annotations(
 # --- Hugging Face dataset configs ------------------------------------------------------------
 
 LABEL_TYPES = {"label_id": "int64", "project_id": "int64", "item_id": "int64", "target_id": "int64",
-               "guidelines_version": "int64", "value": "json"}
+               "guidelines_version": "int64", "seconds_taken": "float64", "value": "json"}
 
 
 def _dataset_columns(columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

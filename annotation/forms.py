@@ -73,6 +73,8 @@ class LabelForm(OptionsMixin, forms.Form):
     same form (a retry after a network error, a double click) stores one label."""
 
     client_token = forms.UUIDField(widget=forms.HiddenInput)
+    # set by static/js/workspace.js on submit (forms marked data-timed): how long the item took
+    seconds_taken = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
 
     @staticmethod
     def new_token() -> str:
@@ -151,7 +153,6 @@ class VerifyForm(LabelForm):
 class PairwiseForm(LabelForm):
     choice = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick A, B or tie."})
     reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    seconds_taken = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
     # No report ids: the choice names a side of the item, and the server resolves it to the
     # pair's reports (a form field would hand a blind annotator the reports' handles).
 

@@ -1,11 +1,13 @@
 from django.urls import path
 
-from .views import adjudication, curation, projects, workspace
+from .views import adjudication, curation, projects, task_review, workspace
 
 app_name = "annotation"
 urlpatterns = [
     path("", projects.project_list, name="project_list"),
     path("new/", curation.project_new, name="new"),
+    path("tasks/<id:task_id>/review/<str:kind>/<id:pk>/", task_review.proposal_review, name="task_proposal_review"),
+    path("tasks/<id:task_id>/curate/", task_review.task_mark_curated, name="task_curate"),
     path("<id:project_id>/", workspace.workspace, name="workspace"),
     path("<id:project_id>/edit/", curation.project_edit, name="edit"),
     path("<id:project_id>/members/", curation.project_members, name="members"),

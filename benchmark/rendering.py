@@ -4,6 +4,7 @@ An image on another host (``![](http://…)``) becomes a plain link to it: openi
 not make the browser call anyone (the image host would learn who read which report, and when).
 """
 
+import re
 from html import escape
 
 import nh3
@@ -44,3 +45,14 @@ def markdown_to_safe_html(text: str) -> str:
         url_schemes={"http", "https", "mailto"},
         link_rel="noopener noreferrer nofollow",
     )
+
+
+# A backslash before one of LaTeX's special characters in text taken from a paper's source
+# (arXiv abstracts: "KV\$ caching" is "KV$ caching" in the paper); a doubled backslash is left.
+_LATEX_ESCAPE = re.compile(r"(?<!\\)\\([$%&#_{}])")
+
+
+def source_text(text: str) -> str:
+    """Plain text from a paper's source as the paper shows it: LaTeX's escaped specials unescaped.
+    The page escapes the result as any text (no markup is added)."""
+    return _LATEX_ESCAPE.sub(r"\1", text or "")

@@ -10,7 +10,7 @@ from core.accounts import is_global_curator
 from core.blind import blind_restrict
 
 from . import selectors
-from .models import Protocol, Report, Task
+from .models import Protocol, Report, Task, TaskSet
 from .rendering import markdown_to_safe_html
 from .views_survey_text import SurveyTextForm
 
@@ -34,7 +34,16 @@ def _panels(request, task: Task) -> dict:
 
 @login_required
 def home(request):
-    return render(request, "benchmark/home.html", {"overview": selectors.protocol_overview()})
+    overview = selectors.protocol_overview()
+    context = {"overview": overview}
+    if is_global_curator(request.user):
+        # the steps of a study, each with what is there already (benchmark's own figures)
+        context["study"] = {
+            "tasks": sum(row["tasks"] for row in overview),
+            "curated": sum(row["curated"] for row in overview),
+            "frozen": TaskSet.objects.exclude(frozen_at=None).count(),
+        }
+    return render(request, "benchmark/home.html", context)
 
 
 @login_required

@@ -14,7 +14,14 @@ from core.http import refuse
 from .forms import TASKS_SHOWN, TaskFilterForm, TaskSetCreateForm
 from .models import TaskSet
 from .services.bundles import taskset_changes, taskset_formats_for
-from .services.tasksets import TaskSetError, taskset_create, taskset_freeze, taskset_new_version
+from .services.tasksets import (
+    TaskSetError,
+    taskset_create,
+    taskset_freeze,
+    taskset_history_exportable,
+    taskset_new_version,
+    taskset_readiness,
+)
 
 CURATORS_ONLY = "Only curators make, freeze or version task sets."
 
@@ -47,6 +54,10 @@ def taskset_detail(request, task_set_id: int):
         "formats": taskset_formats_for(task_set),
         "can_export": is_global_curator(request.user),
     }
+    if context["can_export"]:
+        # what freezing needs (an open set), and whether an export with history would work now
+        context["readiness"] = None if task_set.is_frozen else taskset_readiness(task_set=task_set)
+        context["history_exportable"] = taskset_history_exportable(task_set=task_set)
     return render(request, "benchmark/tasksets/detail.html", context)
 
 
@@ -80,11 +91,12 @@ def taskset_freeze_view(request, task_set_id: int):
         return refuse(request, CURATORS_ONLY)
     task_set = get_object_or_404(TaskSet, pk=task_set_id)
     try:
-        taskset_freeze(task_set=task_set, actor=request.user, allow_uncurated=bool(request.POST.get("allow_uncurated")))
+        frozen = taskset_freeze(task_set=task_set, actor=request.user,
+                                allow_uncurated=bool(request.POST.get("allow_uncurated")))
     except TaskSetError as exc:
         messages.error(request, f"Not frozen: {exc}")
     else:
-        messages.success(request, f"Task set {task_set} frozen.")
+        messages.success(request, f"Task set {task_set} frozen{' as a pilot version' if frozen.pilot else ''}.")
     return redirect("benchmark:taskset_detail", task_set_id=task_set.pk)
 
 

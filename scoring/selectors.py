@@ -207,11 +207,38 @@ def _is_number(value) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
-def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
+# The most metric columns one group of the per-report table holds: with the task, system and
+# item counts that still fits a laptop's width (1366 px) without a sideways scroll.
+COLUMN_GROUP_SIZE = 10
+
+
+def _column_groups(headline: list[str], scores: list[str], counts: list[str]) -> list[dict]:
+    """The metric keys in groups a page shows one at a time: headline, other scores, counts, each
+    cut into runs of at most ``COLUMN_GROUP_SIZE``."""
+    groups = []
+    for key, label, columns in (("headline", "Headline metrics", headline), ("scores", "Other scores", scores),
+                                ("counts", "Counts", counts)):
+        chunks = [columns[i:i + COLUMN_GROUP_SIZE] for i in range(0, len(columns), COLUMN_GROUP_SIZE)]
+        for n, chunk in enumerate(chunks):
+            start = n * COLUMN_GROUP_SIZE
+            groups.append({
+                "key": key if len(chunks) == 1 else f"{key}-{n + 1}",
+                "label": label if len(chunks) == 1 else f"{label} {start + 1}–{start + len(chunk)}",
+                "section": label,
+                "columns": chunk,
+            })
+    return groups
+
+
+def score_card_table(*, protocol: str, cards: Iterable[ScoreCard], group: str | None = None) -> dict:
     """Score cards as a table with every metric the cards hold: the protocol's headline metrics
     first (the leaderboard's order), then the other scores, then the counts. A cell's ``over``
     is how many reports a system card's mean is over (``reports_with``); ``digits`` is how the
-    leaderboard rounds (DeepSynth-Eval in percent, the others on 0–1)."""
+    leaderboard rounds (DeepSynth-Eval in percent, the others on 0–1).
+
+    ``groups`` are the columns in groups of at most ``COLUMN_GROUP_SIZE`` and ``by_metric`` the
+    same cells with metrics as rows (each with its group's label). With ``group`` (one of the
+    groups' keys; an unknown key means the first group) the columns and rows hold that group only."""
     cards = list(cards)
     keys: list[str] = []
     for card in cards:
@@ -219,7 +246,12 @@ def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
     headline = [k for k in headline_metrics(protocol, keys) if is_headline_metric(protocol, k)]
     scores = sorted(k for k in keys if k not in headline and k not in NOT_METRICS)
     counts = sorted(k for k in keys if k in NOT_METRICS)
+    groups = _column_groups(headline, scores, counts)
     columns = headline + scores + counts
+    chosen = None
+    if group is not None and groups:
+        chosen = next((g for g in groups if g["key"] == group), groups[0])
+        columns = chosen["columns"]
     rows = []
     for card in cards:
         over = card.metrics.get("reports_with")
@@ -237,9 +269,15 @@ def score_card_table(*, protocol: str, cards: Iterable[ScoreCard]) -> dict:
     # DeepScholar: the metrics the system cards' geometric mean is over (the same for every system of the run)
     over = next((c.metrics["geometric_mean_over"] for c in cards
                  if c.report_id is None and isinstance(c.metrics.get("geometric_mean_over"), list)), None)
+    group_of = {key: g["section"] for g in groups for key in g["columns"]}
+    by_metric = [{"key": key, "label": metric_label(key), "group": group_of[key],
+                  "cells": [(row["card"], row["cells"][i]) for row in rows]} for i, key in enumerate(columns)]
     return {
         "columns": [{"key": key, "label": metric_label(key)} for key in columns],
         "rows": rows,
+        "by_metric": by_metric,
+        "groups": [{"key": g["key"], "label": g["label"], "n": len(g["columns"])} for g in groups],
+        "group": chosen["key"] if chosen else None,
         "digits": 1 if protocol in PERCENT_PROTOCOLS else 3,
         "geometric_mean_over": [metric_label(k) for k in over] if over is not None else None,
         # which variant of each metric the run computed: the paper's, or the released code's ("upstream")

@@ -96,7 +96,8 @@ def _live_context(request, run: EvaluationRun) -> dict:
         context.update(
             system_table=selectors.score_card_table(protocol=run.protocol, cards=selectors.run_score_cards(run=run)),
             report_page=report_page,
-            report_table=selectors.score_card_table(protocol=run.protocol, cards=report_page),
+            report_table=selectors.score_card_table(protocol=run.protocol, cards=report_page,
+                                                    group=request.GET.get("metrics", "")),
         )
     return context
 

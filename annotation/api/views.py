@@ -433,6 +433,9 @@ class LabelInputSerializer(serializers.Serializer):
     item = serializers.IntegerField(min_value=1)
     value = BoundedJSONField()
     client_token = serializers.UUIDField(help_text="one per form: resubmitting it returns the first label")
+    seconds_taken = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, default=None,
+        help_text="how long the label took, in seconds (a pairwise value's own seconds_taken also counts)")
 
 
 class LabelOutputSerializer(serializers.Serializer):
@@ -442,6 +445,7 @@ class LabelOutputSerializer(serializers.Serializer):
     annotator = serializers.IntegerField(source="annotator_id")
     annotator_name = serializers.CharField(source="annotator.username")
     value = serializers.SerializerMethodField()
+    seconds_taken = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
 
     def get_value(self, label) -> dict:
@@ -472,7 +476,8 @@ class LabelListApi(LabellerApi, ListApi):
         ``"next": true`` the answer is ``{"label": ..., "next": {"assignment", "item"}}``, the next
         item claimed as ``POST /api/projects/<id>/next/`` does (both null when nothing is left)."""
         data = input_of(self, request)
-        submission = Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"])
+        submission = Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"],
+                                seconds_taken=data["seconds_taken"])
         if not data["next"]:
             (result,) = label_submit_many(annotator=request.user, submissions=[submission])
             if result.error is not None:
@@ -517,7 +522,8 @@ class LabelBatchApi(LabellerApi, GenericApi):
             except serializers.ValidationError as exc:
                 results[index] = {"status": 400, "error": exc.detail}
                 continue
-            submissions.append(Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"]))
+            submissions.append(Submission(item_id=data["item"], value=data["value"], client_token=data["client_token"],
+                                          seconds_taken=data["seconds_taken"]))
             places.append(index)
         stored = list(zip(places, label_submit_many(annotator=request.user, submissions=submissions)))
         labels = iter(LabelOutputSerializer([r.label for _, r in stored if r.error is None], many=True).data)

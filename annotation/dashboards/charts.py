@@ -9,6 +9,7 @@ deficiencies) and every stacked segment also carries its percentage as text.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from collections.abc import Sequence
 from html import escape
 
@@ -155,6 +156,61 @@ def strip_plot(groups: Sequence[dict], *, title: str, y_label: str, digits: int 
     return _svg(width, height, title, desc, body, chart_id)
 
 
+# Label placement for the scatter: a 12 px label's estimated extent (system-ui averages ~0.6 em
+# per character; a wider guess only leaves more room) and the point's radius plus a margin.
+LABEL_CHAR_W, LABEL_H, POINT_R = 7.2, 15.0, 8.0
+
+
+@dataclass(frozen=True)
+class LabelPlace:
+    x: float
+    y: float  # the text's baseline
+    anchor: str  # "start" or "end"
+    leader: bool = False  # drawn away from its point, joined to it by a line
+    line_x: float = 0.0
+
+    def box(self, text: str) -> tuple[float, float, float, float]:
+        w = LABEL_CHAR_W * len(text)
+        x0 = self.x if self.anchor == "start" else self.x - w
+        return (x0, self.y - LABEL_H + 3, x0 + w, self.y + 3)
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def place_labels(centres: Sequence[tuple[float, float]], labels: Sequence[str], *,
+                 area: tuple[float, float, float, float]) -> list[LabelPlace]:
+    """Where each point's label goes so that no label covers another label or any point, inside
+    ``area`` (x0, y0, x1, y1): the first free spot of a few around its point (right, left, above,
+    below, then further up or down), else a free row at the right edge of the area joined to its
+    point by a leader line. Greedy, points taken top to bottom: deterministic for a given chart."""
+    points = [(cx - POINT_R, cy - POINT_R, cx + POINT_R, cy + POINT_R) for cx, cy in centres]
+    taken: list[tuple[float, float, float, float]] = []
+    places: list[LabelPlace | None] = [None] * len(labels)
+
+    def free(box) -> bool:
+        inside = box[0] >= area[0] and box[2] <= area[2] and box[1] >= area[1] and box[3] <= area[3]
+        return inside and not any(_overlaps(box, other) for other in taken + points)
+
+    order = sorted(range(len(labels)), key=lambda i: (centres[i][1], centres[i][0]))
+    for i in order:
+        cx, cy = centres[i]
+        candidates = [LabelPlace(cx + 10, cy + 4, "start"), LabelPlace(cx - 10, cy + 4, "end")]
+        for dy in (-14, 18, -28, 32, -42, 46):
+            candidates += [LabelPlace(cx + 10, cy + dy, "start"), LabelPlace(cx - 10, cy + dy, "end")]
+        chosen = next((c for c in candidates if free(c.box(labels[i]))), None)
+        if chosen is None:  # a row at the area's right edge, the nearest free one to the point
+            width = LABEL_CHAR_W * len(labels[i])
+            rows = sorted((area[1] + LABEL_H + k * LABEL_H for k in range(int((area[3] - area[1]) // LABEL_H))),
+                          key=lambda row: abs(row - cy))
+            row = next((r for r in rows if free(LabelPlace(area[2] - width, r, "start").box(labels[i]))), rows[0])
+            chosen = LabelPlace(area[2] - width, row, "start", leader=True, line_x=area[2] - width - 3)
+        taken.append(chosen.box(labels[i]))
+        places[i] = chosen
+    return places
+
+
 def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, digits: int = 2,
             chart_id: str = "chart-scatter") -> SafeString:
     """Labelled scatter: ``points`` = [{"label", "x", "y"}]."""
@@ -181,11 +237,16 @@ def scatter(points: Sequence[dict], *, title: str, x_label: str, y_label: str, d
                 f'<text transform="translate(18 {(top + bottom) / 2:.0f}) rotate(-90)" font-size="12" text-anchor="middle" '
                 f'fill="#3b4452">{_e(y_label)}</text>'
                 f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#98a2b3"/>')
-    for i, p in enumerate(points):
+    centres = [(x(p["x"]), y(p["y"])) for p in points]
+    places = place_labels(centres, [str(p["label"]) for p in points], area=(0, top - 12, width, height - 46))
+    for i, (p, (cx, cy), place) in enumerate(zip(points, centres, places)):
         colour = PALETTE[i % len(PALETTE)]
         tip = f'{p["label"]}: {x_label} {_fmt(p["x"], digits)}, {y_label} {_fmt(p["y"], digits)}'
-        body.append(f'<g><title>{_e(tip)}</title><circle cx="{x(p["x"]):.1f}" cy="{y(p["y"]):.1f}" r="6" fill="{colour}"/>'
-                    f'<text x="{x(p["x"]) + 9:.1f}" y="{y(p["y"]) + 4:.1f}" font-size="12" fill="#1d2430">{_e(p["label"])}</text></g>')
+        leader = (f'<line x1="{cx:.1f}" y1="{cy:.1f}" x2="{place.line_x:.1f}" y2="{place.y - 4:.1f}" stroke="#98a2b3"/>'
+                  if place.leader else "")
+        body.append(f'<g><title>{_e(tip)}</title>{leader}<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="{colour}"/>'
+                    f'<text x="{place.x:.1f}" y="{place.y:.1f}" font-size="12" text-anchor="{place.anchor}" '
+                    f'fill="#1d2430">{_e(p["label"])}</text></g>')
     desc = "; ".join(f'{p["label"]}: ({_fmt(p["x"], digits)}, {_fmt(p["y"], digits)})' for p in points) or "no data"
     return _svg(width, height, title, desc, body, chart_id)
 

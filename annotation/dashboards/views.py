@@ -84,7 +84,11 @@ def leaderboard(request):
     # The human side of this protocol's leaderboard: its own systems on its own tasks only.
     human = human_selectors.human_ranking(scope=human_selectors.Scope(protocol=protocol, task_set=task_set_id),
                                           with_correlations=False)
+    # The page shows metrics as rows and systems (best first) as columns: a protocol has up to ~26
+    # headline metrics but a study compares a handful of systems, so the table fits a laptop's width.
+    by_metric = [(metric, [(row, row["cells"][i]) for row in board["rows"]]) for i, metric in enumerate(board["metrics"])]
     context = {
+        "by_metric": by_metric,
         "board": board, "protocol": protocol, "protocol_label": Protocol(protocol).label, "run_id": run_id,
         "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=protocol), "digits": _digits(board["percent"]),
         "human": human, "significance": s.SIGNIFICANCE, "min_test_tasks": s.MIN_TEST_TASKS,

@@ -282,6 +282,10 @@ class Label(models.Model):
                   " null: labels made before guidelines were recorded, or imported",
     )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    seconds_taken = models.FloatField(
+        null=True, blank=True,
+        help_text="seconds between the item's form appearing and its submission, as the client measured them",
+    )
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -5,7 +5,7 @@ from collections import Counter, defaultdict
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -131,10 +131,12 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
         if role != Role.CURATOR:
             per_user.setdefault(user.pk, Counter())
     names = dict(get_user_model().objects.filter(pk__in=per_user).values_list("pk", "username"))
+    timing = annotator_timing(project=project, user_ids=list(per_user))
     annotators = [
         {
             "user_id": user_id, "username": names.get(user_id, ""), "labels": counts["labels"],
             "skips": counts["skips"], "active_claims": counts["active_claims"],
+            **timing.get(user_id, {"seconds_median": None, "seconds_mean": None, "n_timed": 0, "last_activity": None}),
         }
         for user_id, counts in sorted(per_user.items(), key=lambda kv: names.get(kv[0], ""))
     ]
@@ -145,6 +147,37 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
         totals["complete"] += totals["adjudicated"]
         totals["adjudicated"] = totals["awaiting_adjudication"] = None
     return {"project_id": project.pk, "role": role, **totals, "annotators": annotators}
+
+
+def annotator_timing(*, project: AnnotationProject, user_ids: list[int]) -> dict[int, dict]:
+    """Per annotator of the project: the median and mean ``seconds_taken`` of their labels that
+    carry one (``n_timed`` of them; labels from before the time was recorded, or sent by an API
+    client that did not measure it, do not count) and ``last_activity``, the time of their newest
+    label or skip in the project. docs/statistics.md § Time per item."""
+    if not user_ids:
+        return {}
+    seconds: dict[int, list[float]] = defaultdict(list)
+    last: dict[int, object] = {}
+    rows = Label.objects.filter(project=project, annotator_id__in=user_ids).values_list(
+        "annotator_id", "seconds_taken", "created_at")
+    for user_id, taken, created_at in rows.iterator(chunk_size=5000):
+        if taken is not None:
+            seconds[user_id].append(taken)
+        if user_id not in last or created_at > last[user_id]:
+            last[user_id] = created_at
+    skipped = Assignment.objects.filter(project=project, user_id__in=user_ids, status=Assignment.Status.SKIPPED,
+                                        ended_at__isnull=False).values("user_id").annotate(newest=Max("ended_at"))
+    for row in skipped:
+        if row["user_id"] not in last or row["newest"] > last[row["user_id"]]:
+            last[row["user_id"]] = row["newest"]
+    timing = {}
+    for user_id in set(seconds) | set(last):
+        values = sorted(seconds.get(user_id, []))
+        n = len(values)
+        median = (values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2) if n else None
+        timing[user_id] = {"seconds_median": median, "seconds_mean": sum(values) / n if n else None, "n_timed": n,
+                           "last_activity": last.get(user_id)}
+    return timing
 
 
 PROGRESS_TOTALS_SECONDS = 5
@@ -191,3 +224,20 @@ def task_curation_status(*, task: Task) -> dict:
         "curatable": total > 0 and settled == total, "kinds": kinds,
     }
 
+
+
+def task_unsettled_proposals(*, task: Task, limit: int) -> list[tuple[str, object]]:
+    """The task's first ``limit`` proposals nobody has settled (proposed, or imported without a
+    review), as ``(kind, row)`` in ``VERIFY_TARGETS`` order then creation order: what the task
+    page's solo review lists."""
+    rows: list[tuple[str, object]] = []
+    for kind, (model, task_path) in VERIFY_TARGETS.items():
+        if len(rows) >= limit:
+            break
+        query = model.objects.filter(**{task_path: task}).exclude(review_status__in=SETTLED_STATUSES).order_by("pk")
+        if kind == "checklist_item":
+            query = query.select_related("group")
+        elif kind == "gold_reference":
+            query = query.select_related("bib_entry")
+        rows += [(kind, row) for row in query[:limit - len(rows)]]
+    return rows

@@ -7,6 +7,7 @@ then labels again — except in blind projects, where committing reveals what wa
 label stays final. Resubmitting the same form (same ``client_token``) returns the first label.
 """
 
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +90,21 @@ class Submission:
     item_id: int
     value: Any
     client_token: Any
+    seconds_taken: Any = None  # how long the annotator took, as the client measured it (any kind)
+
+
+def _seconds_taken(submission: Submission, clean: dict) -> float | None:
+    """The submission's ``seconds_taken``, else the one a pairwise value carries; ``ValueError``
+    unless it is a finite number ≥ 0 (or absent)."""
+    seconds = submission.seconds_taken
+    if seconds is None and isinstance(clean, dict):
+        seconds = clean.get("seconds_taken")
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or seconds < 0:
+        raise ValueError("seconds_taken: expected a non-negative number of seconds")
+    return float(seconds)
 
 
 @dataclass
@@ -292,7 +308,8 @@ class _Batch:
         # global curator without membership is shown them open on every workspace page.
         seen = item.my_guidelines_seen if item.my_guidelines_seen is not None else project.guidelines_version
         label = Label(project=project, item=item, annotator=self.annotator, value=clean, client_token=token,
-                      assignment=claim, created_at=self.now, guidelines_version=seen)
+                      assignment=claim, created_at=self.now, guidelines_version=seen,
+                      seconds_taken=_seconds_taken(submission, clean))
         self.accepted.append((item, label, claim))
         self.own.append(label)
         return SubmissionResult(label=label, created=True, role=self.roles[item.project_id])
@@ -407,7 +424,7 @@ def label_submit_many(
 
 def label_submit(
     *, item: AnnotationItem, annotator, value: dict, client_token, project: AnnotationProject | None = None,
-    role: str | None = None,
+    role: str | None = None, seconds_taken: float | None = None,
 ) -> Label:
     """Store ``annotator``'s label for ``item`` and settle the item when it has all its labels:
     ``label_submit_many`` with one answer, whose error is raised. Returns the label (the first
@@ -419,7 +436,8 @@ def label_submit(
     expired and the item's slots were given to others), ``AnnotationItem.DoesNotExist``.
     """
     (result,) = label_submit_many(
-        annotator=annotator, submissions=[Submission(item_id=item.pk, value=value, client_token=client_token)],
+        annotator=annotator,
+        submissions=[Submission(item_id=item.pk, value=value, client_token=client_token, seconds_taken=seconds_taken)],
         project=project, role=role,
     )
     if result.error is not None:

@@ -534,7 +534,7 @@ def project_from_preferences(
             Label(
                 project=project, item=item, annotator_id=pref.annotator_id, value=value, source_preference=pref,
                 client_token=uuid.uuid5(uuid.NAMESPACE_URL, f"preference:{pref.pk}:project:{project.pk}"),
-                created_at=pref.labeled_at,
+                created_at=pref.labeled_at, seconds_taken=pref.seconds_taken,
             )
             for pref, value in zip(group, values, strict=True)
         )

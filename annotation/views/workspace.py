@@ -260,7 +260,8 @@ def label_create(request, project_id: int, item_id: int):
     form = label_form_for(label_form_context(item=item, project=project, target=target), data=request.POST)
     if not form.is_valid():
         return _render(request, project, role, item=item, form=form, status=422)
-    submission = Submission(item_id=item.pk, value=form.value(), client_token=form.cleaned_data["client_token"])
+    submission = Submission(item_id=item.pk, value=form.value(), client_token=form.cleaned_data["client_token"],
+                            seconds_taken=form.cleaned_data.get("seconds_taken"))
     # An htmx submission answers with the next item: the label and its claim in one transaction.
     # Agreement items show the judge's verdict next, without JavaScript a redirect follows.
     follow = bool(request.htmx) and project.kind != Kind.AGREEMENT

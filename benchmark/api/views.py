@@ -236,7 +236,7 @@ class TaskSetListApi(ListApi):
         class Meta:
             model = TaskSet
             fields = ["id", "name", "version", "description", "tasks", "is_frozen", "frozen_at", "frozen_by",
-                      "content_hash", "previous", "created_at"]
+                      "pilot", "content_hash", "previous", "created_at"]
 
     queryset = TaskSet.objects.select_related("frozen_by").prefetch_related("tasks").order_by("name", "-version")
     filter_fields = {"name": "name", "version": "version", "unfrozen": "frozen_at__isnull"}

@@ -101,6 +101,13 @@ class Survey(TimeStamped):
     def __str__(self) -> str:
         return self.title[:120]
 
+    @property
+    def known_title(self) -> str:
+        """The title, or "" while only an identifier stands in for it (DeepSynth-Eval's release names
+        each survey by its arXiv id: the importer stores ``arXiv:<id>`` until a curator writes the title)."""
+        stand_ins = {f"arxiv:{name}".lower() for name in (self.arxiv_id, self.external_id) if name}
+        return "" if self.title.strip().lower() in stand_ins else self.title
+
 
 class SurveyCitation(models.Model):
     """A survey's bibliography entry, in the order the survey lists it."""

@@ -19,6 +19,8 @@ class TaskSet(TimeStamped):
     content_hash = models.CharField(max_length=64, blank=True)
     snapshot = models.TextField(blank=True)
     previous = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_versions")
+    pilot = models.BooleanField(
+        default=False, help_text="frozen with draft or in-review tasks (a pilot version), not every task curated")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["name", "version"], name="taskset_unique_version")]

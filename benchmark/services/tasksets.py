@@ -7,7 +7,7 @@ Rules (``docs/formats.md`` § Task sets):
 * freezing stores ``snapshot`` (the native JSONL of its tasks, without history) and
   ``content_hash`` (sha256 of the snapshot); from then on the set refuses every change.
   Only curated tasks may be frozen; ``allow_uncurated=True`` also admits draft and
-  in-review tasks (for pilot sets); retired tasks are never frozen;
+  in-review tasks (a pilot version, marked ``pilot``); retired tasks are never frozen;
 * the next version starts from the latest frozen one (same tasks, ``previous`` link);
   ``taskset_changelog`` compares a version with its previous one line by line.
 
@@ -101,16 +101,20 @@ def taskset_freeze(*, task_set: TaskSet, actor=None, allow_uncurated: bool = Fal
     refused = [t for t in tasks if t.status not in allowed]
     if refused:
         listed = ", ".join(sorted(f"{t.protocol}/{t.key} ({t.status})" for t in refused))
-        hint = "retired tasks are never frozen" if allow_uncurated else "curate them or pass allow_uncurated=True"
+        hint = ("retired tasks are never frozen: make a version without them" if allow_uncurated else
+                "curate them first (each task's page says what is left), or freeze the set as a pilot "
+                "(allow_uncurated)")
         raise TaskSetError(f"task set {task_set} has tasks that may not be frozen: {listed}; {hint}")
     task_set.snapshot = export_tasks_jsonl(tasks)
     task_set.content_hash = _hash(task_set.snapshot)
     task_set.frozen_at = timezone.now()
     task_set.frozen_by = actor
-    task_set.save(update_fields=["snapshot", "content_hash", "frozen_at", "frozen_by", "updated_at"])
+    task_set.pilot = any(t.status != Task.Status.CURATED for t in tasks)
+    task_set.save(update_fields=["snapshot", "content_hash", "frozen_at", "frozen_by", "pilot", "updated_at"])
     audit_log_record(
         target=task_set, action="taskset:freeze", actor=actor,
-        after={"content_hash": task_set.content_hash, "tasks": _keys(tasks), "allow_uncurated": allow_uncurated},
+        after={"content_hash": task_set.content_hash, "tasks": _keys(tasks), "allow_uncurated": allow_uncurated,
+               "pilot": task_set.pilot},
     )
     return task_set
 
@@ -161,6 +165,25 @@ def taskset_export(*, task_set: TaskSet, include_history: bool = False) -> str:
             "frozen snapshot; export without history to get the snapshot"
         )
     return export_tasks_jsonl(task_set.tasks.all(), include_history=True)
+
+
+def taskset_history_exportable(*, task_set: TaskSet) -> bool:
+    """Whether an export "with history" would succeed now: an open set always (its live tasks);
+    a frozen one while its tasks still equal the snapshot (``taskset_export``)."""
+    return not task_set.is_frozen or _hash(export_tasks_jsonl(task_set.tasks.all())) == task_set.content_hash
+
+
+def taskset_readiness(*, task_set: TaskSet) -> dict:
+    """What freezing an open set needs: its tasks by status, and the first ``shown`` that are not
+    curated (``blocking``), retired ones first since no freeze admits them."""
+    tasks = list(task_set.tasks.only("pk", "protocol", "key", "title", "status").order_by("protocol", "key"))
+    counts = {status: 0 for status in Task.Status.values}
+    for task in tasks:
+        counts[task.status] += 1
+    blocking = sorted((t for t in tasks if t.status != Task.Status.CURATED),
+                      key=lambda t: (t.status != Task.Status.RETIRED, t.protocol, t.key))
+    return {"total": len(tasks), "counts": counts, "blocking": blocking[:10], "n_blocking": len(blocking),
+            "all_curated": bool(tasks) and not blocking, "retired": counts[Task.Status.RETIRED]}
 
 
 @dataclass(frozen=True)

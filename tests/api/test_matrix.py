@@ -203,6 +203,13 @@ PAGES = {
     # POST only; curators only; an empty form stores nothing (back to the task page with the message).
     "benchmark:task_survey_text": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6),
                                    ("post", lambda w: {"task_id": w.task.pk}, (302, 403, 403, 403, 302, 302))],
+    # The task page's curation card (issue 30): POST only, curators only; the form without its
+    # version, or a task with nothing settled, changes nothing (back to the task page with the message).
+    "annotation:task_proposal_review": [
+        ("get", lambda w: {"task_id": w.task.pk, "kind": "nugget", "pk": 1}, (405,) * 6),
+        ("post", lambda w: {"task_id": w.task.pk, "kind": "nugget", "pk": 1}, (302, 403, 403, 403, 302, 302))],
+    "annotation:task_curate": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6),
+                               ("post", lambda w: {"task_id": w.task.pk}, (302, 403, 403, 403, 302, 302))],
     "annotation:project_list": [("get", None, PAGE)],
     # Curators only; an empty form is refused with 400 and creates nothing.
     "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from benchmark.models import TaskSet
+from benchmark.models import Task, TaskSet
 from benchmark.services.tasksets import taskset_create, taskset_freeze, taskset_new_version, taskset_update
 from tests.annotation_factories import annotator, curator
 from tests.factories import TaskFactory
@@ -54,9 +54,17 @@ def test_freeze_refuses_uncurated_tasks_unless_asked_then_a_new_version_starts(c
     refused = client.post(url, follow=True).content.decode()
     assert "Not frozen: task set core v1 has tasks that may not be frozen: deepsynth/draft-1 (draft)" in refused
     assert not TaskSet.objects.get(pk=task_set.pk).is_frozen
+    page = client.get(reverse("benchmark:taskset_detail", args=[task_set.pk])).content.decode()
+    assert "1 of 1</strong> is not" in page and 'id="freeze-pilot-button"' in page and 'id="freeze-button"' not in page
+    assert "export it with history right away" in page
     client.post(url, {"allow_uncurated": "1"})
     task_set.refresh_from_db()
-    assert task_set.is_frozen and task_set.frozen_by == owner
+    assert task_set.is_frozen and task_set.frozen_by == owner and task_set.pilot
+    page = client.get(reverse("benchmark:taskset_detail", args=[task_set.pk])).content.decode()
+    assert 'id="pilot-mark"' in page and "With history: available" in page
+    Task.objects.filter(key="draft-1").update(title="changed after the freeze")
+    page = client.get(reverse("benchmark:taskset_detail", args=[task_set.pk])).content.decode()
+    assert "With history: not available" in page and 'name="include_history" value="1" aria-describedby="history-note" disabled' in page
     response = client.post(reverse("benchmark:taskset_new_version", args=[task_set.pk]))
     successor = TaskSet.objects.get(name="core", version=2)
     assert response["Location"] == reverse("benchmark:taskset_detail", args=[successor.pk])

@@ -1,6 +1,8 @@
-"""A curator's study set-up in real Chromium: import the DeepSynth example, make and freeze a task
-set, compare versions, configure a judge and test it. Screenshots in test-artifacts/screenshots/,
-and axe-core finds no WCAG 2 A/AA violation on any page of it.
+"""A curator's study set-up in real Chromium at 1366×768: import the DeepSynth example, read a
+task's curation status and review its proposals alone (accept, edit, reject) until it is curated,
+make a task set and freeze it as a pilot (its other tasks are still in review), compare versions,
+configure a judge and test it. Screenshots in test-artifacts/screenshots/, and axe-core finds no
+WCAG 2 A/AA violation on any page of it.
 
 The import job runs in a background thread through the real task function, as a worker would.
 """
@@ -8,11 +10,14 @@ The import job runs in a background thread through the real task function, as a 
 import pytest
 from playwright.sync_api import expect
 
-from benchmark.models import ImportJob, Task, TaskSet
+from annotation.services.solo_review import proposal_review_solo
+from benchmark.models import ChecklistItem, ImportJob, Task, TaskSet
+from core.models import AuditLog
 from benchmark.tasks import run_import_job
 from scoring.models import JudgeConfig
 from tests.annotation_factories import curator
 from tests.support.axe import assert_accessible
+from tests.support.browser import SCREENSHOTS
 from tests.support.workers import deliver_on_threads
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -32,7 +37,9 @@ def test_a_curator_imports_freezes_compares_and_configures_a_judge(page, live_se
     user = curator("curator")
     user.set_password("pw-for-tests")
     user.save()
+    page.set_viewport_size({"width": 1366, "height": 768})
     login("curator", "pw-for-tests")
+    expect(page.locator("#study-steps li").first).to_contain_text("Import tasks and reports")  # home: the steps
 
     page.click("nav >> text=Tasks")
     page.click("#import-data")
@@ -48,6 +55,46 @@ def test_a_curator_imports_freezes_compares_and_configures_a_judge(page, live_se
     screenshot("study-import-done")
     assert_accessible(page, "import done")
 
+    # --- a task's curation, reviewed alone -------------------------------------------------------
+    task = Task.objects.filter(protocol="deepsynth").order_by("key").first()
+    page.goto(f"{live_server.url}/benchmark/tasks/{task.pk}/")
+    blockers = page.locator("#curation-blockers")
+    expect(blockers).to_contain_text("are not yet accepted, edited or rejected")
+    expect(page.locator("#survey-title")).not_to_contain_text("arXiv:")  # the topic once, not the id twice
+    page.screenshot(path=str(SCREENSHOTS / "study-task-curation-viewport.png"))  # as it first shows
+    assert_accessible(page, "task page with its curation card")
+    rows = page.locator("#solo-review > li")
+    first, second, third = (rows.nth(i).get_attribute("id") for i in range(3))
+    page.click(f"#{first} button[value=accept]")
+    expect(page.locator(".messages")).to_contain_text("accepted")
+    page.click(f"#{second} summary")
+    editable = page.locator(f"#{second} textarea").first
+    editable.fill("Please write a survey of semantic visual SLAM, from object detection to semantic maps.")
+    page.click(f"#{second} button[value=edit]")
+    expect(page.locator(".messages")).to_contain_text("edited")
+    page.click(f"#{third} button[value=reject]")
+    expect(page.locator(".messages")).to_contain_text("rejected")
+    assert list(AuditLog.objects.filter(action__startswith="review:").order_by("pk").values_list(
+        "action", flat=True)) == ["review:accepted", "review:edited", "review:rejected"]
+    # the rest through the same service, all but one: the last decision in the browser curates the task
+    open_items = list(ChecklistItem.objects.filter(group__task=task, review_status="proposed").order_by("pk"))
+    from annotation.models import VERIFY_TARGETS
+
+    for kind, (model, path) in VERIFY_TARGETS.items():
+        for row in model.objects.filter(**{path: task}, review_status="proposed").order_by("pk"):
+            if not (kind == "checklist_item" and row.pk == open_items[-1].pk):
+                proposal_review_solo(kind=kind, pk=row.pk, decision="accept", expected_version=row.version,
+                                     actor=user)
+    page.reload()
+    expect(page.locator("#curation-blockers")).to_contain_text("1 of ")
+    page.click("#solo-review > li >> nth=0 >> button[value=accept]")
+    expect(page.locator(".messages")).to_contain_text("the task is now curated")
+    expect(page.locator("#curation-status")).to_contain_text("Curated")
+    task.refresh_from_db()
+    assert task.status == Task.Status.CURATED
+    screenshot("study-task-curated")
+    assert_accessible(page, "curated task")
+
     page.click("nav >> text=Task sets")
     page.click("#new-taskset")
     page.select_option("#task-filter select[name=protocol]", "deepsynth")
@@ -57,11 +104,21 @@ def test_a_curator_imports_freezes_compares_and_configures_a_judge(page, live_se
     assert_accessible(page, "new task set")
     page.click("#create-taskset")
     expect(page.locator("h1")).to_contain_text("DeepSynth pilot")
-    page.check("input[name=allow_uncurated]")
-    page.click("#freeze-button")
+    # the other tasks are still in review: a final freeze is not offered, a pilot one is, with what it means
+    expect(page.locator("#freeze-readiness")).to_contain_text(f"{created - 1} of {created}")
+    expect(page.locator("#freeze-button")).to_have_count(0)
+    expect(page.locator("#history-note")).to_contain_text("export with history right after freezing")
+    screenshot("study-taskset-before-freeze")
+    assert_accessible(page, "task set before freezing")
+    page.click("#freeze-pilot-button")
     expect(page.locator("#taskset-facts")).to_contain_text("frozen")
+    expect(page.locator("#pilot-mark")).to_have_text("pilot")
+    expect(page.locator(".messages")).to_contain_text("frozen as a pilot version")
+    expect(page.locator("#history-note")).to_contain_text("With history: available")
+    screenshot("study-taskset-pilot")
+    assert_accessible(page, "pilot task set")
     first = TaskSet.objects.get(name="DeepSynth pilot", version=1)
-    assert first.is_frozen and first.tasks.count() == created
+    assert first.is_frozen and first.pilot and first.tasks.count() == created
     page.click("#new-version-button")
     expect(page.locator("h1")).to_contain_text("v2")
     page.select_option("#against", str(first.pk))

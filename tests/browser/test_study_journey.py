@@ -208,8 +208,7 @@ def test_a_curator_runs_a_whole_study_in_the_browser(browser, live_server, datas
     cur.check("taskset-new")
     page.click("#create-taskset")
     expect(page.locator("h1")).to_contain_text("Semantic SLAM pilot")
-    page.check("input[name=allow_uncurated]")
-    page.click("#freeze-button")
+    page.click("#freeze-pilot-button")  # its tasks are still in review: a pilot version
     expect(page.locator("#taskset-facts")).to_contain_text("frozen")
     task_set = TaskSet.objects.get(name="Semantic SLAM pilot")
     assert task_set.is_frozen and task_set.tasks.count() == 4
@@ -348,7 +347,7 @@ def test_a_curator_runs_a_whole_study_in_the_browser(browser, live_server, datas
     # --- 10. The curator: progress, adjudication with an edit, dashboards, the curated export ------------------------
     page.goto(f"{base}/annotate/{verify.pk}/progress/")
     for username in ("annotator1", "annotator2"):  # one label each, on the disputed item
-        expect(page.locator("table.grid tbody tr", has_text=username).locator("td").nth(1)).to_have_text("1")
+        expect(page.locator(f"#annotator-progress tr[data-user={username}] td").first).to_have_text("1")  # labels
     cur.check("verify-progress")
     page.goto(f"{base}/annotate/")
     expect(page.locator(".ws-awaiting")).to_have_text("1 to adjudicate")

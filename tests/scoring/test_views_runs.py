@@ -321,9 +321,8 @@ def test_the_finished_run_shows_every_metric_of_its_score_cards(curator_client, 
     html = response.content.decode()
     assert 'hx-trigger' not in html
     system_table = html[html.index('id="system-cards"'):html.index('id="report-cards"')]
-    row = system_table[system_table.index(f'data-system="{a}"'):]
-    row = row[:row.index("</tr>")]
-    cells = dict(re.findall(r'data-metric="(\w+)"[^>]*>([^<]*)</td>', row))
+    # metrics as rows, systems as columns: system a's cells are those marked with its name
+    cells = dict(re.findall(rf'data-system="{a}" data-metric="(\w+)"[^>]*>([^<]*)</td>', system_table))
     expected_overall = (scripted["overall"] + perfect["overall"]) / 2
     assert cells["overall"] == f"{expected_overall:.1f}"
     assert cells["general"] == f"{(scripted['general'] + perfect['general']) / 2:.1f}"
@@ -334,9 +333,9 @@ def test_the_finished_run_shows_every_metric_of_its_score_cards(curator_client, 
     assert cells["precision"] == f"{pooled:.1f}" != f"{(scripted['precision'] + perfect['precision']) / 2:.1f}"
     assert "Precision = <strong>pooled</strong>" in html
     assert cells["reports"] == "2"
-    counts = dict(re.findall(r'data-count="(\w+)">(\d+)</td>', row))
+    counts = dict(re.findall(rf'data-system="{a}" data-count="(\w+)">(\d+)</td>', system_table))
     assert counts == {"items_judged": "18", "items_failed": "0"}  # 2 reports × 9 checklist items
-    headers = re.findall(r'<th class="num" data-metric="(\w+)"', system_table)
+    headers = re.findall(r'<tr data-metric="(\w+)"', system_table)
     system_card = ScoreCard.objects.get(run=run, system=a, report=None)
     numeric = {k for k, v in system_card.metrics.items() if not isinstance(v, dict)}
     assert set(headers) == numeric and headers[:4] == ["overall", "general", "constraint", "precision"]
@@ -348,9 +347,16 @@ def test_the_finished_run_shows_every_metric_of_its_score_cards(curator_client, 
     report_row = report_table[report_table.index(f'data-report="{report.pk}"'):]
     report_cells = dict(re.findall(r'data-metric="(\w+)"[^>]*>([^<]*)</td>', report_row[:report_row.index("</tr>")]))
     assert report_cells["overall"] == f"{scripted['overall']:.1f}"
+    assert "correct" not in report_cells  # one group of columns at a time: the headline metrics first
+    assert len(re.findall(r"<tr data-system=", report_table)) == 4
+    assert re.findall(r'data-group="([\w-]+)"', report_table) == ["headline", "counts"]
+    counts_table = curator_client.get(reverse("runs:detail", args=[run.pk]), {"metrics": "counts"}).content.decode()
+    counts_table = counts_table[counts_table.index('id="report-cards"'):]
+    report_row = counts_table[counts_table.index(f'data-report="{report.pk}"'):]
+    report_cells = dict(re.findall(r'data-metric="(\w+)"[^>]*>([^<]*)</td>', report_row[:report_row.index("</tr>")]))
     assert report_cells["correct"] == str(scripted["correct"]) and report_cells["incorrect"] == str(
         scripted["incorrect"])
-    assert len(re.findall(r"<tr data-system=", report_table)) == 4
+    assert "overall" not in report_cells
 
 
 # --- the list ----------------------------------------------------------------------------------

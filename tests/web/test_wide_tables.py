@@ -1,6 +1,7 @@
 """Wide tables never overflow the page: every data grid of the run and dashboard pages sits in a
-``.table-scroll`` region that scrolls sideways, takes keyboard focus and is named for screen
-readers (studio.css keeps its first column in view)."""
+``.table-scroll`` region, focusable and named for screen readers. The tables are laid out to fit
+their box at 1366 px (tests/browser/test_curator_screen.py measures it); the region scrolls only
+as a last resort on a narrower window."""
 
 import re
 from pathlib import Path

@@ -16,8 +16,11 @@ def test_curator_reads_leaderboard_agreement_and_chart(page, live_server, login,
     page.goto(f"{live_server.url}/dashboards/leaderboard/?protocol=deepsynth")
     table = page.locator("#leaderboard")
     assert table.is_visible()
-    assert table.locator("thead").inner_text().split("\t")[2:6] == ["Overall", "General", "Constraint", "Precision"]
-    assert table.locator("tbody tr").count() == 3
+    # metrics as rows (the protocol's headline metrics in order, then the counts), systems as columns
+    assert [table.locator(f"tbody tr[data-metric={key}] th").inner_text() for key in (
+        "overall", "general", "constraint", "precision")] == ["Overall", "General", "Constraint", "Precision"]
+    assert table.locator("tbody tr[data-metric]").count() == 4
+    assert table.locator("thead th.db-system").count() == 3
     assert page.locator("#leaderboard .db-sig").count() >= 1
     assert page.locator("#human-side tbody tr").count() == 3
     shot = screenshot("dashboards-leaderboard")

@@ -97,7 +97,7 @@ def test_only_curated_tasks_may_be_frozen(curated, expert):
     retired = rich_task("old", status=Task.Status.RETIRED, discipline=curated[0].survey.discipline)
     task_set = taskset_create(name="core", tasks=[*curated, draft], actor=expert)
 
-    with pytest.raises(TaskSetError, match=r"deepsynth/draft \(draft\).*allow_uncurated=True"):
+    with pytest.raises(TaskSetError, match=r"deepsynth/draft \(draft\).*curate them first.*freeze the set as a pilot"):
         taskset_freeze(task_set=task_set, actor=expert)
     assert not TaskSet.objects.get(pk=task_set.pk).is_frozen
 
@@ -106,7 +106,8 @@ def test_only_curated_tasks_may_be_frozen(curated, expert):
         taskset_freeze(task_set=task_set, actor=expert, allow_uncurated=True)
 
     taskset_update(task_set=task_set, tasks=[*curated, draft], actor=expert)
-    assert taskset_freeze(task_set=task_set, actor=expert, allow_uncurated=True).is_frozen
+    pilot = taskset_freeze(task_set=task_set, actor=expert, allow_uncurated=True)
+    assert pilot.is_frozen and pilot.pilot  # a draft went in: a pilot version
     assert actions(task_set) == ["taskset:create", "taskset:update", "taskset:update", "taskset:freeze"]
 
 
