@@ -53,13 +53,7 @@ def test_every_kind_stores_seconds_taken_from_the_form_and_the_api(client, owner
     assert Label.objects.get(item=item).seconds_taken == 8.5
     # the API: a top-level seconds_taken for any kind; a pairwise value's own one when that is absent
     pair_item = claim_next_item(project=pairwise, user=alice).item
-    pair = pair_item.target_id
-    from annotation.models import ReportPair
-
-    report_pair = ReportPair.objects.get(pk=pair)
-    body = {"item": pair_item.pk, "client_token": token(), "value": {
-        "choice": "left", "seconds_taken": 21.0, "left_report_id": report_pair.report_left_id,
-        "right_report_id": report_pair.report_right_id}}
+    body = {"item": pair_item.pk, "client_token": token(), "value": {"choice": "left", "seconds_taken": 21.0}}
     answer = client.post("/api/labels/", body, content_type="application/json")
     assert answer.status_code == 201, answer.content
     assert answer.json()["seconds_taken"] == 21.0 and Label.objects.get(item=pair_item).seconds_taken == 21.0
