@@ -678,3 +678,22 @@ def test_the_task_material_is_for_members_only(as_user, verify, alice, carol):
     item = verify.items.first()
     assert as_user(carol).get(url("item", verify, item), {"part": "task-material"}).status_code == 404
     assert as_user(alice).get(url("item", verify, item), {"part": "task-material"}).status_code == 200
+
+
+def test_a_deepsynth_survey_named_by_its_arxiv_id_shows_the_topic_and_latex_escapes_read_as_the_paper(
+        as_user, owner, alice):
+    from tests.annotation_factories import verify_project
+    from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, SurveyFactory, TaskFactory
+
+    survey = SurveyFactory(title="arXiv:2501.00001", arxiv_id="2501.00001", abstract="Caches \\$ and \\% here.")
+    task = TaskFactory(protocol="deepsynth", survey=survey, title="KV cache compression")
+    group = ChecklistGroupFactory(task=task, review_status="accepted")
+    ChecklistItemFactory(group=group, text="Reports the KV\\$ cost")
+    project = verify_project(owner, [alice], tasks=[task])
+    html = shown_part(body(as_user(alice, hx=False).get(url("workspace", project))))
+    title = re.search(r'<p class="ws-survey-title"><strong>([^<]*)</strong>', html).group(1)
+    assert title == "KV cache compression"
+    # read as the paper shows it; the edit box (and the "Proposed:" beside it) keeps the stored text
+    assert '<span class="ws-value">Reports the KV$ cost</span>' in html
+    assert html.count("KV\\$") == 2 and "Proposed: Reports the KV\\$ cost" in html
+    assert "Caches $ and % here." in html
