@@ -240,6 +240,11 @@ JUDGE_ENDPOINTS = _judge_endpoints(os.environ.get("JUDGE_ENDPOINTS", ""))
 # Optional plug-ins (scoring.sources), off by default: nothing is fetched from the web unless set.
 SOURCE_FETCHER = os.environ.get("SOURCE_FETCHER", "")  # e.g. scoring.sources.http_fetch
 CITATION_COUNT_LOOKUP = os.environ.get("CITATION_COUNT_LOOKUP", "")
+# Requests the server makes for users (cited pages, webhooks) reach only public addresses on the
+# scheme's default port (core.outbound); these open a port or a network on purpose, e.g.
+# OUTBOUND_ALLOWED_NETWORKS=10.0.5.0/24 for an internal webhook receiver.
+OUTBOUND_ALLOWED_PORTS = [int(port) for port in env_list("OUTBOUND_ALLOWED_PORTS", "")]
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
 
 # --- API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

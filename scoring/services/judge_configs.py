@@ -110,7 +110,7 @@ class ConnectionTest:
 
 def judge_config_test(*, config: JudgeConfig) -> ConnectionTest:
     """One cheap call to the configuration's endpoint (a one-token chat completion) and what came
-    back, or the error (with any key redacted)."""
+    back, or the error; every text from the endpoint with any key redacted."""
     from ..judges.transport import describe, endpoint_url, make_client
 
     if config.is_heuristic:
@@ -127,5 +127,7 @@ def judge_config_test(*, config: JudgeConfig) -> ConnectionTest:
     except Exception as exc:  # any failure is the answer to "does it work?"
         reason = describe(exc) if not isinstance(exc, ValueError) else str(exc)
         return ConnectionTest(False, f"{endpoint_url(config)}: {redact(reason)}", time.monotonic() - started)
-    model = getattr(completion, "model", "") or config.model
-    return ConnectionTest(True, f"{endpoint_url(config)} answered as {model}: {answer!r}", time.monotonic() - started)
+    # What the endpoint says is shown on a page: redacted like its errors (it may echo the key).
+    model = redact(str(getattr(completion, "model", "") or config.model))
+    return ConnectionTest(True, f"{endpoint_url(config)} answered as {model}: {redact(answer)!r}",
+                          time.monotonic() - started)
