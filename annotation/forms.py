@@ -13,6 +13,8 @@ from django.db.models import URLField
 from django.forms.models import fields_for_model
 
 from benchmark.models import BibEntry, GoldReference
+from core.bounded import BoundedIntegerField
+from core.converters import MAX_ID
 
 from .models import VERIFY_TARGETS, AnnotationProject, TargetKind
 from .services.additions import ADD_FIELDS, BIB_FIELDS
@@ -152,8 +154,8 @@ class PairwiseForm(LabelForm):
     choice = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick A, B or tie."})
     reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     seconds_taken = forms.FloatField(required=False, min_value=0, widget=forms.HiddenInput)
-    left_report_id = forms.IntegerField(widget=forms.HiddenInput)
-    right_report_id = forms.IntegerField(widget=forms.HiddenInput)
+    left_report_id = BoundedIntegerField(min_value=1, max_value=MAX_ID, widget=forms.HiddenInput)
+    right_report_id = BoundedIntegerField(min_value=1, max_value=MAX_ID, widget=forms.HiddenInput)
 
     def __init__(self, *args, project: dict, target: dict, **kwargs):
         kwargs.setdefault("initial", {})
@@ -242,7 +244,7 @@ class AdjudicationForm(OptionsMixin, forms.Form):
     custom = forms.ChoiceField(required=False, widget=forms.RadioSelect)
     reason = forms.ChoiceField(required=False, widget=forms.RadioSelect)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    expected_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    expected_version = BoundedIntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     def __init__(self, *args, kind: str, label_set: dict, candidates: list[dict], target: dict | None = None,
                  **kwargs):

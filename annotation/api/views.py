@@ -18,6 +18,8 @@ from rest_framework.response import Response
 
 from benchmark.api.common import DetailApi, GenericApi, LabellerWrites, ListApi, input_of
 from core.parsers import BoundedJSONField
+from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerSerializerField, IdRelatedField
+from core.converters import MAX_ID
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
@@ -101,26 +103,26 @@ class ProjectListApi(ListApi):
         name = serializers.CharField(max_length=200)
         kind = serializers.ChoiceField(choices=AnnotationProject.Kind.choices)
         description = serializers.CharField(required=False, allow_blank=True, default="")
-        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
-        task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
+        tasks = IdRelatedField(queryset=Task.objects.all(), many=True, required=False)
+        task_set = IdRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
         item_kinds = serializers.ListField(child=serializers.ChoiceField(choices=list(VERIFY_TARGETS)), required=False,
                                           help_text="verify: which proposed kinds to review (default all)")
-        systems = serializers.PrimaryKeyRelatedField(queryset=System.objects.all(), many=True, required=False,
+        systems = IdRelatedField(queryset=System.objects.all(), many=True, required=False,
                                                      help_text="pairwise/agreement: empty = all")
         component = serializers.CharField(required=False, default="report", max_length=30)
-        judge_config = serializers.PrimaryKeyRelatedField(queryset=JudgeConfig.objects.all(), required=False,
+        judge_config = IdRelatedField(queryset=JudgeConfig.objects.all(), required=False,
                                                           allow_null=True, help_text="agreement: whose verdicts")
         steps = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                       help_text="agreement: judge steps (default all)")
-        overlap = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+        overlap = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=1, max_value=SMALL_MAX,
                                            help_text="labels per item (k); default 2 for verify, else 1")
         blind = serializers.BooleanField(required=False, default=True)
-        hold_seconds = serializers.IntegerField(required=False, min_value=1,
+        hold_seconds = BoundedIntegerSerializerField(required=False, min_value=1, max_value=HOLD_SECONDS_MAX,
                                                 default=int(DEFAULT_HOLD.total_seconds()))
         label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")
         dimensions = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                            allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
-        seed = serializers.IntegerField(required=False, default=0)
+        seed = BoundedIntegerSerializerField(required=False, default=0)
 
     filter_fields = {"kind": "kind", "status": "status", "task_set": "task_set_id"}
     ordering_fields = ("name", "created_at", "status")
@@ -144,7 +146,7 @@ class ProjectDetailApi(DetailApi):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, max_length=200)
         description = serializers.CharField(required=False, allow_blank=True)
-        hold_seconds = serializers.IntegerField(required=False, min_value=1)
+        hold_seconds = BoundedIntegerSerializerField(required=False, min_value=1, max_value=HOLD_SECONDS_MAX)
         status = serializers.ChoiceField(required=False, choices=AnnotationProject.Status.choices)
 
     def get_queryset(self):
@@ -268,7 +270,7 @@ class ItemAdjudicateApi(GenericApi):
     class InputSerializer(serializers.Serializer):
         value = BoundedJSONField()
         note = serializers.CharField(required=False, allow_blank=True, max_length=10000)
-        expected_version = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+        expected_version = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=1)
 
     OutputSerializer = ContextSerializer
 
@@ -358,7 +360,7 @@ MAX_BATCH = 50  # answers per POST /api/labels/batch/; documented in docs/perfor
 
 
 class LabelInputSerializer(serializers.Serializer):
-    item = serializers.IntegerField(min_value=1)
+    item = BoundedIntegerSerializerField(min_value=1, max_value=MAX_ID)
     value = BoundedJSONField()
     client_token = serializers.UUIDField(help_text="one per form: resubmitting it returns the first label")
 

@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core.blind import blind_restrict
+from core.bounded import IdRelatedField
 from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
 from benchmark.models import Protocol, System, Task, TaskSet
 
@@ -104,10 +105,10 @@ class RunListApi(ListApi):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, allow_blank=True, max_length=200)
         protocol = serializers.ChoiceField(choices=Protocol.choices)
-        judge_config = serializers.PrimaryKeyRelatedField(queryset=JudgeConfig.objects.all())
-        systems = serializers.PrimaryKeyRelatedField(queryset=System.objects.all(), many=True)
-        task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
-        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
+        judge_config = IdRelatedField(queryset=JudgeConfig.objects.all())
+        systems = IdRelatedField(queryset=System.objects.all(), many=True)
+        task_set = IdRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
+        tasks = IdRelatedField(queryset=Task.objects.all(), many=True, required=False)
         start = serializers.BooleanField(default=False, help_text="start the run at once")
 
     OutputSerializer = RunOutputSerializer
