@@ -147,6 +147,8 @@ MEDIA_URL = "media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024))
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
+# A zip import with more entries is refused before anything is unpacked (benchmark.services.imports).
+IMPORT_MAX_ZIP_ENTRIES = int(os.environ.get("IMPORT_MAX_ZIP_ENTRIES", 10_000))
 
 # The cache holds dashboard figures (which a worker refreshes for the web processes), login
 # throttling counts and progress totals, so it must be shared by every process: a folder under
