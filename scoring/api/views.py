@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from core.blind import blind_restrict
 from core.bounded import IdRelatedField
+from core.converters import id_from_text
 from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
 from benchmark.models import Protocol, System, Task, TaskSet
 
@@ -222,8 +223,11 @@ class VerdictListApi(ListApi):
         verdicts = blind_restrict("verdict", Verdict.objects.all(), self.request.user).order_by("pk")
         run_id = self.request.query_params.get("run")
         if run_id not in (None, ""):
-            run = EvaluationRun.objects.select_related("judge_config").filter(
-                pk=int(run_id) if run_id.isdigit() else -1).first()
+            try:  # an id beyond range is no run, and never reaches the database
+                run_pk = id_from_text("run", run_id)
+            except ValueError:
+                run_pk = None
+            run = EvaluationRun.objects.select_related("judge_config").filter(pk=run_pk).first() if run_pk else None
             if run is None:
                 raise serializers.ValidationError({"run": [f"no run {run_id!r}"]})
             verdicts = run_verdicts(run=run, verdicts=verdicts)
