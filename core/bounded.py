@@ -9,7 +9,8 @@ small column, and ``timedelta`` its own ``OverflowError``: each was a 500. The o
   (default 0 … ``INT32_MAX``, the portable ``IntegerField`` column);
 * ``IdChoiceField`` / ``IdMultipleChoiceField`` (forms) and ``IdRelatedField`` (DRF): a row
   chosen by its id, refused without a query unless it is an id (1 … ``MAX_ID``);
-* ``integer_param`` for a query parameter.
+* ``integer_param`` for a query parameter;
+* ``bounded_formfield``, the ``formfield_callback`` of forms built from models.
 
 ``tests/security/test_integer_fields.py`` walks every integer form and serializer field of the
 project with 10^25, -1 and "x".
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.backends.base.operations import BaseDatabaseOperations
 from rest_framework import serializers
 
 from .converters import MAX_ID
@@ -89,6 +92,18 @@ class BoundedIntegerSerializerField(serializers.IntegerField):
             return integer_check(self.field_name or "value", data, min_value=-MAX_ID - 1, max_value=MAX_ID)
         except ValueError:
             self.fail("invalid")
+
+
+def bounded_formfield(model_field, **kwargs):
+    """A ``formfield_callback`` for forms built from models (``fields_for_model``, ``ModelForm``):
+    an integer column becomes a ``BoundedIntegerField`` within the range every database gives
+    that column type; other fields are the model's own."""
+    kind = model_field.get_internal_type()
+    if isinstance(model_field, models.IntegerField) and not model_field.choices and \
+            kind in BaseDatabaseOperations.integer_field_ranges and not kind.endswith("AutoField"):
+        low, high = BaseDatabaseOperations.integer_field_ranges[kind]
+        kwargs = {"form_class": BoundedIntegerField, "min_value": max(low, -MAX_ID - 1), "max_value": high, **kwargs}
+    return model_field.formfield(**kwargs)
 
 
 class _IdChoice:

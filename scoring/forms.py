@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef
 
 from benchmark.forms import SystemsField
 from benchmark.models import Protocol, Report, System, Task, TaskSet
-from core.bounded import BoundedIntegerField, IdChoiceField, IdMultipleChoiceField
+from core.bounded import IdChoiceField, IdMultipleChoiceField, bounded_formfield
 
 from .judges import endpoints
 from .models import JudgeConfig
@@ -134,9 +134,7 @@ class JudgeConfigForm(forms.ModelForm):
         fields = ["name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
                   "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
                   "price_output_per_million", "embedding_backend"]
-        # whole numbers read through the shared bounds; the model's validators say the rest
-        field_classes = {"repeats": BoundedIntegerField, "max_concurrency": BoundedIntegerField,
-                         "max_retries": BoundedIntegerField}
+        formfield_callback = bounded_formfield  # whole numbers within their column; the model's validators say the rest
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -140,3 +140,35 @@ def test_every_integer_serializer_field_refuses_huge_negative_and_text(name, fie
         with CaptureQueriesContext(connection) as queries, pytest.raises(serializers.ValidationError):
             field.run_validation(value)
         assert not queries.captured_queries, (name, value)
+
+
+def _built_from_models():
+    """Forms whose fields are built from models when they are made (not class attributes): the
+    workspace's edit form of each proposable kind and its add form of each kind."""
+    from annotation.forms import ProposableAddForm, VerifyEditForm
+    from annotation.models import VERIFY_TARGETS
+    from annotation.services.additions import ADDABLE_KINDS
+    from tests.factories import TaskFactory
+
+    task = TaskFactory()
+    for kind in VERIFY_TARGETS:
+        yield f"VerifyEditForm[{kind}]", VerifyEditForm(target_kind=kind, current={})
+    for kind in ADDABLE_KINDS:
+        yield f"ProposableAddForm[{kind}]", ProposableAddForm(kinds=[kind], task=task, kind=kind)
+
+
+def test_integer_fields_of_forms_built_from_models_are_bounded_too():
+    walked = 0
+    for form_name, form in _built_from_models():
+        for name, field in form.fields.items():
+            if not _is_integer_form_field(field):
+                continue
+            walked += 1
+            if isinstance(field, forms.ModelChoiceField):
+                field.queryset = field.queryset.model._default_manager.all()
+            for value in BAD_VALUES:
+                data = [value] if isinstance(field, forms.ModelMultipleChoiceField) else value
+                with CaptureQueriesContext(connection) as queries, pytest.raises(ValidationError):
+                    field.clean(data)
+                assert not queries.captured_queries, (form_name, name, value)
+    assert walked >= 3  # weights, years, citation counts, the checklist group
