@@ -31,20 +31,31 @@ SMALL_MAX = 2**15 - 1  # a (Positive)SmallIntegerField
 HOLD_SECONDS_MAX = 366 * 24 * 3600  # the longest an item may stay claimed: a year
 
 
-def integer_check(name: str, value, *, min_value: int = 0, max_value: int = INT32_MAX) -> int:
-    """``value`` (an int or its decimal text) as an int within [min_value, max_value]; ``ValueError``
-    naming ``name`` otherwise. Text is read only when short enough to be such a number."""
+WHOLE_NUMBER_MAX_DIGITS = 100  # longer text is not read as a number at all
+
+
+def whole_number(name: str, value) -> int:
+    """``value`` (an int, an integral float, or decimal text of at most ``WHOLE_NUMBER_MAX_DIGITS``
+    digits) as an int, however large; ``ValueError`` naming ``name`` otherwise."""
     if isinstance(value, bool):
         raise ValueError(f"{name}: expected a whole number, got {value!r}")
     if isinstance(value, str):
         text = value.strip()
-        if not text or len(text) > 20 or not text.lstrip("+-").isascii() or not text.lstrip("+-").isdigit():
+        digits = text[1:] if text[:1] in "+-" else text
+        if not digits or len(digits) > WHOLE_NUMBER_MAX_DIGITS or not (digits.isascii() and digits.isdigit()):
             raise ValueError(f"{name}: expected a whole number, got {value[:40]!r}")
-        value = int(text)
-    elif isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-        value = int(value)
-    elif not isinstance(value, int):
-        raise ValueError(f"{name}: expected a whole number, got {str(value)[:40]!r}")
+        return int(text)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int):
+        return value
+    raise ValueError(f"{name}: expected a whole number, got {str(value)[:40]!r}")
+
+
+def integer_check(name: str, value, *, min_value: int = 0, max_value: int = INT32_MAX) -> int:
+    """``value`` (see ``whole_number``) as an int within [min_value, max_value]; ``ValueError``
+    naming ``name`` otherwise."""
+    value = whole_number(name, value)
     if not min_value <= value <= max_value:
         raise ValueError(f"{name}: {value if abs(value) < 10**21 else 'a number that large'} is out of range "
                          f"({min_value} to {max_value})")
@@ -71,11 +82,11 @@ class BoundedIntegerField(forms.IntegerField):
         super().__init__(min_value=0 if min_value is None else min_value,
                          max_value=INT32_MAX if max_value is None else max_value, **kwargs)
 
-    def to_python(self, value):
+    def to_python(self, value):  # any size: the min/max validators then say what the range is
         if value in self.empty_values:
             return None
         try:
-            return integer_check(self.label or "value", value, min_value=-MAX_ID - 1, max_value=MAX_ID)
+            return whole_number(self.label or "value", value)
         except ValueError:
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
 
@@ -87,9 +98,9 @@ class BoundedIntegerSerializerField(serializers.IntegerField):
         super().__init__(min_value=0 if min_value is None else min_value,
                          max_value=INT32_MAX if max_value is None else max_value, **kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data):  # any size: the min/max validators then say what the range is
         try:
-            return integer_check(self.field_name or "value", data, min_value=-MAX_ID - 1, max_value=MAX_ID)
+            return whole_number(self.field_name or "value", data)
         except ValueError:
             self.fail("invalid")
 
