@@ -13,6 +13,8 @@ from django.db.models import URLField
 from django.forms.models import fields_for_model
 
 from benchmark.models import BibEntry, GoldReference
+from core.bounded import BoundedIntegerField, IdChoiceField, bounded_formfield
+from core.converters import MAX_ID
 
 from .models import VERIFY_TARGETS, AnnotationProject, TargetKind
 from .services.additions import ADD_FIELDS, BIB_FIELDS
@@ -91,7 +93,7 @@ class VerifyEditForm(forms.Form):
         model = VERIFY_TARGETS[target_kind][0]
         editable = [name for name in model.tracked_fields if name != "review_status"]
         super().__init__(*args, initial={name: current.get(name) for name in editable}, **kwargs)
-        for name, field in fields_for_model(model, fields=editable).items():
+        for name, field in fields_for_model(model, fields=editable, formfield_callback=bounded_formfield).items():
             field.required = False
             if isinstance(field.widget, forms.Textarea):
                 field.widget.attrs["rows"] = 3
@@ -237,7 +239,7 @@ class AdjudicationForm(OptionsMixin, forms.Form):
     custom = forms.ChoiceField(required=False, widget=forms.RadioSelect)
     reason = forms.ChoiceField(required=False, widget=forms.RadioSelect)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    expected_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    expected_version = BoundedIntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     def __init__(self, *args, kind: str, label_set: dict, candidates: list[dict], target: dict | None = None,
                  **kwargs):
@@ -323,7 +325,7 @@ ADD_DEFAULT_KIND = TargetKind.NUGGET
 def _https_urls(model_field, **kwargs):
     if isinstance(model_field, URLField):
         kwargs["assume_scheme"] = "https"  # a URL typed without a scheme (the Django 6 default)
-    return model_field.formfield(**kwargs)
+    return bounded_formfield(model_field, **kwargs)
 
 
 def _has_default(kind: str, name: str) -> bool:
@@ -367,12 +369,13 @@ class ProposableAddForm(forms.Form):
         names = ADD_FIELDS[kind]
         if kind == TargetKind.GOLD_REFERENCE:
             fields = fields_for_model(BibEntry, fields=list(BIB_FIELDS), formfield_callback=_https_urls)
-            fields.update(fields_for_model(GoldReference, fields=["important"]))
+            fields.update(fields_for_model(GoldReference, fields=["important"], formfield_callback=bounded_formfield))
             return fields
         model = VERIFY_TARGETS[kind][0]
-        fields = fields_for_model(model, fields=[name for name in names if name != "group"])
+        fields = fields_for_model(model, fields=[name for name in names if name != "group"],
+                                  formfield_callback=bounded_formfield)
         if kind == TargetKind.CHECKLIST_ITEM:
-            group = forms.ModelChoiceField(
+            group = IdChoiceField(
                 queryset=task.checklist_groups.order_by("position", "pk"), label="Checklist group",
                 empty_label=None,
             )

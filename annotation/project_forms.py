@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 
 from benchmark.forms import SystemsField, TaskFilterForm, TaskPickerForm
 from benchmark.models import System, Task, TaskSet
+from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerField, IdChoiceField, IdMultipleChoiceField
 from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
@@ -53,11 +54,11 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         required=False, widget=forms.Textarea(attrs={"rows": 6}), label="Guidelines for annotators",
         help_text=GUIDELINES_HELP,
     )
-    task_set = forms.ModelChoiceField(
+    task_set = IdChoiceField(
         queryset=TaskSet.objects.order_by("name", "-version"), required=False,
         empty_label="— or pick tasks below —",
     )
-    tasks = forms.ModelMultipleChoiceField(
+    tasks = IdMultipleChoiceField(
         queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
         help_text="tick tasks, or tick none to take every task the filters match",
     )
@@ -70,11 +71,11 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         label="Systems (pairwise, agreement)", help_text="none ticked: every system",
     )
     component = forms.CharField(max_length=30, initial="report", label="Component (pairwise)")
-    judge_config = forms.ModelChoiceField(queryset=JudgeConfig.objects.order_by("name"), required=False,
+    judge_config = IdChoiceField(queryset=JudgeConfig.objects.order_by("name"), required=False,
                                           label="Judge configuration (agreement)", empty_label="— choose a judge —")
     steps = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
                                       label="Judge steps (agreement)", help_text="none ticked: every step")
-    overlap = forms.IntegerField(min_value=1, required=False, label="Labels per item (k)",
+    overlap = BoundedIntegerField(min_value=1, max_value=SMALL_MAX, required=False, label="Labels per item (k)",
                                  help_text="empty: 2 for verify (review, then cross-check), 1 otherwise")
     blind = forms.BooleanField(required=False, initial=True,
                                help_text="annotators see no judge verdict or other label before giving theirs")
@@ -85,7 +86,7 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         help_text="when one who labelled an item learns what it hid: others' labels, the judge's verdict, which"
                   " reports and systems it compares; everyone learns it when the study closes",
     )
-    hold_minutes = forms.IntegerField(min_value=1, initial=int(DEFAULT_HOLD.total_seconds() // 60),
+    hold_minutes = BoundedIntegerField(min_value=1, max_value=HOLD_SECONDS_MAX // 60, initial=int(DEFAULT_HOLD.total_seconds() // 60),
                                       label="Hold time (minutes)", help_text="how long a claimed item stays reserved")
     labels = forms.CharField(required=False, label="Labels",
                              help_text="comma-separated; empty: the kind's labels (agreement: the judge's)")
@@ -132,7 +133,7 @@ class ProjectEditForm(ServiceErrorForm):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
     guidelines = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}),
                                  label="Guidelines for annotators", help_text=GUIDELINES_HELP)
-    hold_minutes = forms.IntegerField(min_value=1, label="Hold time (minutes)")
+    hold_minutes = BoundedIntegerField(min_value=1, max_value=HOLD_SECONDS_MAX // 60, label="Hold time (minutes)")
     status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
                                help_text="paused and closed projects hand out and accept no labels")
 

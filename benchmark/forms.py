@@ -3,13 +3,15 @@ coercion only; the rules live in the services (``benchmark.services.tasksets``).
 
 from django import forms
 
+from core.bounded import IdChoiceField, IdMultipleChoiceField
+
 from .models import Discipline, Protocol, Task
 from .selectors import task_list
 
 TASKS_SHOWN = 500  # a task picker lists at most this many matches; narrow the filters for more
 
 
-class SystemsField(forms.ModelMultipleChoiceField):
+class SystemsField(IdMultipleChoiceField):
     """Systems to tick, each named for people (``System.label``), its identifier in the value."""
 
     def label_from_instance(self, obj) -> str:
@@ -20,7 +22,7 @@ class TaskFilterForm(forms.Form):
     """A task picker's filters: a GET form above the form that picks, which keeps them in its URL."""
 
     protocol = forms.ChoiceField(choices=[("", "any protocol"), *Protocol.choices], required=False)
-    discipline = forms.ModelChoiceField(queryset=Discipline.objects.order_by("name"), required=False,
+    discipline = IdChoiceField(queryset=Discipline.objects.order_by("name"), required=False,
                                         empty_label="any discipline")
     status = forms.ChoiceField(choices=[("", "any status"), *Task.Status.choices], required=False,
                                label="Task status")
@@ -60,7 +62,7 @@ class TaskPickerForm(forms.Form):
 class TaskSetCreateForm(TaskPickerForm):
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
-    tasks = forms.ModelMultipleChoiceField(
+    tasks = IdMultipleChoiceField(
         queryset=Task.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
         help_text="tick tasks, or tick none to take every task the filters match",
     )

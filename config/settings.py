@@ -147,6 +147,8 @@ MEDIA_URL = "media/"
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DATA_UPLOAD_MAX_MEMORY_SIZE", 20 * 1024 * 1024))
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 IMPORT_MAX_LINE_BYTES = int(os.environ.get("IMPORT_MAX_LINE_BYTES", 16 * 1024 * 1024))
+# A zip import with more entries is refused before anything is unpacked (benchmark.services.imports).
+IMPORT_MAX_ZIP_ENTRIES = int(os.environ.get("IMPORT_MAX_ZIP_ENTRIES", 10_000))
 
 # The cache holds dashboard figures (which a worker refreshes for the web processes), login
 # throttling counts and progress totals, so it must be shared by every process: a folder under
@@ -240,6 +242,11 @@ JUDGE_ENDPOINTS = _judge_endpoints(os.environ.get("JUDGE_ENDPOINTS", ""))
 # Optional plug-ins (scoring.sources), off by default: nothing is fetched from the web unless set.
 SOURCE_FETCHER = os.environ.get("SOURCE_FETCHER", "")  # e.g. scoring.sources.http_fetch
 CITATION_COUNT_LOOKUP = os.environ.get("CITATION_COUNT_LOOKUP", "")
+# Requests the server makes for users (cited pages, webhooks) reach only public addresses on the
+# scheme's default port (core.outbound); these open a port or a network on purpose, e.g.
+# OUTBOUND_ALLOWED_NETWORKS=10.0.5.0/24 for an internal webhook receiver.
+OUTBOUND_ALLOWED_PORTS = [int(port) for port in env_list("OUTBOUND_ALLOWED_PORTS", "")]
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
 
 # --- API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -27,9 +27,11 @@ from django.core.exceptions import ValidationError
 from rest_framework import exceptions
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 
 from core.parsers import BoundedJSONParser
+from core.tokens import api_token_issue
 
 DEFAULT_LIMIT = 10
 DEFAULT_WINDOW = 15 * 60
@@ -134,7 +136,8 @@ class FailedLoginThrottle(BaseThrottle):
 
 class ThrottledObtainAuthToken(ObtainAuthToken):
     """Exchange a username and password for an API token (``Authorization: Token <key>``).
-    Repeated wrong credentials lock the client out for a while (429)."""
+    Each login issues a new token and the previous one stops working; changing the password
+    revokes it. Repeated wrong credentials lock the client out for a while (429)."""
 
     # DRF's token endpoint, counting failed credentials and refusing locked-out clients.
 
@@ -145,11 +148,14 @@ class ThrottledObtainAuthToken(ObtainAuthToken):
         raise exceptions.Throttled(wait, detail=lockout_message(wait))
 
     def post(self, request, *args, **kwargs):
+        # A fresh token at every login (core.tokens.api_token_issue): the previous key stops working.
         key = attempt_key(_api_username(request), request)
+        serializer = self.get_serializer(data=request.data)
         try:
-            response = super().post(request, *args, **kwargs)
+            serializer.is_valid(raise_exception=True)
         except exceptions.ValidationError:
             failure_record(key)
             raise
         failures_reset(key)
-        return response
+        token = api_token_issue(user=serializer.validated_data["user"], reason="logged in through the API")
+        return Response({"token": token.key})

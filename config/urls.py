@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path, reverse_lazy
 from django.views.generic import RedirectView
 
+from config import account_views
 from config import views as config_views
 from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
@@ -18,6 +19,7 @@ urlpatterns = [
     # Accounts made with a generated password (manage.py create_account) change it here.
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("account/tokens/", account_views.account_tokens, name="account_tokens"),
     # A new account's one-time link to set its password (a password-reset token, made by account_invite).
     path("invite/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
         template_name="registration/invite.html", success_url=reverse_lazy("invite_done")), name="invite"),

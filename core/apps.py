@@ -8,3 +8,10 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from . import converters  # noqa: F401  (registers <id:> before any app's routes are resolved)
         from . import worker_process  # noqa: F401  (connects the heartbeat to Celery's signals)
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import pre_save
+
+        from .tokens import tokens_revoke_on_password_change
+
+        pre_save.connect(tokens_revoke_on_password_change, sender=get_user_model(),
+                         dispatch_uid="core.tokens_revoke_on_password_change")

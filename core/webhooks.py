@@ -9,7 +9,9 @@ commits. ``webhook_deliver`` makes one attempt: it POSTs the delivery's payload 
 * ``X-Studio-Delivery``: the delivery id (the same on every retry: receivers dedupe on it),
 * ``X-Studio-Signature``: ``sha256=<hex HMAC-SHA256 of the raw body, keyed with the secret>``,
 
-and marks the delivery delivered on a 2xx answer. Otherwise it records the error and the
+and marks the delivery delivered on a 2xx answer. The POST goes through ``core.outbound``: an
+internal address (loopback, private, link-local such as the cloud metadata address) or a
+non-default port is refused before anything is sent, and a redirect is an error, not followed. Otherwise it records the error and the
 response code; the Celery task retries with exponential backoff and jitter
 (``webhook_backoff``) until ``MAX_ATTEMPTS`` attempts, after which the delivery is failed.
 Delivery is at least once (``acks_late``: a worker killed after the POST sends it again).
@@ -18,18 +20,18 @@ Delivery is at least once (``acks_late``: a worker killed after the POST sends i
 from __future__ import annotations
 
 import hashlib
+import http.client
 import hmac
 import json
 import logging
 import random
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 
 from django.db import transaction
 from django.utils import timezone
 
 from .models import WebhookDeliveryBase
+from .outbound import REDIRECT_STATUS, AddressRefused, outbound_request
 
 logger = logging.getLogger(__name__)
 
@@ -81,21 +83,26 @@ def webhook_deliver(*, model: type[WebhookDeliveryBase], delivery_id: int) -> We
     if not active:
         return _record(delivery, status=Status.FAILED, error="the webhook was deactivated", code=None, count=False)
     body = json.dumps(delivery.payload, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    request = urllib.request.Request(url, data=body, method="POST", headers={
+    headers = {
         "Content-Type": "application/json",
         "User-Agent": "survey-eval-studio-webhooks",
         "X-Studio-Event": delivery.event,
         "X-Studio-Delivery": str(delivery.pk),
         "X-Studio-Signature": webhook_signature(secret=secret, body=body),
-    })
+    }
     code, error = None, ""
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            code = response.status
-    except urllib.error.HTTPError as exc:  # a non-2xx answer (urllib follows redirects itself)
-        code, error = exc.code, f"HTTP {exc.code}: {exc.read(500).decode('utf-8', 'replace')}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:  # refused, timeout, DNS, bad URL
-        error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+    try:  # the address rule again at delivery: the name may resolve elsewhere than when it was saved
+        response = outbound_request(url, method="POST", body=body, headers=headers, timeout=TIMEOUT_SECONDS,
+                                    max_bytes=500, follow_redirects=False)
+    except AddressRefused as exc:  # never sent; retrying cannot help
+        return _record(delivery, status=Status.FAILED, error=f"refused: {exc}", code=None)
+    except (http.client.HTTPException, OSError) as exc:  # refused connection, timeout, TLS
+        error = f"{type(exc).__name__}: {exc}"
+    else:
+        code = response.status
+        if not 200 <= code < 300:
+            moved = " (redirects are not followed)" if code in REDIRECT_STATUS else ""
+            error = f"HTTP {code}{moved}: {response.body.decode('utf-8', 'replace')}"
     if code is not None and 200 <= code < 300:
         return _record(delivery, status=Status.DELIVERED, error="", code=code)
     error = error or f"HTTP {code}"

@@ -8,6 +8,7 @@ from django.db.models import Exists, OuterRef
 
 from benchmark.forms import SystemsField
 from benchmark.models import Protocol, Report, System, Task, TaskSet
+from core.bounded import IdChoiceField, IdMultipleChoiceField, bounded_formfield
 
 from .judges import endpoints
 from .models import JudgeConfig
@@ -21,12 +22,12 @@ def runnable_protocols() -> list[tuple[str, str]]:
     return [(value, label) for value, label in Protocol.choices if value in registered]
 
 
-class JudgeChoiceField(forms.ModelChoiceField):
+class JudgeChoiceField(IdChoiceField):
     def label_from_instance(self, obj: JudgeConfig) -> str:
         return str(obj)  # names the backend and ends in "[heuristic]" for the offline judge
 
 
-class TaskChoiceField(forms.ModelMultipleChoiceField):
+class TaskChoiceField(IdMultipleChoiceField):
     def label_from_instance(self, obj: Task) -> str:
         return f"{obj.key} — {(obj.title or obj.survey.title)[:90]}"
 
@@ -38,7 +39,7 @@ class RunCreateForm(forms.Form):
         queryset=JudgeConfig.objects.order_by("name"), label="Judge configuration",
         empty_label="— choose a judge —",
     )
-    task_set = forms.ModelChoiceField(
+    task_set = IdChoiceField(
         queryset=TaskSet.objects.none(), required=False, empty_label="— or choose tasks below —",
         error_messages={"invalid_choice": "this task set has no task of the chosen protocol"},
     )
@@ -133,6 +134,7 @@ class JudgeConfigForm(forms.ModelForm):
         fields = ["name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
                   "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
                   "price_output_per_million", "embedding_backend"]
+        formfield_callback = bounded_formfield  # whole numbers within their column; the model's validators say the rest
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -1,12 +1,49 @@
 """Judges, evaluation runs and everything they produce: calls, verdicts, score cards."""
 
+import math
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.utils.deconstruct import deconstructible
 from django.db import models
 from django.db.models import Q
 
 from benchmark.models import Protocol, Report, System, Task, TaskSet, TimeStamped
 from core.models import Job
+
+
+@deconstructible
+class FiniteRange:
+    """A validator: a finite number in [low, high] (``above``: greater than ``low``)."""
+
+    def __init__(self, low: float, high: float, above: bool = False) -> None:
+        self.low, self.high, self.above = low, high, above
+
+    def __call__(self, value) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not (
+                (value > self.low) if self.above else (value >= self.low)) or value > self.high:
+            raise ValidationError(f"must be {'more than' if self.above else 'at least'} {self.low:g} and at most "
+                                  f"{self.high:g}", code="out_of_range")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FiniteRange) and (self.low, self.high, self.above) == (other.low, other.high, other.above)
+
+
+def json_object(value) -> None:
+    """A validator: a JSON object (``{}``), not a list, string or number."""
+    if not isinstance(value, dict):
+        raise ValidationError(f"must be a JSON object ({{...}}), not {type(value).__name__}", code="not_an_object")
+
+
+# What a judge configuration's numbers may be: checked by the model (forms, API, services) and
+# again before a run starts (``judge_config_runnable``), for rows saved before these rules.
+TEMPERATURE_MAX = 2.0
+TIMEOUT_MAX_SECONDS = 24 * 3600.0
+PRICE_MAX = 1e6
+validate_temperature = FiniteRange(0.0, TEMPERATURE_MAX)
+validate_timeout = FiniteRange(0.0, TIMEOUT_MAX_SECONDS, above=True)
+validate_price = FiniteRange(0.0, PRICE_MAX)
 
 
 class JudgeConfig(TimeStamped):
@@ -22,16 +59,20 @@ class JudgeConfig(TimeStamped):
     base_url = models.CharField(
         max_length=500, blank=True, help_text="empty: OPENAI_BASE_URL; else one of the endpoints JUDGE_ENDPOINTS allows"
     )
-    temperature = models.FloatField(default=0.0)
+    temperature = models.FloatField(default=0.0, validators=[validate_temperature], help_text="0 to 2")
     prompt_version = models.CharField(max_length=50, default="v1")
-    repeats = models.PositiveSmallIntegerField(default=1)
-    max_concurrency = models.PositiveSmallIntegerField(default=8, help_text="calls in flight per endpoint")
-    timeout_seconds = models.FloatField(default=120.0)
-    max_retries = models.PositiveSmallIntegerField(default=5)
-    price_input_per_million = models.FloatField(default=0.0, help_text="USD per million input tokens")
-    price_output_per_million = models.FloatField(default=0.0, help_text="USD per million output tokens")
+    repeats = models.PositiveSmallIntegerField(default=1, validators=[MinValueValidator(1), MaxValueValidator(100)])
+    max_concurrency = models.PositiveSmallIntegerField(default=8, help_text="calls in flight per endpoint",
+                                                       validators=[MinValueValidator(1), MaxValueValidator(1000)])
+    timeout_seconds = models.FloatField(default=120.0, validators=[validate_timeout], help_text="more than 0")
+    max_retries = models.PositiveSmallIntegerField(default=5, validators=[MaxValueValidator(100)])
+    price_input_per_million = models.FloatField(default=0.0, help_text="USD per million input tokens",
+                                                validators=[validate_price])
+    price_output_per_million = models.FloatField(default=0.0, help_text="USD per million output tokens",
+                                                 validators=[validate_price])
     embedding_backend = models.CharField(max_length=200, blank=True, help_text="'local:<model>' or 'openai:<model>'")
-    options = models.JSONField(default=dict, blank=True, help_text="per-step options, e.g. SurveyLens τ per component")
+    options = models.JSONField(default=dict, blank=True, validators=[json_object],
+                               help_text="a JSON object of per-step options, e.g. SurveyLens τ per component")
 
     class Meta:
         constraints = [

@@ -18,19 +18,19 @@ the item as such (no verdict is invented), and the next run asks again.
 
 from __future__ import annotations
 
+import http.client
 import logging
 import re
 from collections.abc import Callable
 from functools import lru_cache
 from html.parser import HTMLParser
-from urllib.error import URLError
-from urllib.request import Request, urlopen
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 from benchmark.models import BibEntry
 from benchmark.services.bibliography import bib_entries_upsert
+from core.outbound import AddressRefused, outbound_request
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,8 @@ def citation_count_lookup() -> Callable[[BibEntry], int | None] | None:
 
 def fetched_entry(*, url: str, title: str = "", entry: BibEntry | None = None) -> BibEntry | None:
     """The bibliography entry for a cited page with its text fetched and stored, or ``None`` when
-    no fetcher is configured, there is no URL, or the fetch gave nothing."""
+    no fetcher is configured, there is no URL, or the fetch gave nothing. ``AddressRefused`` when
+    the URL (or a redirect) names an address the server does not fetch (``core.outbound``)."""
     fetch = source_fetcher()
     if fetch is None or not url:
         return None
@@ -64,6 +65,8 @@ def fetched_entry(*, url: str, title: str = "", entry: BibEntry | None = None) -
             return entry
     try:
         page = fetch(url)
+    except AddressRefused:
+        raise  # the caller says why in the source's status
     except Exception:  # a plug-in's failure is "not available", never a crashed job
         logger.warning("source fetcher failed for %s", url, exc_info=True)
         return None
@@ -152,23 +155,25 @@ def html_to_text(html: str) -> tuple[str, str]:
 
 
 def http_fetch(url: str) -> dict | None:
-    """GET one page (redirects followed, at most ``FETCH_MAX_BYTES``), HTML reduced to text."""
-    if not re.match(r"^https?://", url):
+    """GET one page under the server's address rule (``core.outbound``: public addresses on default
+    ports only, checked again on every redirect hop), at most ``FETCH_MAX_BYTES``, HTML reduced to
+    text. A refused address raises ``AddressRefused`` (the pipeline shows why in the source's
+    status); any other failure is "not available" (``None``)."""
+    if not re.match(r"^https?://", url, flags=re.IGNORECASE):
         return None
-    request = Request(url, headers={"User-Agent": "SurveyEvalStudio/1 (+source fetcher)"})
     try:
-        with urlopen(request, timeout=FETCH_TIMEOUT_SECONDS) as response:  # noqa: S310 (http(s) only, checked above)
-            body = response.read(FETCH_MAX_BYTES)
-            content_type = response.headers.get("Content-Type", "")
-            charset = response.headers.get_content_charset() or "utf-8"
-    except (URLError, TimeoutError, OSError) as exc:
-        # 404s and other HTTP errors are URLErrors too: the source counts as "not available"
+        response = outbound_request(url, headers={"User-Agent": "SurveyEvalStudio/1 (+source fetcher)"},
+                                    timeout=FETCH_TIMEOUT_SECONDS, max_bytes=FETCH_MAX_BYTES)
+    except (http.client.HTTPException, OSError) as exc:  # AddressRefused is neither: it reaches the caller
         logger.warning("fetching %s failed (%s): the source counts as not available", url, exc)
         return None
-    decoded = body.decode(charset, errors="replace")
-    if "html" in content_type or decoded.lstrip()[:1] == "<":
+    if not 200 <= response.status < 300:
+        logger.warning("fetching %s failed (HTTP %s): the source counts as not available", url, response.status)
+        return None
+    decoded = response.body.decode(response.charset, errors="replace")
+    if "html" in response.content_type or decoded.lstrip()[:1] == "<":
         title, text = html_to_text(decoded)
         return {"title": title, "text": text}
-    if content_type.startswith("text/"):
+    if response.content_type.startswith("text/"):
         return {"title": "", "text": decoded}
     return None  # PDFs and other binaries: not read here

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from benchmark.models import ChecklistItem, ConstraintQuestion, Nugget, Origin, RubricCriterion, Task, TaskPrompt
 from core.accounts import is_global_curator
+from core.bounded import IdChoiceField
 from core.http import refuse
 from core.workers import live_workers
 
@@ -27,7 +28,7 @@ RECENT_BATCHES = 5
 
 class ProposeForm(forms.Form):
     stages = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
-    judge_config = forms.ModelChoiceField(queryset=JudgeConfig.objects.all(), empty_label=None, label="Judge")
+    judge_config = IdChoiceField(queryset=JudgeConfig.objects.all(), empty_label=None, label="Judge")
 
     def __init__(self, *args, task: Task, **kwargs) -> None:
         super().__init__(*args, **kwargs)

@@ -15,6 +15,8 @@ from rest_framework.response import Response
 
 from benchmark.api.common import Api, ListApi, input_of
 from benchmark.services.bundles import TASKSET_FORMATS
+from core.bounded import BoundedIntegerSerializerField
+from core.converters import MAX_ID
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
 from ..models import ExportJob
@@ -59,8 +61,8 @@ class ExportListApi(ListApi):
 
     class InputSerializer(serializers.Serializer):
         kind = ExportKindField()
-        task_set = serializers.IntegerField(required=False, min_value=1, help_text="kind taskset: the set")
-        project = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+        task_set = BoundedIntegerSerializerField(required=False, min_value=1, max_value=MAX_ID, help_text="kind taskset: the set")
+        project = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=1, max_value=MAX_ID,
                                            help_text="kind annotations: the project (omit: every project, curators)")
         format = serializers.ChoiceField(choices=sorted({*TASKSET_FORMATS, *ANNOTATION_FORMATS}), required=False,
                                          help_text="taskset: native, deepsynth, reportbench, deepscholar, "

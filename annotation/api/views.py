@@ -19,6 +19,8 @@ from rest_framework.response import Response
 
 from benchmark.api.common import DetailApi, GenericApi, LabellerWrites, ListApi, input_of
 from core.parsers import BoundedJSONField
+from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerSerializerField, IdRelatedField
+from core.converters import MAX_ID
 from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig
 
@@ -106,18 +108,18 @@ class ProjectListApi(ListApi):
         description = serializers.CharField(required=False, allow_blank=True, default="")
         guidelines = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False,
                                            help_text="markdown shown to annotators in the workspace")
-        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
-        task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
+        tasks = IdRelatedField(queryset=Task.objects.all(), many=True, required=False)
+        task_set = IdRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
         item_kinds = serializers.ListField(child=serializers.ChoiceField(choices=list(VERIFY_TARGETS)), required=False,
                                           help_text="verify: which proposed kinds to review (default all)")
-        systems = serializers.PrimaryKeyRelatedField(queryset=System.objects.all(), many=True, required=False,
+        systems = IdRelatedField(queryset=System.objects.all(), many=True, required=False,
                                                      help_text="pairwise/agreement: empty = all")
         component = serializers.CharField(required=False, default="report", max_length=30)
-        judge_config = serializers.PrimaryKeyRelatedField(queryset=JudgeConfig.objects.all(), required=False,
+        judge_config = IdRelatedField(queryset=JudgeConfig.objects.all(), required=False,
                                                           allow_null=True, help_text="agreement: whose verdicts")
         steps = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                       help_text="agreement: judge steps (default all)")
-        overlap = serializers.IntegerField(required=False, allow_null=True, min_value=1,
+        overlap = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=1, max_value=SMALL_MAX,
                                            help_text="labels per item (k); default 2 for verify, else 1")
         blind = serializers.BooleanField(required=False, default=True)
         reveal = serializers.ChoiceField(
@@ -125,12 +127,12 @@ class ProjectListApi(ListApi):
             help_text="blind: when an annotator who labelled an item learns what it hid (others' labels, the"
                       " judge's verdict, the reports and systems): 'close' when the study closes, 'label' after each"
                       " label; default: pairwise 'close', others 'label'")
-        hold_seconds = serializers.IntegerField(required=False, min_value=1,
+        hold_seconds = BoundedIntegerSerializerField(required=False, min_value=1, max_value=HOLD_SECONDS_MAX,
                                                 default=int(DEFAULT_HOLD.total_seconds()))
         label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")
         dimensions = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                            allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
-        seed = serializers.IntegerField(required=False, default=0)
+        seed = BoundedIntegerSerializerField(required=False, default=0)
 
     filter_fields = {"kind": "kind", "status": "status", "task_set": "task_set_id"}
     ordering_fields = ("name", "created_at", "status")
@@ -158,7 +160,7 @@ class ProjectDetailApi(DetailApi):
         description = serializers.CharField(required=False, allow_blank=True)
         guidelines = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
                                            help_text="markdown; a change is a new guidelines_version")
-        hold_seconds = serializers.IntegerField(required=False, min_value=1)
+        hold_seconds = BoundedIntegerSerializerField(required=False, min_value=1, max_value=HOLD_SECONDS_MAX)
         status = serializers.ChoiceField(required=False, choices=AnnotationProject.Status.choices)
 
     def get_queryset(self):
@@ -229,10 +231,7 @@ class ProjectMemberDetailApi(GenericApi):
     def delete(self, request, pk: int, username: str):
         """Remove a member: their claims are released, their labels stay."""
         project, _ = member_project(request, pk)
-        user = get_user_model().objects.filter(username=username).first()
-        if user is None:
-            raise Http404(f"No account named {username!r}")
-        membership_remove(project=project, user=user, actor=request.user)
+        membership_remove(project=project, user=username, actor=request.user)  # no account-existence oracle
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -340,7 +339,7 @@ class ItemAdjudicateApi(GenericApi):
     class InputSerializer(serializers.Serializer):
         value = BoundedJSONField()
         note = serializers.CharField(required=False, allow_blank=True, max_length=10000)
-        expected_version = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+        expected_version = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=1)
 
     OutputSerializer = ContextSerializer
 
@@ -430,7 +429,7 @@ MAX_BATCH = 50  # answers per POST /api/labels/batch/; documented in docs/perfor
 
 
 class LabelInputSerializer(serializers.Serializer):
-    item = serializers.IntegerField(min_value=1)
+    item = BoundedIntegerSerializerField(min_value=1, max_value=MAX_ID)
     value = BoundedJSONField()
     client_token = serializers.UUIDField(help_text="one per form: resubmitting it returns the first label")
     seconds_taken = serializers.FloatField(

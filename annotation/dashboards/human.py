@@ -16,6 +16,7 @@ from annotation.models import AnnotationProject, PairwisePreference
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
 from benchmark.naming import system_label
+from core.converters import id_from_text
 from scoring import metrics as m
 
 from .agreement import agreement_stats
@@ -51,9 +52,7 @@ def scope_from_params(params) -> Scope:
     for name in SCOPE_FIELDS:
         raw = (params.get(name) or "").strip()
         if name in ("task_set", "project"):
-            if raw and not raw.isdigit():
-                raise ValueError(f"{name}: expected an id, got {raw!r}")
-            values[name] = int(raw) if raw else None
+            values[name] = id_from_text(name, raw)  # a number beyond any id is refused, not sent to the database
         else:
             values[name] = raw
     if values["protocol"] and values["protocol"] not in Protocol.values:

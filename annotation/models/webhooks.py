@@ -13,6 +13,7 @@ from django.db import models
 
 from benchmark.models import TimeStamped
 from core.models import WebhookDeliveryBase
+from core.outbound import outbound_url_validator
 
 from .workspace import AnnotationProject
 
@@ -31,7 +32,8 @@ class Webhook(TimeStamped):
     """A receiver URL subscribed to some events of one project, signed with ``secret``."""
 
     project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="webhooks")
-    url = models.URLField(max_length=500)
+    # The address rule of core.outbound when saved, and again at each delivery (a name may move).
+    url = models.URLField(max_length=500, validators=[outbound_url_validator])
     secret = models.CharField(max_length=200, default=webhook_secret_new, help_text="HMAC-SHA256 signing key")
     events = models.JSONField(default=list, help_text=f"any of: {', '.join(WebhookEvent.values)}")
     active = models.BooleanField(default=True, db_index=True)

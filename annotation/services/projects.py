@@ -439,11 +439,17 @@ def membership_add(*, project: AnnotationProject, user, role: str, actor) -> Pro
 
 @transaction.atomic
 def membership_remove(*, project: AnnotationProject, user, actor) -> None:
-    """Remove a member; their unexpired claims are released. Their labels stay."""
+    """Remove a member (a user, or a username); their unexpired claims are released. Their labels stay.
+
+    The actor's right is checked first, and an unknown account gets the same answer as an account
+    that is not a member: removing tells nobody which accounts exist."""
     _require_curator(project=project, user=actor, action="manage members")
-    membership = ProjectMembership.objects.filter(project=project, user=user).first()
+    by_user = {"user__username": user} if isinstance(user, str) else {"user": user}
+    membership = ProjectMembership.objects.filter(project=project, **by_user).select_related("user").first()
     if membership is None:
-        raise ValueError(f"user: {user} is not a member of project {project.name!r}")
+        raise ValueError(f"user: {user if isinstance(user, str) else user.username!r} is not a member of "
+                         f"project {project.name!r}")
+    user = membership.user
     membership.delete()
     Assignment.objects.filter(project=project, user=user, status=Assignment.Status.ACTIVE).update(
         status=Assignment.Status.RELEASED, ended_at=timezone.now()

@@ -5,7 +5,6 @@ project's curator. Others get the refusal page (403); outsiders of a project get
 """
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.shortcuts import redirect, render
@@ -106,12 +105,14 @@ def project_members(request, project_id: int):
                     messages.warning(request, f"Warning: {warning}.")
                 return redirect("annotation:members", project_id=project.pk)
             if action == "remove":
-                user = get_user_model().objects.filter(username=request.POST.get("username", "")).first()
-                if user is None:
-                    raise ValueError(f"user: no account named {request.POST.get('username', '')!r}")
-                membership_remove(project=project, user=user, actor=request.user)
-                messages.success(request, f"{user.username} removed; their labels stay.")
-                return redirect("annotation:members", project_id=project.pk)
+                username = request.POST.get("username", "")
+                try:
+                    membership_remove(project=project, user=username, actor=request.user)
+                except ValueError as exc:  # the add form is not the one that was sent: say it above the page
+                    messages.error(request, str(exc).removeprefix("user: "))
+                else:
+                    messages.success(request, f"{username} removed; their labels stay.")
+                    return redirect("annotation:members", project_id=project.pk)
             if action == "invite" and invite_form.is_valid():
                 data = invite_form.cleaned_data
                 with transaction.atomic():

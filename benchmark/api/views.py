@@ -14,6 +14,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from core.blind import blind_restrict
+from core.bounded import BoundedIntegerSerializerField, IdRelatedField
 from core.parsers import BoundedJSONField, BoundedJSONParser
 
 from core.models import AuditLog
@@ -79,7 +80,7 @@ class BibEntryListApi(ListApi):
             doi = serializers.CharField(required=False, allow_blank=True, max_length=255)
             url = serializers.URLField(required=False, allow_blank=True, max_length=1000)
             abstract = serializers.CharField(required=False, allow_blank=True, max_length=100000)
-            citation_count = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+            citation_count = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=0)
 
         entries = Record(many=True, allow_empty=False, max_length=5000)
 
@@ -150,7 +151,7 @@ class RevisionOutputSerializer(serializers.ModelSerializer):
 @extend_schema_serializer(component_name="ProposableReview")
 class ReviewInputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["accepted", "edited", "rejected", "proposed"])
-    expected_version = serializers.IntegerField(min_value=1)
+    expected_version = BoundedIntegerSerializerField(min_value=1)
     note = serializers.CharField(required=False, allow_blank=True, max_length=10000)
     edits = serializers.DictField(required=False)
 
@@ -164,7 +165,7 @@ def proposable_endpoints(model, *, stem: str, filters: dict[str, str], ordering:
         "Meta": type("Meta", (), {"model": model, "fields": meta_fields, "read_only_fields": meta_fields}),
     })
     patch_input = type("InputSerializer", (serializers.ModelSerializer,), {
-        "expected_version": serializers.IntegerField(min_value=1, help_text="the version your edit is based on"),
+        "expected_version": BoundedIntegerSerializerField(min_value=1, help_text="the version your edit is based on"),
         "note": serializers.CharField(required=False, allow_blank=True, max_length=10000),
         "Meta": type("Meta", (), {"model": model, "fields": [*editable, "expected_version", "note"]}),
     })
@@ -245,7 +246,7 @@ class TaskSetListApi(ListApi):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
         description = serializers.CharField(required=False, allow_blank=True, default="")
-        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True)
+        tasks = IdRelatedField(queryset=Task.objects.all(), many=True)
 
     @extend_schema(request=InputSerializer, responses={201: OutputSerializer})
     def post(self, request):
@@ -307,8 +308,8 @@ class SystemDetailApi(DetailApi):
 
 
 class ReportInputSerializer(serializers.Serializer):
-    task = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all())
-    system = serializers.PrimaryKeyRelatedField(queryset=System.objects.all())
+    task = IdRelatedField(queryset=Task.objects.all())
+    system = IdRelatedField(queryset=System.objects.all())
     text = serializers.CharField(trim_whitespace=False)
     format = serializers.ChoiceField(choices=Report.Format.choices, default=Report.Format.MARKDOWN)
     sources = serializers.ListField(child=BoundedJSONField(), required=False, max_length=10000)
@@ -325,7 +326,7 @@ class ReportListApi(ListApi):
         reports = ReportInputSerializer(many=True, allow_empty=False, max_length=1000)
 
     class FilesInputSerializer(serializers.Serializer):
-        system = serializers.PrimaryKeyRelatedField(queryset=System.objects.all())
+        system = IdRelatedField(queryset=System.objects.all())
         protocol = serializers.ChoiceField(choices=Protocol.choices)
         files = serializers.ListField(child=serializers.FileField(), allow_empty=False, max_length=1000)
 

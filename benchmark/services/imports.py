@@ -2,8 +2,9 @@
 ``run_import`` (all or nothing, in one transaction) — the same queued → running → done/failed
 life, claim rule and dead-worker recovery as export jobs.
 
-A ``.zip`` upload is unpacked first (into the job's own folder, refusing absolute paths, ``..``
-and more than ``IMPORT_MAX_UNPACKED_BYTES``) and its single top-level folder, or the folder
+A ``.zip`` upload is unpacked first (into the job's own folder, refusing absolute paths, ``..``,
+more than ``IMPORT_MAX_ZIP_ENTRIES`` entries (also when it is uploaded) and more than
+``IMPORT_MAX_UNPACKED_BYTES``) and its single top-level folder, or the folder
 itself, is what the importer reads: the folder importers (ReportBench with its _GT folder,
 DeepScholar, SurveyLens, markdown reports) take a zip of their folder.
 """
@@ -48,6 +49,15 @@ def import_request(*, user, format_name: str, upload) -> ImportJob:
     name = PurePosixPath((upload.name or "upload").replace("\\", "/")).name or "upload"
     if upload.size > IMPORT_MAX_BYTES:
         raise ValueError(f"file: {name} is {upload.size} bytes; the limit is {IMPORT_MAX_BYTES} bytes")
+    if zipfile.is_zipfile(upload):  # too many entries: a 400 now, not a failed job later
+        try:
+            with zipfile.ZipFile(upload) as bundle:
+                zip_entries_check(bundle, shown_as=name)
+        except ImportFailed as exc:
+            raise ValueError(f"file: {name} {exc.message}") from None
+        except (zipfile.BadZipFile, OSError, EOFError):
+            pass  # unpacking says what is wrong with it, in the job
+        upload.seek(0)
     folder = uuid.uuid4().hex
     target = imports_dir() / folder / name
     target.parent.mkdir()
@@ -65,10 +75,21 @@ def import_request(*, user, format_name: str, upload) -> ImportJob:
     return job
 
 
+def zip_entries_check(bundle: zipfile.ZipFile, *, shown_as: str) -> None:
+    """Refuse a zip with more entries than ``IMPORT_MAX_ZIP_ENTRIES`` before anything is unpacked:
+    tens of thousands of small files pass every size limit yet fill the disk's inodes and the
+    importer's time. Read from the zip's directory alone."""
+    limit = int(getattr(settings, "IMPORT_MAX_ZIP_ENTRIES", 10_000))
+    count = len(bundle.infolist())
+    if count > limit:
+        raise ImportFailed(f"holds {count} entries; the limit is {limit} (IMPORT_MAX_ZIP_ENTRIES)", file=shown_as)
+
+
 def _unpack(archive: Path, *, shown_as: str, importer: Importer) -> Path:
     """The file or folder in the unpacked zip that ``importer`` reads (``Importer.root_in``)."""
     destination = archive.parent / "unpacked"
     with zipfile.ZipFile(archive) as bundle:
+        zip_entries_check(bundle, shown_as=shown_as)
         members = [info for info in bundle.infolist() if not info.is_dir()]
         total = sum(info.file_size for info in members)
         if total > IMPORT_MAX_UNPACKED_BYTES:

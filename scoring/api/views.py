@@ -7,6 +7,8 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from core.blind import blind_restrict
+from core.bounded import IdRelatedField
+from core.converters import id_from_text
 from benchmark.api.common import DetailApi, GenericApi, ListApi, input_of
 from benchmark.models import Protocol, System, Task, TaskSet
 
@@ -104,10 +106,10 @@ class RunListApi(ListApi):
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, allow_blank=True, max_length=200)
         protocol = serializers.ChoiceField(choices=Protocol.choices)
-        judge_config = serializers.PrimaryKeyRelatedField(queryset=JudgeConfig.objects.all())
-        systems = serializers.PrimaryKeyRelatedField(queryset=System.objects.all(), many=True)
-        task_set = serializers.PrimaryKeyRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
-        tasks = serializers.PrimaryKeyRelatedField(queryset=Task.objects.all(), many=True, required=False)
+        judge_config = IdRelatedField(queryset=JudgeConfig.objects.all())
+        systems = IdRelatedField(queryset=System.objects.all(), many=True)
+        task_set = IdRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
+        tasks = IdRelatedField(queryset=Task.objects.all(), many=True, required=False)
         start = serializers.BooleanField(default=False, help_text="start the run at once")
 
     OutputSerializer = RunOutputSerializer
@@ -221,8 +223,11 @@ class VerdictListApi(ListApi):
         verdicts = blind_restrict("verdict", Verdict.objects.all(), self.request.user).order_by("pk")
         run_id = self.request.query_params.get("run")
         if run_id not in (None, ""):
-            run = EvaluationRun.objects.select_related("judge_config").filter(
-                pk=int(run_id) if run_id.isdigit() else -1).first()
+            try:  # an id beyond range is no run, and never reaches the database
+                run_pk = id_from_text("run", run_id)
+            except ValueError:
+                run_pk = None
+            run = EvaluationRun.objects.select_related("judge_config").filter(pk=run_pk).first() if run_pk else None
             if run is None:
                 raise serializers.ValidationError({"run": [f"no run {run_id!r}"]})
             verdicts = run_verdicts(run=run, verdicts=verdicts)

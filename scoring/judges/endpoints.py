@@ -8,11 +8,13 @@ configuration chooses among these endpoints (``endpoint_check`` refuses any othe
 the API, forms and admin), and the transport asks ``key_for`` which key a URL gets: a URL no
 setting names gets no key, whatever a configuration says.
 
-``redact`` is the one function every stored or shown error passes through: it removes every
-configured key and anything shaped like an OpenAI key (``sk-…``), so a server that echoes the
-key in its error message does not put it into the database, the logs or a page.
+``redact`` is the one function every stored or shown text from an endpoint passes through
+(errors, answers, the model name it reports): it removes every configured key (verbatim, with
+whitespace inserted, reversed or base64-encoded) and anything shaped like an OpenAI key
+(``sk-…``), so a server that echoes the key does not put it into the database, the logs or a page.
 """
 
+import base64
 import re
 from urllib.parse import urlsplit, urlunsplit
 
@@ -24,6 +26,11 @@ REDACTED = "[redacted]"
 # OpenAI-style secret keys: sk-..., sk-proj-..., sk-svcacct-... (at least 8 key characters after the prefix).
 _KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 _SHORTEST_REDACTED_KEY = 4  # a shorter "key" (a test's "x") would redact ordinary words
+_SHORTEST_BASE64_CORE = 6  # fewer encoded characters would match ordinary text by chance
+_GAP = r"[\s\u200b-\u200d\u2060\ufeff]*"
+_URLSAFE = str.maketrans("+/", "-_")
+# The headers an SDK request carries a key in (OpenAI: Authorization; Azure-style servers: api-key).
+KEY_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 
 
 def normalize_url(url: str) -> str:
@@ -66,11 +73,63 @@ def endpoint_check(base_url: str) -> None:
     )
 
 
+def url_is_under(url: str, base_url: str) -> bool:
+    """Whether ``url`` is the base URL itself or a path below it: same scheme, host and port (the
+    scheme's default when not written), and the base path followed by "/" or nothing. The key
+    bound to ``base_url`` goes to such URLs only (``transport.make_client``)."""
+    def parts(value: str) -> tuple[str, str, int | None, str]:
+        split = urlsplit(value)
+        try:
+            port = split.port or {"http": 80, "https": 443}.get(split.scheme.lower())
+        except ValueError:
+            return ("", "", None, "")
+        return split.scheme.lower(), (split.hostname or "").lower(), port, split.path.rstrip("/")
+
+    scheme, host, port, path = parts(url)
+    base_scheme, base_host, base_port, base_path = parts(base_url)
+    if not base_host or (scheme, host, port) != (base_scheme, base_host, base_port):
+        return False
+    return path == base_path or path.startswith(base_path + "/")
+
+
+def _spaced(secret: str) -> str:
+    """A pattern for ``secret`` with any whitespace (or zero-width characters) between its characters."""
+    return _GAP.join(re.escape(char) for char in secret)
+
+
+def _base64_cores(secret: str) -> set[str]:
+    """The base64 characters that encode ``secret`` wherever it sits in an encoded blob: for each of
+    the three byte alignments, the characters whose six bits all come from the secret (standard and
+    URL-safe alphabets)."""
+    data = secret.encode("utf-8")
+    cores = set()
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        start, end = -(-8 * offset // 6), 8 * (offset + len(data)) // 6
+        core = encoded[start:end]
+        if len(core) >= _SHORTEST_BASE64_CORE:
+            cores |= {core, core.translate(_URLSAFE)}
+    return cores
+
+
+def _secret_patterns() -> list[re.Pattern]:
+    secrets = {key for key in bound_keys().values() if len(key) >= _SHORTEST_REDACTED_KEY}
+    patterns = []
+    for secret in sorted(secrets, key=len, reverse=True):
+        patterns.append(_spaced(secret))
+        patterns.append(_spaced(secret[::-1]))
+        patterns.extend(re.escape(core) for core in sorted(_base64_cores(secret), key=len, reverse=True))
+    return [re.compile(pattern) for pattern in patterns]
+
+
 def redact(text: str) -> str:
-    """``text`` without any configured key or ``sk-…``-shaped token."""
+    """``text`` without any configured key or ``sk-…``-shaped token. The one redaction of everything
+    an endpoint says that is stored or shown (errors, answers, the model name it reports): a key
+    is caught verbatim, with whitespace inserted between its characters, reversed, and
+    base64-encoded (at any alignment, either alphabet)."""
     if not text:
         return text or ""
-    secrets = {key for key in bound_keys().values() if len(key) >= _SHORTEST_REDACTED_KEY}
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
+    text = str(text)
+    for pattern in _secret_patterns():
+        text = pattern.sub(REDACTED, text)
     return _KEY_SHAPED.sub(REDACTED, text)

@@ -135,8 +135,8 @@ class OpenAIJudge(Judge):
 
         content = ""
         for round_ in ("answer", "repair"):
-            try:
-                content = self._complete(messages, usage, extra, deadline)
+            try:  # redacted before it is parsed: nothing read from the answer can carry the key
+                content = redact(self._complete(messages, usage, extra, deadline))
             except GiveUp as failure:
                 if failure.fatal:
                     extra["fatal"] = True

@@ -22,7 +22,9 @@ attempt's timeout is cut to the time left, and no retry starts (or waits) past i
 HTTP 401, 403 and 404 (a wrong key, a forbidden or unknown model) are *fatal*: retrying
 cannot help, and the judge reports them so that the run stops instead of sending every
 remaining call. Error texts pass through ``endpoints.redact``; the key a request carries is
-the one the settings bind to its URL (``endpoints.key_for``), never another.
+the one the settings bind to its URL (``endpoints.key_for``), never another, and only to URLs
+under that exact base URL: redirects are not followed, and a request hook drops the key from
+any request outside it (``endpoints.url_is_under``).
 """
 
 import logging
@@ -40,7 +42,7 @@ from typing import TypeVar
 import openai
 from django.core.exceptions import ImproperlyConfigured
 
-from .endpoints import OPENAI_URL, default_url, key_for, normalize_url, redact
+from .endpoints import KEY_HEADERS, OPENAI_URL, default_url, key_for, normalize_url, redact, url_is_under
 from .slots import SHARED_SLOTS, SlotTimeout
 
 T = TypeVar("T")
@@ -269,5 +271,21 @@ def make_client(config) -> openai.OpenAI:
                 "(or OPENAI_BASE_URL) at an OpenAI-compatible server that needs no key"
             )
         api_key = "no-key"  # not a secret: the SDK insists on some key; keyless servers ignore it
-    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0,
-                         timeout=float(getattr(config, "timeout_seconds", 120.0)))
+    timeout = float(getattr(config, "timeout_seconds", 120.0))
+    # Redirects are not followed (the SDK's client follows them, and httpx keeps the key on a
+    # same-origin one): a 3xx is an error. The request hook is the rule itself: a request to any
+    # URL outside the endpoint's base URL leaves without the key.
+    http_client = openai.DefaultHttpxClient(timeout=timeout, follow_redirects=False,
+                                            event_hooks={"request": [_key_only_under(base_url)]})
+    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout, http_client=http_client)
+
+
+def _key_only_under(base_url: str) -> Callable:
+    """An httpx request hook dropping the key from any request whose URL is not under ``base_url``."""
+
+    def hook(request) -> None:
+        if not url_is_under(str(request.url), base_url):
+            for header in [name for name in request.headers if name.lower() in KEY_HEADERS]:
+                del request.headers[header]
+
+    return hook

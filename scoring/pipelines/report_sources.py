@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from benchmark.models import BibEntry, GoldReference, ReviewStatus
 from benchmark.parsing import parse_report
 from benchmark.services.reports import report_parsed
+from core.outbound import AddressRefused
 from scoring.metrics import match_references, normalize_arxiv_id, normalize_doi, normalize_title, normalize_url
 from scoring.sources import fetched_entry
 
@@ -63,6 +64,11 @@ def parsed_references(report) -> list:
     return list(parsed_report(report).references)
 
 
+def source_not_available(refusals: Sequence[str] = ()) -> str:
+    """The error of a verdict without source text, naming any address the server refused to fetch."""
+    return SOURCE_NOT_AVAILABLE + (f" ({'; '.join(dict.fromkeys(refusals))})" if refusals else "")
+
+
 def cited_passage(sources: Sequence[dict]) -> str:
     """What the consistency judge reads for a cited statement: each source's title and text."""
     return "\n\n".join(f"{s['title']}\n{s['text']}".strip() for s in sources)
@@ -82,9 +88,12 @@ class SourceResolver:
         self.gold = gold_references(report.task)
         self.sources = [s for s in (report.sources or []) if isinstance(s, dict)]
         self._bib_cache: dict[str, BibEntry | None] = {}
+        self.refused: dict[str, str] = {}  # URL -> why the server would not fetch it (core.outbound)
+        self.last_refused: list[str] = []  # the refusals of the last ``sources_for`` call
 
     def sources_for(self, citations: Sequence[str]) -> list[dict]:
         out, seen = [], set()
+        self.last_refused = []
         for citation in citations:
             for ref in self._references_for(str(citation)):
                 source = self._text_for(ref)
@@ -136,7 +145,17 @@ class SourceResolver:
         document = self._document(ref, bib)
         if document is not None or not self.fetch:
             return document
-        fetched = fetched_entry(url=ref.get("url") or (bib.url if bib else ""), title=ref.get("title", ""), entry=bib)
+        url = ref.get("url") or (bib.url if bib else "")
+        if url in self.refused:
+            self.last_refused.append(self.refused[url])
+            return None
+        try:
+            fetched = fetched_entry(url=url, title=ref.get("title", ""), entry=bib)
+        except AddressRefused as refusal:
+            logger.warning("not fetching %s: %s", url, refusal)
+            self.refused[url] = f"{url[:200]} not fetched: {refusal}"
+            self.last_refused.append(self.refused[url])
+            return None
         if fetched is not None:
             return {"title": fetched.title, "text": fetched.abstract, "from": "fetcher", "bib_entry": fetched.id}
         return None

@@ -56,12 +56,12 @@ from scoring.models import Statement, Verdict
 from .base import BasePipeline, fingerprint, record_answer, variant_option
 from .reportbench_academic import ACADEMIC_KIND, academic_filter, ask_academic
 from .report_sources import (
-    SOURCE_NOT_AVAILABLE,
     SourceResolver,
     cited_passage,
     gold_references,
     parsed_references,
     reference_dict,
+    source_not_available,
 )
 from .verdicts import (
     RAW_TEXT_LIMIT,
@@ -269,7 +269,8 @@ class ReportBenchPipeline(BasePipeline):
             if not passage:
                 unavailable.append(Verdict(
                     **verdict_fields(run, report, step=CONSISTENCY, kind=CITED_KIND, target_id=statement.id),
-                    error=SOURCE_NOT_AVAILABLE, raw_response={"input_hash": input_hash, "citations": statement.citations},
+                    error=source_not_available(resolver.last_refused),
+                    raw_response={"input_hash": input_hash, "citations": statement.citations},
                 ))
                 continue
             call = JudgeCall(step=CONSISTENCY, variables={"statement": statement.text, "passage": passage})

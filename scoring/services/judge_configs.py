@@ -24,6 +24,8 @@ from ..models import JudgeConfig, Verdict
 FIELDS = ("name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
           "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
           "price_output_per_million", "embedding_backend", "options")
+CHECKED_VALUES = ("temperature", "repeats", "max_concurrency", "timeout_seconds", "max_retries",
+                  "price_input_per_million", "price_output_per_million", "options")
 # What shapes a verdict: frozen once the configuration has verdicts.
 VERDICT_SHAPING = ("backend", "base_url", "model", "temperature", "prompt_version", "repeats", "embedding_backend",
                    "options")
@@ -65,11 +67,29 @@ def _apply(config: JudgeConfig, fields: dict) -> None:
         raise ValueError(f"name: a judge configuration called {config.name!r} already exists")
     if config.backend == JudgeConfig.Backend.OPENAI and not config.model:
         raise ValueError("model: an OpenAI-compatible judge needs the model name at its endpoint")
-    if config.temperature < 0:
-        raise ValueError("temperature: must be 0 or more")
-    if config.repeats < 1 or config.max_concurrency < 1:
-        raise ValueError(("repeats" if config.repeats < 1 else "max_concurrency") + ": must be 1 or more")
+    judge_config_values_check(config)
     judge_endpoint_check(backend=config.backend, base_url=config.base_url)
+
+
+def judge_config_values_check(config: JudgeConfig) -> None:
+    """The model's rules for a configuration's numbers and options (``JudgeConfig`` field
+    validators: options a JSON object, temperature 0–2, timeout above 0, ...); ``ValueError``
+    naming the first field that breaks one."""
+    try:
+        config.clean_fields(exclude=[f.name for f in JudgeConfig._meta.fields if f.name not in CHECKED_VALUES])
+    except ValidationError as exc:
+        field, messages = next(iter(exc.message_dict.items()))
+        raise ValueError(f"{field}: {'; '.join(messages)}") from None
+
+
+def judge_config_runnable(config: JudgeConfig) -> None:
+    """Refuse to run on a configuration saved before the value rules (or edited behind the
+    services' back): ``ValidationError`` naming it and the field, instead of a crash mid-run."""
+    try:
+        judge_config_values_check(config)
+    except ValueError as exc:
+        raise ValidationError(f"judge configuration {config.name!r} cannot run: {exc}; fix it on its page "
+                              "(or make a new configuration)") from None
 
 
 @transaction.atomic
@@ -110,7 +130,7 @@ class ConnectionTest:
 
 def judge_config_test(*, config: JudgeConfig) -> ConnectionTest:
     """One cheap call to the configuration's endpoint (a one-token chat completion) and what came
-    back, or the error (with any key redacted)."""
+    back, or the error; every text from the endpoint with any key redacted."""
     from ..judges.transport import describe, endpoint_url, make_client
 
     if config.is_heuristic:
@@ -127,5 +147,7 @@ def judge_config_test(*, config: JudgeConfig) -> ConnectionTest:
     except Exception as exc:  # any failure is the answer to "does it work?"
         reason = describe(exc) if not isinstance(exc, ValueError) else str(exc)
         return ConnectionTest(False, f"{endpoint_url(config)}: {redact(reason)}", time.monotonic() - started)
-    model = getattr(completion, "model", "") or config.model
-    return ConnectionTest(True, f"{endpoint_url(config)} answered as {model}: {answer!r}", time.monotonic() - started)
+    # What the endpoint says is shown on a page: redacted like its errors (it may echo the key).
+    model = redact(str(getattr(completion, "model", "") or config.model))
+    return ConnectionTest(True, f"{endpoint_url(config)} answered as {model}: {redact(answer)!r}",
+                          time.monotonic() - started)

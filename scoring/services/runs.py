@@ -43,6 +43,7 @@ from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
 from scoring.selectors import run_failure_account
+from scoring.services.judge_configs import judge_config_runnable
 from scoring.signals import run_finished
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ def run_create(
         pipeline = pipeline_for(protocol)
     except ValueError as exc:
         raise ValidationError(str(exc)) from None
+    judge_config_runnable(judge_config)
     systems = list(systems)
     if not systems:
         raise ValidationError("choose at least one system to evaluate")
@@ -119,6 +121,7 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     run = _lock_run(run)
     if run.status != Run.PENDING:
         raise ValidationError(f"run #{run.pk} is {run.status}; only a pending run starts (resume it instead)")
+    judge_config_runnable(run.judge_config)
     run.status, run.started_at, run.finished_at, run.error = Run.RUNNING, timezone.now(), None, ""
     run.deadline_at = _deadline(run)
     run.save(update_fields=["status", "started_at", "finished_at", "error", "deadline_at", "updated_at"])
@@ -171,6 +174,7 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     run = _lock_run(run)
     if run.status == Run.PENDING:
         raise ValidationError(f"run #{run.pk} has not started; start it instead")
+    judge_config_runnable(run.judge_config)
     retry = set(run.jobs.filter(status__in=[Job.PENDING, Job.FAILED, Job.CANCELLED]).values_list("pk", flat=True))
     incomplete = run.score_cards.filter(report__isnull=False, items_failed__gt=0).values("report_id")
     retry |= set(run.jobs.filter(status=Job.DONE, report_id__in=incomplete).values_list("pk", flat=True))
@@ -310,6 +314,10 @@ def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> E
 
 
 def _judge_for(config: JudgeConfig):
+    try:  # a row that breaks the value rules halts the run with the reason, not a crash per job
+        judge_config_runnable(config)
+    except ValidationError as exc:
+        raise ImproperlyConfigured(" ".join(exc.messages)) from None
     try:
         from scoring.judges import judge_for
     except ImportError as exc:

@@ -87,10 +87,11 @@ def test_backoff_grows_exponentially_with_jitter():
         assert base <= delay <= base * 1.5
 
 
-def test_unreachable_receiver_is_an_error_not_a_crash():
+def test_unreachable_receiver_is_an_error_not_a_crash(settings):
     project = project_with()
     with Receiver() as server:
         url = server.url
+    settings.OUTBOUND_ALLOWED_NETWORKS, settings.OUTBOUND_ALLOWED_PORTS = ["127.0.0.1/32"], [server.server.server_address[1]]
     hook(project, url)  # the server is closed: connection refused
     [delivery] = webhooks_fire(event="run.finished", project_ids=[project.pk], payload={})
     delivery = webhook_deliver(model=WebhookDelivery, delivery_id=delivery.pk)

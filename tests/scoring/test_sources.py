@@ -112,8 +112,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def site():
+def site(settings):
+    """A loopback site the address rule (``core.outbound``) opens on purpose for these tests."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    settings.OUTBOUND_ALLOWED_NETWORKS, settings.OUTBOUND_ALLOWED_PORTS = ["127.0.0.1/32"], [server.server_address[1]]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -126,7 +128,7 @@ def test_the_http_fetcher_reduces_html_to_its_visible_text(site, caplog):
     with caplog.at_level(logging.WARNING, logger="scoring.sources"):
         assert http_fetch(f"{site}/nothing-here") is None
     [warning] = caplog.records
-    assert warning.getMessage() == (f"fetching {site}/nothing-here failed (HTTP Error 404: Not Found): "
+    assert warning.getMessage() == (f"fetching {site}/nothing-here failed (HTTP 404): "
                                     "the source counts as not available")
     assert http_fetch(f"{site}/pdf") is None
     assert http_fetch("ftp://example.org/file") is None

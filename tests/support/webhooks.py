@@ -3,12 +3,20 @@
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from django.test import override_settings
+
 
 class Receiver:
-    """A stdlib HTTP server on 127.0.0.1 recording every POST; answers with scripted statuses (then 200)."""
+    """A stdlib HTTP server on 127.0.0.1 recording every POST; answers with scripted statuses (then 200).
 
-    def __init__(self, *statuses: int) -> None:
+    While it runs, the address rule (``core.outbound``) allows it unless ``allowed=False``: the
+    server refuses loopback addresses and non-default ports, so a test of delivery opens exactly
+    this receiver's address and port, and a test of the rule keeps it closed."""
+
+    def __init__(self, *statuses: int, allowed: bool = True) -> None:
         self.statuses = list(statuses)
+        self.allowed = allowed
+        self._override = None
         self.requests: list[dict] = []
         receiver = self
 
@@ -34,10 +42,16 @@ class Receiver:
         return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
 
     def __enter__(self) -> "Receiver":
+        if self.allowed:
+            self._override = override_settings(OUTBOUND_ALLOWED_NETWORKS=["127.0.0.1/32"],
+                                               OUTBOUND_ALLOWED_PORTS=[self.server.server_address[1]])
+            self._override.enable()
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._override is not None:
+            self._override.disable()
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)

@@ -127,3 +127,31 @@ def test_the_broker_being_down_is_recorded_on_the_job(owner, monkeypatch, django
     assert job.status == "failed" and job.upload_dir == ""
     assert job.errors == [
         {"file": "", "line": None, "field": "", "message": "could not reach the task queue: connection refused"}]
+
+
+def _many_entries(count: int) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        for index in range(count):
+            bundle.writestr(f"release/part-{index}.jsonl", "")
+    return buffer.getvalue()
+
+
+def test_a_zip_with_too_many_entries_is_refused_at_upload_and_never_unpacked(
+        owner, settings, client, django_capture_on_commit_callbacks, monkeypatch):
+    settings.IMPORT_MAX_ZIP_ENTRIES = 50
+    with pytest.raises(ValueError, match=r"^file: many\.zip holds 51 entries; the limit is 50 \(IMPORT_MAX_ZIP_ENTRIES\)"):
+        import_request(user=owner, format_name="native", upload=_upload("many.zip", _many_entries(51)))
+    assert not ImportJob.objects.exists() and not list(imports_dir().iterdir())
+    client.force_login(owner)
+    page = client.post("/benchmark/imports/new/", {"format": "native",
+                                                  "file": _upload("many.zip", _many_entries(51))})
+    assert page.status_code == 400 and "many.zip holds 51 entries" in page.content.decode()
+    # a job queued before the limit was lowered is refused by the worker before unpacking
+    settings.IMPORT_MAX_ZIP_ENTRIES = 100
+    job = _queued(owner, "late.zip", _many_entries(60), "native", django_capture_on_commit_callbacks, monkeypatch)
+    settings.IMPORT_MAX_ZIP_ENTRIES = 50
+    job = import_execute(job_id=job.pk)
+    assert job.status == "failed" and job.errors[0]["file"] == "late.zip"
+    assert job.errors[0]["message"].endswith("holds 60 entries; the limit is 50 (IMPORT_MAX_ZIP_ENTRIES)")
+    assert not any(imports_dir().rglob("part-*.jsonl"))
