@@ -317,6 +317,7 @@ class ItemSideApi(GenericApi):
     SIDES = {"left": AnnotationProject.Kind.PAIRWISE, "right": AnnotationProject.Kind.PAIRWISE,
              "report": AnnotationProject.Kind.AGREEMENT}
 
+    @extend_schema(operation_id="annotation_items_side_retrieve", responses={200: OutputSerializer})
     def get(self, request, pk: int, side: str):
         """One side of an item: ``left``/``right`` of a pair, the ``report`` a verdict judged: its
         text (and a pair's outline). Which report and system it is stays null until the item is

@@ -10,7 +10,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from annotation.models import AnnotationItem, ExportJob
-from tests.annotation.dashboards.builders import agreement_setup, deepsynth_run, preferences, surveylens_run
+from tests.annotation.dashboards.builders import (agreement_setup, deepsynth_run, preferences, run_tasks,
+                                                  surveylens_run)
 from tests.annotation_factories import agreement_project, annotator, label_all
 from tests.factories import SystemFactory
 from tests.support.axe import assert_accessible
@@ -55,7 +56,8 @@ def test_no_table_is_wider_than_its_box_at_1366(screen, live_server, settings, t
     settings.VAR_DIR = tmp_path
     run, systems = deepsynth_run(n_tasks=6, systems=[SystemFactory(name=n) for n in LONG_SYSTEMS[:5]],
                                  name="a DeepSynth run with a long descriptive name")
-    preferences(systems=systems, n_tasks=3, protocol="deepsynth")
+    # on three of the run's tasks: the scatter's automated side is scored on the preferences' tasks only
+    preferences(systems=systems, protocol="deepsynth", tasks=run_tasks(run)[:3])
     surveylens_run(systems=[SystemFactory(name=f"{n} (SurveyLens)") for n in LONG_SYSTEMS], name="seven systems")
     _, owner, _ = agreement_setup(n_verdicts=6)  # the curator "cur"
     four = _four_annotator_agreement(owner)

@@ -234,11 +234,14 @@ def test_a_curator_runs_a_whole_study_in_the_browser(browser, live_server, datas
     cur.check("run-finished")
 
     # --- 6. Three projects: verify, pairwise, blind agreement ------------------------------------------------------
-    def new_project(kind: str, name: str, *, steps=(), judge_id=None, blind=True, item_kind=None) -> AnnotationProject:
+    def new_project(kind: str, name: str, *, steps=(), judge_id=None, blind=True, item_kind=None,
+                    guidelines="") -> AnnotationProject:
         page.goto(f"{base}/annotate/new/?protocol=deepsynth")
         page.check(f"input[name=tasks][value='{task0.pk}']")
         page.check(f"input[name=kind][value={kind}]")
         page.fill("input[name=name]", name)
+        if guidelines:
+            page.fill("textarea[name=guidelines]", guidelines)
         if item_kind:
             page.check(f"input[name=item_kinds][value={item_kind}]")
         if judge_id:
@@ -256,8 +259,9 @@ def test_a_curator_runs_a_whole_study_in_the_browser(browser, live_server, datas
         return project
 
     n_proposed = ChecklistItem.objects.filter(group__task=task0, review_status="proposed").count()
-    verify = new_project("verify", "Semantic SLAM checklist review", item_kind="checklist_item")
-    assert verify.items.count() == n_proposed
+    verify = new_project("verify", "Semantic SLAM checklist review", item_kind="checklist_item",
+                         guidelines="Accept an item only when **the survey itself** covers it.\n\n- Reject duplicates")
+    assert verify.items.count() == n_proposed and verify.guidelines_version == 1
     pairwise = new_project("pairwise", "Semantic SLAM reports head to head", blind=False)
     assert pairwise.items.count() == 3 * 2  # three systems on the task: three pairs, each shown both ways
     agreement = new_project("agreement", "Do we agree with the offline judge?", judge_id=judge.pk)
@@ -300,6 +304,13 @@ def test_a_curator_runs_a_whole_study_in_the_browser(browser, live_server, datas
     first = ann1.next_item(None)
     item = AnnotationItem.objects.get(pk=first)
     target = ChecklistItem.objects.get(pk=item.target_id)
+    # The guidelines the curator wrote open over the first item, rendered; Escape folds them.
+    guidelines = a1.locator("[data-role=guidelines]")
+    expect(guidelines).to_have_attribute("open", "")
+    expect(guidelines.locator("strong").first).to_have_text("the survey itself")
+    ann1.check("verify-guidelines")
+    a1.keyboard.press("Escape")
+    expect(guidelines).not_to_have_attribute("open", "")
     expect(a1.locator(".ws-proposal")).to_contain_text(target.text)
     ann1.check("verify-item")
     ann1.press("a", "Enter")
@@ -311,12 +322,14 @@ def test_a_curator_runs_a_whole_study_in_the_browser(browser, live_server, datas
     a2 = ann2.page
     a2.goto(f"{base}/annotate/{verify.pk}/")
     assert ann2.next_item(None) == first
+    a2.keyboard.press("Escape")  # the guidelines open on annotator2's first item too
     ann2.press("r", "2", "Enter")
     ann2.next_item(first)
     item.refresh_from_db()
     assert item.disagreement
     assert sorted(Label.objects.filter(item=item).values_list("annotator__username", "value__decision")) == [
         ("annotator1", "accept"), ("annotator2", "reject")]
+    assert set(Label.objects.filter(item=item).values_list("guidelines_version", flat=True)) == {1}
 
     # --- 9. Pairwise (systems named) and the blind agreement workspace ----------------------------------------------
     a1.goto(f"{base}/annotate/{pairwise.pk}/")
