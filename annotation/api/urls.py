@@ -2,7 +2,7 @@ from django.urls import path
 
 from annotation.dashboards import api as dashboards
 
-from . import exports, views
+from . import exports, labels, views
 
 urlpatterns = [
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
@@ -15,16 +15,16 @@ urlpatterns = [
          name="project-member-detail"),
     path("projects/<id:pk>/progress/", views.ProjectProgressApi.as_view(), name="project-progress"),
     path("projects/<id:pk>/items/", views.ProjectItemListApi.as_view(), name="project-items"),
-    path("projects/<id:pk>/next/", views.NextItemApi.as_view(), name="project-next"),
+    path("projects/<id:pk>/next/", labels.NextItemApi.as_view(), name="project-next"),
     path("annotation-items/<id:pk>/", views.ItemDetailApi.as_view(), name="item-detail"),
     path("annotation-items/<id:pk>/adjudicate/", views.ItemAdjudicateApi.as_view(), name="item-adjudicate"),
     path("annotation-items/<id:pk>/<str:side>/", views.ItemSideApi.as_view(), name="item-side"),
-    path("assignments/", views.AssignmentListApi.as_view(), name="assignment-list"),
-    path("assignments/<id:pk>/skip/", views.AssignmentSkipApi.as_view(), name="assignment-skip"),
-    path("labels/", views.LabelListApi.as_view(), name="label-list"),
-    path("labels/batch/", views.LabelBatchApi.as_view(), name="label-batch"),
-    path("gold-labels/", views.GoldLabelListApi.as_view(), name="goldlabel-list"),
-    path("preferences/", views.PreferenceListApi.as_view(), name="preference-list"),
+    path("assignments/", labels.AssignmentListApi.as_view(), name="assignment-list"),
+    path("assignments/<id:pk>/skip/", labels.AssignmentSkipApi.as_view(), name="assignment-skip"),
+    path("labels/", labels.LabelListApi.as_view(), name="label-list"),
+    path("labels/batch/", labels.LabelBatchApi.as_view(), name="label-batch"),
+    path("gold-labels/", labels.GoldLabelListApi.as_view(), name="goldlabel-list"),
+    path("preferences/", labels.PreferenceListApi.as_view(), name="preference-list"),
     path("dashboards/leaderboard/", dashboards.LeaderboardApi.as_view(), name="dashboard-leaderboard"),
     path("dashboards/human/", dashboards.HumanRankingApi.as_view(), name="dashboard-human"),
     path("dashboards/agreement/", dashboards.AgreementApi.as_view(), name="dashboard-agreement"),

@@ -115,8 +115,8 @@ def test_the_walk_finds_the_fields_of_issue_27():
                      "annotation.api.views.ProjectListApi.InputSerializer.seed",
                      "annotation.api.views.ProjectListApi.InputSerializer.overlap",
                      "annotation.api.views.ProjectDetailApi.InputSerializer.hold_seconds",
-                     "annotation.api.views.LabelInputSerializer.item",
-                     "annotation.api.views.LabelListApi.InputSerializer.item",
+                     "annotation.api.labels.LabelInputSerializer.item",
+                     "annotation.api.labels.LabelListApi.InputSerializer.item",
                      "scoring.api.views.JudgeConfigListApi.InputSerializer.repeats",
                      "scoring.forms.JudgeConfigForm.max_retries"):
         assert any(name.startswith(expected) for name in names), (expected, sorted(names))

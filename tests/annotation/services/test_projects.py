@@ -8,13 +8,8 @@ from core.models import AuditLog
 
 from annotation.models import AnnotationItem, Label, ProjectMembership
 from annotation.selectors.workspace import adjudication_queue
-from annotation.services.projects import (
-    membership_remove,
-    project_create,
-    project_from_preferences,
-    project_populate,
-    project_update,
-)
+from annotation.services.preference_projects import project_from_preferences
+from annotation.services.projects import membership_remove, project_create, project_populate, project_update
 from annotation.services.schedule import double_round_robin, round_robin_rounds
 from benchmark.models import TaskSet
 from tests.annotation_factories import (
