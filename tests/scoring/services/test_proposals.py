@@ -313,6 +313,19 @@ def test_curated_tasks_and_missing_inputs_fail_before_any_call(fake_openai, conf
         propose(tasks=[bare], stages=["everything"], judge_config=config)
 
 
+def test_a_batch_the_broker_refuses_fails_naming_the_reason(config, task, monkeypatch,
+                                                             django_capture_on_commit_callbacks):
+    def down(batch_id):
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr("scoring.tasks.propose_batch.delay", down)
+    with django_capture_on_commit_callbacks(execute=True):
+        batch = proposal_batch_create(tasks=[task], stages=["question"], judge_config=config)
+    batch.refresh_from_db()
+    assert (batch.status, batch.error) == ("failed", "could not reach the task queue: connection refused")
+    assert batch.finished_at is not None
+
+
 def test_a_batch_is_enqueued_on_commit_and_keeps_its_summary(fake_openai, config, task, monkeypatch,
                                                               django_capture_on_commit_callbacks):
     sent = []
