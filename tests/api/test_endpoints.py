@@ -28,8 +28,13 @@ def test_patch_goes_through_proposable_update_and_a_stale_edit_is_409(world):
     assert "changed by someone else" in stale.json()["detail"]
     assert ChecklistItem.objects.get(pk=item.pk).text == "Mentions the baseline."
     history = curator.get(reverse("api:checklist-item-revisions", kwargs={"pk": item.pk})).json()
-    assert [row["action"] for row in history["results"]] == ["edit"]
+    assert [row["action"] for row in history["results"]] == ["proposable.edit"]
     assert history["results"][0]["actor"] == "curator"
+    revisions = reverse("api:checklist-item-revisions", kwargs={"pk": item.pk})
+    for spelling, found in (("proposable.edit", 1), ("edit", 1), ("review.accepted", 0)):  # "edit": the old spelling
+        assert curator.get(revisions, {"action": spelling}).json()["count"] == found, spelling
+    unknown = curator.get(revisions, {"action": "tweak"})
+    assert unknown.status_code == 400 and "unknown audit action 'tweak'" in unknown.json()["action"][0]
 
 
 def test_review_and_field_errors(world):
