@@ -129,10 +129,12 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
 
 
 @transaction.atomic
-def run_launch(*, actor=None, **arguments) -> EvaluationRun:
-    """``run_create`` then ``run_start`` in one transaction: a run that cannot start is not kept
-    half-made. ``BrokerUnavailable`` still means committed (the run starts once the broker answers)."""
-    return run_start(run=run_create(**arguments, actor=actor))
+def run_launch(*, actor=None, start: bool = True, **arguments) -> EvaluationRun:
+    """A new run, as the run page and the API make one: ``run_create`` then, when ``start``,
+    ``run_start``, in one transaction: a run that cannot start is not kept half-made.
+    ``BrokerUnavailable`` still means committed (the run starts once the broker answers)."""
+    run = run_create(**arguments, actor=actor)
+    return run_start(run=run) if start else run
 
 
 def _deadline(run: EvaluationRun):
