@@ -72,7 +72,3 @@ def audit_kind(row: AuditLog) -> str:
         if model._meta.label_lower == f"{content_type.app_label}.{content_type.model}":
             return str(kind)
     return f"{content_type.app_label}.{content_type.model}"
-
-
-def kind_content_type(target_kind: str) -> ContentType:
-    return ContentType.objects.get_for_model(KIND_MODELS[target_kind], for_concrete_model=False)
