@@ -82,7 +82,8 @@ def jobs_enqueue_on_commit(
             for job_id in job_ids:
                 task.delay(job_id)
         except Exception as exc:  # any failure to publish means the job would wait silently
-            logger.warning("could not send %s for job(s) %s: %s: %s", task.name, job_ids, type(exc).__name__, exc)
+            logger.warning("could not send %s for %d job(s) (ids from %s): %s: %s", task.name, len(job_ids),
+                           job_ids[0], type(exc).__name__, exc)
             if unsent is not None:
                 unsent(exc)
             return
