@@ -68,12 +68,14 @@ def _ppi_module():
 
 
 def calibrated_mean(y: Sequence[float], yhat: Sequence[float], yhat_all: Sequence[float], *,
-                    inclusion: Sequence[float] | None = None, alpha: float = 0.05) -> dict:
+                    inclusion: Sequence[float] | None = None, alpha: float = 0.05,
+                    lam: float | None = None) -> dict:
     """Judge-only, human-only and PPI++ estimates of the experts' mean over a population.
 
     ``y``, ``yhat``: the experts' and the judge's value on each labelled unit; ``yhat_all``: the
     judge's value on every unit of the population (labelled ones included); ``inclusion``: each
-    labelled unit's inclusion probability π (default: all equal, a uniform sample).
+    labelled unit's inclusion probability π (default: all equal, a uniform sample); ``lam``: a
+    fixed λ (1: classical PPI) instead of PPI++'s tuned one.
     Returns ``judge_only``, ``human_only`` and ``ppi`` (each ``estimate``, ``low``, ``high``,
     ``se``), ``lam`` (PPI++'s λ), ``n_judge``, ``n_human``, ``ess_gain``, ``alpha`` and the
     variance parts the planner needs. ``human_only``/``ppi`` are ``None`` below
@@ -110,7 +112,10 @@ def calibrated_mean(y: Sequence[float], yhat: Sequence[float], yhat_all: Sequenc
     # λ = 0 is the classical (weighted) mean of Y and its CLT interval, through the same code path.
     human = float(ppi.ppi_mean_pointestimate(ppi_y, ppi_yhat, ppi_all, lam=0, w=w).item())
     human_low, human_high = (float(v.item()) for v in ppi.ppi_mean_ci(ppi_y, ppi_yhat, ppi_all, alpha=alpha, lam=0, w=w))
-    lam = _power_tuned_lambda(y, yhat, yhat_all, w)
+    if lam is None:
+        lam = _power_tuned_lambda(y, yhat, yhat_all, w)
+    else:
+        lam = check_real(lam, "lam", low=0.0, high=1.0)
     estimate = float(ppi.ppi_mean_pointestimate(ppi_y, ppi_yhat, ppi_all, lam=lam, w=w).item())
     low, high = (float(v.item()) for v in ppi.ppi_mean_ci(ppi_y, ppi_yhat, ppi_all, alpha=alpha, lam=lam, w=w))
     weights = np.ones(n) if w is None else w / w.sum() * n
