@@ -8,7 +8,9 @@ from __future__ import annotations
 from core.bounded import integer_param
 
 from .sampling import RANDOM_DESIGNS
-from .selectors import CalibrationRefused, calibrated_scores, calibrated_scores_shown, calibration_projects
+from .selectors import (
+    PLAN_ASSUMPTION, CalibrationRefused, calibrated_scores, calibrated_scores_shown, calibration_projects, labels_plan,
+)
 
 
 def calibration_context(request, run) -> dict:
@@ -33,3 +35,86 @@ def calibration_context(request, run) -> dict:
 
 def calibration_panel(request, run) -> dict:
     return calibration_context(request, run)
+
+
+SAMPLING_SENTENCES = {
+    "all": "This project holds every verdict in its scope (inclusion probability 1 each).",
+    "chosen": "This project's verdicts were chosen by hand: not a random sample, so its labels describe the judge "
+              "on these verdicts but cannot calibrate its scores.",
+    "uniform": "This project holds a uniform random sample of the verdicts in its scope: each had the same chance "
+               "of being chosen (recorded on each item), and items are offered in a random order, so the labels "
+               "given so far are a random sample too.",
+    "stratified": "This project holds a uniform random sample of the verdicts within each system and judge step, "
+                  "sized in proportion to them (each item records its chance of being chosen); items are offered "
+                  "in a random order.",
+}
+ADAPTIVE_FOR_CURATORS = ("This project holds a random sample that favours the verdicts the judge was least sure of "
+                         "(other repeats or judges disagreeing, low confidence), with at least a fifth of the budget "
+                         "spread evenly; each item records its chance of being chosen and calibrated scores weight "
+                         "its label by the inverse, so the intervals stay valid.")
+ADAPTIVE_FOR_ANNOTATORS = ("This project holds a random sample of the verdicts in its scope; items are offered in a "
+                           "random order.")
+
+
+def sampling_sentence(project, role: str | None) -> str:
+    """What the project's page says about how its verdicts were chosen (agreement projects).
+    Annotators are not told that an adaptive sample favours uncertain verdicts: in a blind
+    project that would hint at the judge's verdict on the item in front of them."""
+    if project.kind != project.Kind.AGREEMENT:
+        return ""
+    if project.sampling == project.Sampling.ADAPTIVE:
+        return ADAPTIVE_FOR_CURATORS if role == "curator" else ADAPTIVE_FOR_ANNOTATORS
+    return SAMPLING_SENTENCES.get(project.sampling, "")
+
+
+def planner_context(request, project, role: str | None) -> dict:
+    """The planner on a project's progress page (its curators, agreement projects): how many more
+    labels are expected to bring a metric's interval (or the best-vs-second difference) below
+    the width the curator names (``?plan_metric=&plan_width=&plan_separation=1``)."""
+    if role != "curator" or project.kind != project.Kind.AGREEMENT or project.judge_config_id is None:
+        return {}
+    try:
+        result = calibrated_scores(run=None, project=project, user=request.user)
+    except (CalibrationRefused, PermissionError) as exc:
+        return {"planner": {"refused": str(exc)}}
+    metrics = [entry["metric"] for entry in result["metrics"]]
+    planner = {"metrics": metrics, "metric": request.GET.get("plan_metric") or (metrics[0] if metrics else ""),
+               "width": request.GET.get("plan_width", ""), "separation": request.GET.get("plan_separation") == "1",
+               "assumption": PLAN_ASSUMPTION, "warning": result["warning"], "current": []}
+    entry = next((m for m in result["metrics"] if m["metric"] == planner["metric"]), None)
+    if entry:
+        planner["current"] = [{"system": s["system"], "n_human": s["n_human"], "n_judge": s["n_judge"],
+                               "width": (s["ppi"]["high"] - s["ppi"]["low"]) if s["ppi"] else None}
+                              for s in entry["systems"]]
+    if planner["width"]:
+        try:
+            width = float(planner["width"])
+            if not width > 0:
+                raise ValueError
+        except ValueError:
+            planner["error"] = f"width: {planner['width']!r} is not a positive number"
+        else:
+            try:
+                planner["plan"] = labels_plan(result, metric=planner["metric"], width=width,
+                                              separation=planner["separation"])
+            except CalibrationRefused as exc:
+                planner["error"] = str(exc)
+    return {"planner": planner}
+
+
+def leaderboard_calibration(request, *, protocol: str, run_id: int | None) -> dict:
+    """The leaderboard's card: for the run it is narrowed to, else the newest finished run of the
+    protocol on whose judge configuration the user curates an agreement project."""
+    from scoring.models import EvaluationRun
+
+    runs = EvaluationRun.objects.filter(protocol=protocol).select_related("judge_config", "task_set")
+    if run_id is not None:
+        runs = runs.filter(pk=run_id)
+    else:
+        runs = runs.filter(status__in=[EvaluationRun.Status.FINISHED, EvaluationRun.Status.FINISHED_WITH_FAILURES])
+    for run in runs.order_by("-created_at", "-id")[:20]:
+        context = calibration_context(request, run)
+        if context:
+            keep = f"protocol={protocol}" + (f"&run={run_id}" if run_id is not None else "")
+            return {**context, "calibration_keep": keep}
+    return {}

@@ -203,3 +203,34 @@ def test_run_page_shows_the_card_to_the_projects_curator_only(client, owner):
     client.force_login(viewer)
     page = client.get(reverse("runs:detail", kwargs={"run_id": run.pk})).content.decode()
     assert 'id="calibrated-scores"' not in page
+
+
+@pytest.mark.django_db
+def test_progress_page_says_how_it_sampled_and_plans_for_curators(client, owner):
+    judge, task, _, run = _judged()
+    project = _project(owner, judge, task, sampling="adaptive", size=24)
+    expert = annotator("expert")
+    membership_add(project=project, user=expert, role=Role.ANNOTATOR, actor=owner)
+    _label_sample(project, expert)
+    url = reverse("annotation:progress", kwargs={"project_id": project.pk})
+    client.force_login(owner)
+    page = client.get(url, {"plan_metric": "item_reward", "plan_width": "0.1"}).content.decode()
+    assert 'id="sampling-design"' in page and "least sure" in page
+    assert 'id="planner-answer"' in page and "more labels" in page and "Assumes" in page
+    separation = client.get(url, {"plan_metric": "item_reward", "plan_width": "0.1", "plan_separation": "1"})
+    assert "best-vs-second interval" in separation.content.decode() or "not reachable" in separation.content.decode()
+    client.force_login(expert)  # the annotator: told it is a random sample, not that it favours uncertain verdicts
+    page = client.get(url).content.decode()
+    assert 'id="sampling-design"' in page and "least sure" not in page and 'id="planner"' not in page
+
+
+@pytest.mark.django_db
+def test_leaderboard_shows_the_card_for_the_newest_calibrated_run(client, owner):
+    judge, task, _, run = _judged()
+    project = _project(owner, judge, task, size=30)
+    expert = annotator("expert")
+    membership_add(project=project, user=expert, role=Role.ANNOTATOR, actor=owner)
+    _label_sample(project, expert)
+    client.force_login(owner)
+    page = client.get(reverse("dashboards:leaderboard"), {"protocol": "deepsynth"}).content.decode()
+    assert 'id="calibrated-scores"' in page and 'id="calibrated-run"' in page
