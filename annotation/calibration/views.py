@@ -8,6 +8,7 @@ from __future__ import annotations
 from core.bounded import integer_param
 
 from .sampling import RANDOM_DESIGNS
+from .units import UNIT_METRICS
 from .selectors import (
     PLAN_ASSUMPTION, CalibrationRefused, calibrated_scores, calibrated_scores_shown, calibration_projects, labels_plan,
 )
@@ -70,35 +71,35 @@ def sampling_sentence(project, role: str | None) -> str:
 def planner_context(request, project, role: str | None) -> dict:
     """The planner on a project's progress page (its curators, agreement projects): how many more
     labels are expected to bring a metric's interval (or the best-vs-second difference) below
-    the width the curator names (``?plan_metric=&plan_width=&plan_separation=1``)."""
+    the width the curator names (``?plan_metric=&plan_width=&plan_separation=1``). The page
+    itself costs no query for it: the estimates are computed only when a width is asked."""
     if role != "curator" or project.kind != project.Kind.AGREEMENT or project.judge_config_id is None:
         return {}
-    try:
-        result = calibrated_scores(run=None, project=project, user=request.user)
-    except (CalibrationRefused, PermissionError) as exc:
-        return {"planner": {"refused": str(exc)}}
-    metrics = [entry["metric"] for entry in result["metrics"]]
+    steps = project.steps or list(UNIT_METRICS)
+    metrics = [metric.key for step in steps for metric in UNIT_METRICS.get(step, ())]
     planner = {"metrics": metrics, "metric": request.GET.get("plan_metric") or (metrics[0] if metrics else ""),
                "width": request.GET.get("plan_width", ""), "separation": request.GET.get("plan_separation") == "1",
-               "assumption": PLAN_ASSUMPTION, "warning": result["warning"], "current": []}
-    entry = next((m for m in result["metrics"] if m["metric"] == planner["metric"]), None)
-    if entry:
-        planner["current"] = [{"system": s["system"], "n_human": s["n_human"], "n_judge": s["n_judge"],
-                               "width": (s["ppi"]["high"] - s["ppi"]["low"]) if s["ppi"] else None}
-                              for s in entry["systems"]]
-    if planner["width"]:
-        try:
-            width = float(planner["width"])
-            if not width > 0:
-                raise ValueError
-        except ValueError:
-            planner["error"] = f"width: {planner['width']!r} is not a positive number"
-        else:
-            try:
-                planner["plan"] = labels_plan(result, metric=planner["metric"], width=width,
-                                              separation=planner["separation"])
-            except CalibrationRefused as exc:
-                planner["error"] = str(exc)
+               "assumption": PLAN_ASSUMPTION, "current": []}
+    if not planner["width"]:
+        return {"planner": planner}
+    try:
+        width = float(planner["width"])
+        if not width > 0:
+            raise ValueError
+    except ValueError:
+        planner["error"] = f"width: {planner['width']!r} is not a positive number"
+        return {"planner": planner}
+    try:
+        result = calibrated_scores(run=None, project=project, user=request.user)
+        planner["plan"] = labels_plan(result, metric=planner["metric"], width=width, separation=planner["separation"])
+    except (CalibrationRefused, PermissionError) as exc:
+        planner["error"] = str(exc)
+        return {"planner": planner}
+    planner["warning"] = result["warning"]
+    entry = next(m for m in result["metrics"] if m["metric"] == planner["metric"])
+    planner["current"] = [{"system": s["system"], "n_human": s["n_human"], "n_judge": s["n_judge"],
+                           "width": (s["ppi"]["high"] - s["ppi"]["low"]) if s["ppi"] else None}
+                          for s in entry["systems"]]
     return {"planner": planner}
 
 
