@@ -4,7 +4,7 @@
 
 Who: the project's curators only. The route sits under ``/api/runs/``, which the blind ranking
 gate closes to anyone still labelling blind (``annotation.middleware``), and the population
-leaves out every verdict a blind study hides from the asker (``visible_verdicts``); a project
+leaves out every verdict a blind study hides from the asker (``blind_items``, ``hidden_reports``); a project
 the user does not belong to is a 404, as on every project route.
 """
 

@@ -4,8 +4,8 @@ labels on a random sample of them, combined by prediction-powered inference
 
 Population: the run's first-repeat verdicts with a label, of its judge configuration and
 prompt version, on its reports (its systems × tasks), in the project's scope (its tasks, steps
-and systems) and visible to the user (``annotation.blind.visible_verdicts``: what a blind
-study hides from them is left out, never estimated). Labelled units: the project's items on
+and systems) and not hidden from the user by a blind study (``annotation.blind.blind_items``,
+``hidden_reports``: what it hides is left out, never estimated). Labelled units: the project's items on
 those verdicts that have an inclusion probability and a reference label — the curator's gold
 label, else the annotators' label when they all agree (the agreement dashboard's rule); an
 item whose annotators disagree and which has no gold label waits.
@@ -24,7 +24,7 @@ from scoring.metrics.calibration import (
 )
 from scoring.models import EvaluationRun, Verdict
 
-from ..blind import visible_verdicts
+from ..blind import blind_items, hidden_reports
 from ..models import AnnotationItem, AnnotationProject, Label, Role, TargetKind
 from ..selectors.projects import project_role
 from .sampling import RANDOM_DESIGNS
@@ -91,7 +91,12 @@ def _population(project: AnnotationProject, user, run: EvaluationRun | None) -> 
     systems = list(project.systems.values_list("pk", flat=True))
     if systems:
         verdicts = verdicts.filter(report__system__in=systems)
-    verdicts = verdicts.filter(pk__in=visible_verdicts(user=user).values("pk"))
+    # What a blind study still hides from the reader is left out (the exclusions of
+    # ``visible_verdicts``): a project curator reads the run's judge scores as the run page does,
+    # but never a verdict of an item still blind to them, nor one on a report a blind pair hides.
+    blind = blind_items(user)
+    verdicts = verdicts.exclude(pk__in=blind.filter(target_kind=TargetKind.VERDICT).values("target_id")).exclude(
+        report__in=hidden_reports(user))
     return [Unit(*row) for row in verdicts.values_list("pk", "report__system_id", "step", "label", "score")]
 
 

@@ -5,7 +5,10 @@ the project (default: the newest sampled one)."""
 
 from __future__ import annotations
 
+from core.accounts import is_global_curator
 from core.bounded import integer_param
+
+from ..models import AnnotationProject, Role
 
 from .sampling import RANDOM_DESIGNS
 from .units import UNIT_METRICS
@@ -105,17 +108,23 @@ def planner_context(request, project, role: str | None) -> dict:
 
 def leaderboard_calibration(request, *, protocol: str, run_id: int | None) -> dict:
     """The leaderboard's card: for the run it is narrowed to, else the newest finished run of the
-    protocol on whose judge configuration the user curates an agreement project."""
+    protocol on whose judge configuration the user curates an agreement project (one query to
+    find it, whatever the number of runs)."""
     from scoring.models import EvaluationRun
 
-    runs = EvaluationRun.objects.filter(protocol=protocol).select_related("judge_config", "task_set")
+    curated = AnnotationProject.objects.filter(kind=AnnotationProject.Kind.AGREEMENT, judge_config__isnull=False)
+    if not is_global_curator(request.user):
+        curated = curated.filter(memberships__user=request.user, memberships__role=Role.CURATOR)
+    runs = EvaluationRun.objects.filter(protocol=protocol, judge_config__in=curated.values("judge_config"))
     if run_id is not None:
         runs = runs.filter(pk=run_id)
     else:
         runs = runs.filter(status__in=[EvaluationRun.Status.FINISHED, EvaluationRun.Status.FINISHED_WITH_FAILURES])
-    for run in runs.order_by("-created_at", "-id")[:20]:
-        context = calibration_context(request, run)
-        if context:
-            keep = f"protocol={protocol}" + (f"&run={run_id}" if run_id is not None else "")
-            return {**context, "calibration_keep": keep}
-    return {}
+    run = runs.select_related("judge_config", "task_set").order_by("-created_at", "-id").first()
+    if run is None:
+        return {}
+    context = calibration_context(request, run)
+    if not context:
+        return {}
+    keep = f"protocol={protocol}" + (f"&run={run_id}" if run_id is not None else "")
+    return {**context, "calibration_keep": keep}

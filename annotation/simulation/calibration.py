@@ -16,9 +16,11 @@ ships no expert labels on these verdicts, so each model is stated:
   paraphrased coverage and over-credits surface matches): judge "omitted" → expert correct
   0.25, incorrect 0.05; judge "correct" → expert omitted 0.15, incorrect 0.05; judge
   "incorrect" → expert omitted 0.3, correct 0.1;
-* ``measured``: a confusion matrix measured on agreement labels, passed as ``measured``
-  (``{judge label: {expert label: probability}}``, e.g. from the agreement dashboard's
-  confusion matrix); left out when none is given.
+* ``measured``: the judge's error rates as measured on agreement labels: passed as ``measured``
+  (``{judge label: {expert label: probability}}``), else read from the database — the settled
+  expert labels (gold, else unanimous) of agreement items on the demo judge's DeepSynth
+  verdicts (:func:`demo_measured_confusion`, each row add-one smoothed); left out, and said so,
+  when there are none (a fresh demo has no agreement labels).
 
 Each simulation draws every unit's expert label (so the truth, the mean over the 806 units,
 varies), a uniform sample of ``n`` units, and computes the PPI++ interval
@@ -91,6 +93,42 @@ def demo_judge_labels(datasets_dir: str | Path | None = None) -> list[str]:
     return labels
 
 
+DEMO_JUDGE = "offline-heuristic"  # manage.py demo_judges' configuration
+STEP = "deepsynth.checklist_group"
+
+
+def demo_measured_confusion(judge_name: str = DEMO_JUDGE) -> tuple[dict[str, dict[str, float]], int] | None:
+    """P(expert label | judge label) from the settled labels of agreement items on
+    ``judge_name``'s DeepSynth verdicts, add-one smoothed per judge label, and how many labels it
+    rests on; ``None`` when no such label exists."""
+    from ..models import AnnotationItem, Label, TargetKind
+    from scoring.models import Verdict
+
+    items = AnnotationItem.objects.filter(
+        target_kind=TargetKind.VERDICT, project__kind="agreement",
+        target_id__in=Verdict.objects.filter(judge_config__name=judge_name, step=STEP).values("pk"))
+    rows = list(items.values_list("pk", "target_id", "gold__value"))
+    if not rows:
+        return None
+    judged = dict(Verdict.objects.filter(pk__in=[r[1] for r in rows]).values_list("pk", "label"))
+    given: dict[int, set] = {}
+    for item_id, value in Label.objects.filter(item__in=[r[0] for r in rows]).values_list("item_id", "value"):
+        if isinstance(value, dict) and value.get("label") in LABELS:
+            given.setdefault(item_id, set()).add(value["label"])
+    counts = {j: {e: 1.0 for e in LABELS} for j in LABELS}
+    n = 0
+    for item_id, verdict_id, gold in rows:
+        expert = gold.get("label") if isinstance(gold, dict) else None
+        if expert is None and len(given.get(item_id, ())) == 1:
+            expert = next(iter(given[item_id]))
+        if expert in LABELS and judged.get(verdict_id) in LABELS:
+            counts[judged[verdict_id]][expert] += 1
+            n += 1
+    if n == 0:
+        return None
+    return {j: {e: c / sum(row.values()) for e, c in row.items()} for j, row in counts.items()}, n
+
+
 def _confusion(model: Mapping[str, Mapping[str, float]]) -> np.ndarray:
     matrix = np.array([[float(model.get(j, {}).get(e, 0.0)) for e in LABELS] for j in LABELS])
     if np.any(matrix < 0) or not np.allclose(matrix.sum(axis=1), 1.0):
@@ -136,12 +174,21 @@ def calibration_simulation(seed: int, simulations: int = 1000, *, n: int = SAMPL
                            measured: Mapping[str, Mapping[str, float]] | None = None,
                            datasets_dir: str | Path | None = None) -> dict:
     """Coverage of the PPI interval (nominal 95 %) and its width relative to the human-only
-    interval at the same n, per noise model (module docstring). The top-level
+    interval at the same n, per noise model (module docstring; ``measured_from`` says where the
+    measured model came from, or why it was not run). The top-level
     ``coverage``/``width_ratio`` are the worst coverage and the largest ratio over the models
     with uniform samples, so a target met there is met by each. Deterministic for a seed."""
     labels = demo_judge_labels(datasets_dir)
     codes = np.array([LABELS.index(label) for label in labels])
     models = dict(NOISE_MODELS)
+    measured_from = "given"
+    if measured is None:
+        found = demo_measured_confusion()
+        if found is not None:
+            measured, labelled = found
+            measured_from = f"{labelled} settled expert labels on the demo judge's verdicts"
+        else:
+            measured_from = "not run: no settled expert label on the demo judge's verdicts in the database"
     if measured is not None:
         models["measured"] = {j: dict(row) for j, row in measured.items()}
     per_model = {}
@@ -155,5 +202,5 @@ def calibration_simulation(seed: int, simulations: int = 1000, *, n: int = SAMPL
         "width_ratio": max(m["width_ratio"] for m in per_model.values()),
         "simulations": simulations, "seed": seed, "n_judge": int(codes.size), "n_human": n, "metric": "item_reward",
         "judge_labels": {label: int((codes == k).sum()) for k, label in enumerate(LABELS)},
-        "noise_models": per_model, "adaptive_lenient_judge": adaptive,
+        "noise_models": per_model, "adaptive_lenient_judge": adaptive, "measured_from": measured_from,
     }

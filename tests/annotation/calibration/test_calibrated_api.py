@@ -234,3 +234,24 @@ def test_leaderboard_shows_the_card_for_the_newest_calibrated_run(client, owner)
     client.force_login(owner)
     page = client.get(reverse("dashboards:leaderboard"), {"protocol": "deepsynth"}).content.decode()
     assert 'id="calibrated-scores"' in page and 'id="calibrated-run"' in page
+
+
+@pytest.mark.django_db
+def test_population_leaves_out_what_a_blind_study_hides_from_the_reader(owner):
+    from annotation.calibration.selectors import calibrated_scores
+
+    judge, task, _, run = _judged()
+    project = _project(owner, judge, task, size=20)
+    full = calibrated_scores(run=run, project=project, user=owner)
+    n_full = sum(row["n_judge"] for m in full["metrics"][:1] for row in m["systems"])
+    assert n_full == 80
+    # a project curator who is no global curator reads the same population
+    member = annotator("member-curator")
+    membership_add(project=project, user=member, role=Role.CURATOR, actor=owner)
+    same = calibrated_scores(run=run, project=project, user=member)
+    assert sum(row["n_judge"] for row in same["metrics"][0]["systems"]) == 80
+    # the member labels blind in another project over 10 of these verdicts: those 10 are left out
+    blind = _project(owner, judge, task, size=10, name="blind elsewhere")
+    membership_add(project=blind, user=member, role=Role.ANNOTATOR, actor=owner)
+    hidden = calibrated_scores(run=run, project=project, user=member)
+    assert sum(row["n_judge"] for row in hidden["metrics"][0]["systems"]) == 70
