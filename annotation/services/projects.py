@@ -150,7 +150,8 @@ def _settings_view(project: AnnotationProject) -> dict:
         "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
         "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
-        "sampling": project.sampling, "task_set_id": project.task_set_id, "guidelines_version": project.guidelines_version,
+        "sampling": project.sampling, "task_set_id": project.task_set_id,
+        "guidelines_version": project.guidelines_version,
     }
 
 

@@ -255,3 +255,27 @@ def test_population_leaves_out_what_a_blind_study_hides_from_the_reader(owner):
     membership_add(project=blind, user=member, role=Role.ANNOTATOR, actor=owner)
     hidden = calibrated_scores(run=run, project=project, user=member)
     assert sum(row["n_judge"] for row in hidden["metrics"][0]["systems"]) == 70
+
+
+@pytest.mark.django_db
+def test_new_project_form_and_api_create_a_calibration_sample(client, owner):
+    judge, task, _, _ = _judged()
+    client.force_login(owner)
+    body = {"kind": "agreement", "name": "Calibrate the judge", "tasks": [task.pk], "judge_config": judge.pk,
+            "hold_minutes": "15", "blind": "on", "component": "report", "sampling": "stratified", "sample_size": "8",
+            "labels": "correct, omitted, incorrect"}
+    preview = client.post(reverse("annotation:new"), {**body, "action": "preview"})
+    assert preview.status_code == 200 and 'id="preview-items">8<' in preview.content.decode()
+    response = client.post(reverse("annotation:new"), {**body, "action": "create"})
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    project = AnnotationProject.objects.get(name="Calibrate the judge")
+    assert project.sampling == "stratified" and project.items.count() == 8
+    refused = client.post(reverse("annotation:new"), {**body, "name": "No size", "sample_size": "", "action": "create"})
+    assert refused.status_code == 400 and "sample_size" in refused.content.decode()
+    api = APIClient()
+    api.force_login(owner)
+    created = api.post(reverse("api:project-list"), {"name": "via api", "kind": "agreement", "tasks": [task.pk],
+                                                     "judge_config": judge.pk, "sampling": "uniform", "sample_size": 5,
+                                                     "label_set": {"label": list(REWARD)}}, format="json")
+    assert created.status_code == 201 and created.json()["sampling"] == "uniform"
+    assert AnnotationProject.objects.get(name="via api").items.count() == 5
