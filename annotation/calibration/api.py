@@ -40,7 +40,8 @@ class RunCalibratedApi(GenericApi):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(parameters=[
-        OpenApiParameter("project", int, required=True, description="the agreement project whose expert labels calibrate"),
+        OpenApiParameter("project", int, required=True,
+                         description="the agreement project whose expert labels calibrate"),
         OpenApiParameter("width", float, description="planner: the interval width wanted"),
         OpenApiParameter("metric", str, description="planner: which metric (a key of the answer's metrics)"),
         OpenApiParameter("separation", bool, description="planner: the best-vs-second difference instead"),

@@ -30,7 +30,18 @@ RANDOM_DESIGNS = (Sampling.UNIFORM, Sampling.STRATIFIED, Sampling.ADAPTIVE)
 FLOOR_SHARE = 0.2
 
 
+BATCH = 2000  # verdict ids per query: a scope may hold more than a query's parameters allow
+
+
 def verdict_uncertainty(verdict_ids: list[int]) -> dict[int, float]:
+    """How unsure the judge is about each verdict (:func:`_uncertainty_batch`), a batch of ids at a time."""
+    out: dict[int, float] = {}
+    for start in range(0, len(verdict_ids), BATCH):
+        out.update(_uncertainty_batch(verdict_ids[start:start + BATCH]))
+    return out
+
+
+def _uncertainty_batch(verdict_ids: list[int]) -> dict[int, float]:
     """How unsure the judge is about each verdict, in [0, 1]: the largest of the share of its
     other repeats that gave another label, the share of other judge configurations' first
     verdicts on the same target that did, and 1 − its stated confidence (when it gave one).
@@ -95,8 +106,12 @@ def sample_targets(targets: list[tuple], *, design: str, size: int, seed: int, s
 
 def verdict_strata(verdict_ids: list[int]) -> dict[int, tuple]:
     """(system id, step) of each verdict: the strata of the stratified design."""
-    return {pk: (system, step) for pk, system, step in
-            Verdict.objects.filter(pk__in=verdict_ids).values_list("pk", "report__system_id", "step")}
+    out = {}
+    for start in range(0, len(verdict_ids), BATCH):
+        rows = Verdict.objects.filter(pk__in=verdict_ids[start:start + BATCH]).values_list(
+            "pk", "report__system_id", "step")
+        out.update({pk: (system, step) for pk, system, step in rows})
+    return out
 
 
 def sampling_check(*, kind: str, sampling: str, sample_size: int | None) -> None:

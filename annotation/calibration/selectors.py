@@ -59,13 +59,15 @@ def calibration_projects(*, user, judge_config_id: int) -> list[AnnotationProjec
     return [p for p in projects.order_by("-created_at", "-id") if project_role(project=p, user=user) == Role.CURATOR]
 
 
-def _reference_labels(project: AnnotationProject, verdict_ids) -> dict[int, tuple[object, float]]:
-    """verdict id → (reference label, inclusion probability) of the project's resolved items."""
-    items = AnnotationItem.objects.filter(project=project, target_kind=TargetKind.VERDICT, target_id__in=verdict_ids,
+def _reference_labels(project: AnnotationProject, verdict_ids: set[int]) -> dict[int, tuple[object, float]]:
+    """verdict id → (reference label, inclusion probability) of the project's resolved items on
+    ``verdict_ids`` (matched here, not in SQL: a run's units may outnumber a query's parameters)."""
+    items = AnnotationItem.objects.filter(project=project, target_kind=TargetKind.VERDICT,
                                           inclusion_probability__isnull=False)
-    rows = list(items.values_list("pk", "target_id", "inclusion_probability", "gold__value"))
+    rows = [row for row in items.values_list("pk", "target_id", "inclusion_probability", "gold__value")
+            if row[1] in verdict_ids]
     given: dict[int, list] = defaultdict(list)
-    for item_id, value in Label.objects.filter(item__in=[r[0] for r in rows]).values_list("item_id", "value"):
+    for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
         if isinstance(value, dict) and value.get("label") is not None:
             given[item_id].append(value["label"])
     out = {}
@@ -101,8 +103,9 @@ def _population(project: AnnotationProject, user, run: EvaluationRun | None) -> 
 
 
 def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, user) -> dict:
-    """Over ``run``'s verdicts (``None``: every verdict in the project's scope), per system and metric: judge-only, human-only and PPI estimates with intervals, n_judge,
-    n_human and the effective-sample-size gain; per metric, the best system against the second
+    """Over ``run``'s verdicts (``None``: every verdict in the project's scope), per system and
+    metric: judge-only, human-only and PPI estimates with intervals, n_judge, n_human and the
+    effective-sample-size gain; per metric, the best system against the second
     (PPI intervals of the difference). Raises ``PermissionError`` unless ``user`` curates the
     project, ``CalibrationRefused`` when the project cannot calibrate the run."""
     if project_role(project=project, user=user) != Role.CURATOR:
@@ -115,7 +118,7 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
         raise CalibrationRefused(f"project: {project.name!r} labels another judge configuration's verdicts than "
                                  f"run #{run.pk}'s")
     units = _population(project, user, run)
-    labelled = _reference_labels(project, [u.verdict_id for u in units])
+    labelled = _reference_labels(project, {u.verdict_id for u in units})
     names = {pk: system_label(name, version, display) for pk, name, version, display in
              System.objects.filter(pk__in={u.system_id for u in units}).values_list(
                  "pk", "name", "version", "display_name")}
@@ -146,7 +149,8 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
     for entry in metrics.values():
         entry["best_vs_second"] = _best_vs_second(entry["systems"])
     return {
-        "run_id": run.pk if run is not None else None, "project_id": project.pk, "project": project.name, "sampling": project.sampling,
+        "run_id": run.pk if run is not None else None, "project_id": project.pk, "project": project.name,
+        "sampling": project.sampling,
         "random_sample": project.sampling in RANDOM_DESIGNS or project.sampling == Sampling.ALL,
         "warning": _warning(project), "confidence": 1 - ALPHA, "min_human_labels": MIN_HUMAN_LABELS,
         "meaning": MEANING, "metrics": list(metrics.values()),

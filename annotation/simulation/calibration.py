@@ -110,9 +110,9 @@ def demo_measured_confusion(judge_name: str = DEMO_JUDGE) -> tuple[dict[str, dic
     rows = list(items.values_list("pk", "target_id", "gold__value"))
     if not rows:
         return None
-    judged = dict(Verdict.objects.filter(pk__in=[r[1] for r in rows]).values_list("pk", "label"))
+    judged = dict(Verdict.objects.filter(pk__in=items.values("target_id")).values_list("pk", "label"))
     given: dict[int, set] = {}
-    for item_id, value in Label.objects.filter(item__in=[r[0] for r in rows]).values_list("item_id", "value"):
+    for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
         if isinstance(value, dict) and value.get("label") in LABELS:
             given.setdefault(item_id, set()).add(value["label"])
     counts = {j: {e: 1.0 for e in LABELS} for j in LABELS}

@@ -111,7 +111,8 @@ def calibrated_mean(y: Sequence[float], yhat: Sequence[float], yhat_all: Sequenc
     ppi_y, ppi_yhat, ppi_all = y[:, None], yhat[:, None], yhat_all[:, None]
     # λ = 0 is the classical (weighted) mean of Y and its CLT interval, through the same code path.
     human = float(ppi.ppi_mean_pointestimate(ppi_y, ppi_yhat, ppi_all, lam=0, w=w).item())
-    human_low, human_high = (float(v.item()) for v in ppi.ppi_mean_ci(ppi_y, ppi_yhat, ppi_all, alpha=alpha, lam=0, w=w))
+    human_ci = ppi.ppi_mean_ci(ppi_y, ppi_yhat, ppi_all, alpha=alpha, lam=0, w=w)
+    human_low, human_high = (float(v.item()) for v in human_ci)
     if lam is None:
         lam = _power_tuned_lambda(y, yhat, yhat_all, w)
     else:
