@@ -157,8 +157,8 @@ def _simulate(judge_codes: np.ndarray, confusion: np.ndarray, *, rng: np.random.
             chosen, inclusion = uniform_sample(f_all.size, n, rng)
         out = calibrated_mean(y_all[chosen], f_all[chosen], f_all, inclusion=inclusion)
         ppi, human = out["ppi"], out["human_only"]
-        hits += ppi["low"] <= truth <= ppi["high"]
-        human_hits += human["low"] <= truth <= human["high"]
+        hits += int(ppi["low"] <= truth <= ppi["high"])
+        human_hits += int(human["low"] <= truth <= human["high"])
         ppi_widths.append(ppi["high"] - ppi["low"])
         human_widths.append(human["high"] - human["low"])
         sizes.append(chosen.size)
@@ -166,7 +166,7 @@ def _simulate(judge_codes: np.ndarray, confusion: np.ndarray, *, rng: np.random.
         "coverage": hits / simulations, "human_only_coverage": human_hits / simulations,
         "width_ratio": float(np.mean(ppi_widths) / np.mean(human_widths)),
         "ppi_width": float(np.mean(ppi_widths)), "human_only_width": float(np.mean(human_widths)),
-        "n_human": float(np.mean(sizes)), "simulations": simulations,
+        "n_human": float(np.mean(sizes)), "simulations": int(simulations),
     }
 
 
@@ -178,6 +178,9 @@ def calibration_simulation(seed: int, simulations: int = 1000, *, n: int = SAMPL
     measured model came from, or why it was not run). The top-level
     ``coverage``/``width_ratio`` are the worst coverage and the largest ratio over the models
     with uniform samples, so a target met there is met by each. Deterministic for a seed."""
+    for name, value, low in (("seed", seed, 0), ("simulations", simulations, 1), ("n", n, 2)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name}: give a whole number ≥ {low}; got {value!r}")
     labels = demo_judge_labels(datasets_dir)
     codes = np.array([LABELS.index(label) for label in labels])
     models = dict(NOISE_MODELS)

@@ -2,6 +2,8 @@
 nominal 95 %, width ratio < 1 against human-only at the same n), deterministic for a seed; the
 measured noise model from agreement labels on the demo judge's verdicts."""
 
+import json
+
 import pytest
 
 from annotation.models import Role
@@ -22,6 +24,9 @@ def test_calibration_simulation_meets_the_targets_and_is_deterministic():
     assert result["adaptive_lenient_judge"]["coverage"] >= 0.93
     assert "measured" not in result["noise_models"] and result["measured_from"].startswith("not run")
     assert calibration_simulation(7, simulations=1000) == result
+    assert type(result["coverage"]) is float and json.loads(json.dumps(result)) == result
+    with pytest.raises(ValueError, match="simulations"):
+        calibration_simulation(7, simulations=0)
     measured = {"correct": {"correct": 0.9, "omitted": 0.1}, "omitted": {"omitted": 0.85, "correct": 0.15},
                 "incorrect": {"incorrect": 0.5, "omitted": 0.5}}
     with_measured = calibration_simulation(7, simulations=200, measured=measured)
