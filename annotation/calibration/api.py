@@ -10,6 +10,7 @@ the user does not belong to is a 404, as on every project route.
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
@@ -39,7 +40,22 @@ def width_param(params) -> float | None:
 class RunCalibratedApi(GenericApi):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(parameters=[
+    class OutputSerializer(serializers.Serializer):
+        run_id = serializers.IntegerField(allow_null=True)
+        project_id = serializers.IntegerField()
+        project = serializers.CharField()
+        sampling = serializers.CharField(help_text="how the project chose its verdicts")
+        random_sample = serializers.BooleanField()
+        warning = serializers.CharField(allow_blank=True)
+        confidence = serializers.FloatField()
+        min_human_labels = serializers.IntegerField()
+        meaning = serializers.CharField()
+        metrics = serializers.ListField(
+            child=serializers.DictField(), help_text="per metric: definition, systems (judge_only, human_only, ppi, "
+                                                     "n_judge, n_human, ess_gain, lam), best_vs_second")
+        plan = serializers.DictField(required=False, help_text="with width and metric: the planner's answer")
+
+    @extend_schema(responses={200: OutputSerializer}, parameters=[
         OpenApiParameter("project", int, required=True,
                          description="the agreement project whose expert labels calibrate"),
         OpenApiParameter("width", float, description="planner: the interval width wanted"),
@@ -65,4 +81,4 @@ class RunCalibratedApi(GenericApi):
         answer = calibrated_scores_shown(result)
         if plan is not None:
             answer["plan"] = plan
-        return Response(answer)
+        return Response(self.OutputSerializer(answer).data)

@@ -151,7 +151,7 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
     return {
         "run_id": run.pk if run is not None else None, "project_id": project.pk, "project": project.name,
         "sampling": project.sampling,
-        "random_sample": project.sampling in RANDOM_DESIGNS or project.sampling == Sampling.ALL,
+        "random_sample": project.sampling in RANDOM_DESIGNS,
         "warning": _warning(project), "confidence": 1 - ALPHA, "min_human_labels": MIN_HUMAN_LABELS,
         "meaning": MEANING, "metrics": list(metrics.values()),
     }
@@ -161,7 +161,7 @@ def _warning(project: AnnotationProject) -> str:
     if project.sampling == Sampling.CHOSEN:
         return ("This project's verdicts were chosen by hand, not sampled at random: its labels cannot calibrate "
                 "the judge, so no item of it counts (create a project with random sampling).")
-    if project.sampling == Sampling.ALL:
+    if project.sampling == Sampling.ALL and project.items.filter(status=AnnotationItem.Status.OPEN).exists():
         return ("This project holds every verdict in scope and offers them in their stored order: until it is "
                 "complete, the labelled ones are not a random sample and the interval may not hold.")
     return ""

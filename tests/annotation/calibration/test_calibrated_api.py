@@ -279,3 +279,20 @@ def test_new_project_form_and_api_create_a_calibration_sample(client, owner):
                                                      "label_set": {"label": list(REWARD)}}, format="json")
     assert created.status_code == 201 and created.json()["sampling"] == "uniform"
     assert AnnotationProject.objects.get(name="via api").items.count() == 5
+
+
+@pytest.mark.django_db
+def test_a_census_project_warns_until_complete_then_counts_every_label(owner):
+    from annotation.calibration.selectors import calibrated_scores
+
+    judge, task, _, run = _judged(6)
+    project = project_create(name="census", kind="agreement", created_by=owner, tasks=[task], judge_config=judge,
+                             label_set={"label": list(REWARD)})
+    expert = annotator("expert")
+    membership_add(project=project, user=expert, role=Role.ANNOTATOR, actor=owner)
+    assert "not a random sample" in calibrated_scores(run=run, project=project, user=owner)["warning"]
+    _label_sample(project, expert)
+    result = calibrated_scores(run=run, project=project, user=owner)
+    assert result["warning"] == "" and not result["random_sample"]
+    rows = next(m for m in result["metrics"] if m["metric"] == "item_reward")["systems"]
+    assert all(row["n_human"] == row["n_judge"] == 6 for row in rows)
