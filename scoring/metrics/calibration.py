@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special  # not scipy.stats: web processes import this module (tests/config/test_web_imports)
 
 from ._validate import check_real, fail
 
@@ -89,7 +89,7 @@ def calibrated_mean(y: Sequence[float], yhat: Sequence[float], yhat_all: Sequenc
         fail("yhat_all: the population has no judged unit")
     if y.size > yhat_all.size:
         fail(f"more labelled units ({y.size}) than judged units ({yhat_all.size})")
-    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    z = float(special.ndtri(1.0 - alpha / 2.0))
     n, N = int(y.size), int(yhat_all.size)
     judge_se = float(yhat_all.std() / math.sqrt(N))
     out: dict[str, Any] = {
@@ -152,7 +152,7 @@ def _power_tuned_lambda(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, w
 def difference_interval(first: dict, second: dict, *, alpha: float = 0.05) -> dict:
     """Difference of two independent estimates (``estimate`` and ``se`` each): the estimates'
     difference, standard errors in quadrature, normal interval."""
-    z = float(stats.norm.ppf(1.0 - alpha / 2.0))
+    z = float(special.ndtri(1.0 - alpha / 2.0))
     se = math.hypot(first["se"], second["se"])
     return _interval(first["estimate"] - second["estimate"], se, z)
 
