@@ -8,7 +8,8 @@ and systems) and not hidden from the user by a blind study (``annotation.blind.b
 ``hidden_reports``: what it hides is left out, never estimated). Labelled units: the project's items on
 those verdicts that have an inclusion probability and a reference label — the curator's gold
 label, else the annotators' label when they all agree (the agreement dashboard's rule); an
-item whose annotators disagree and which has no gold label waits.
+item whose annotators disagree and which has no gold label waits (``waiting_adjudication``:
+until it is settled the labelled units under-represent the hard ones, so adjudicate first).
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ def calibration_projects(*, user, judge_config_id: int) -> list[AnnotationProjec
     return [p for p in projects.order_by("-created_at", "-id") if project_role(project=p, user=user) == Role.CURATOR]
 
 
-def _reference_labels(project: AnnotationProject, verdict_ids: set[int]) -> dict[int, tuple[object, float]]:
+def _reference_labels(project: AnnotationProject, verdict_ids: set[int]) -> tuple[dict[int, tuple[object, float]],
+                                                                                  set[int]]:
     """verdict id → (reference label, inclusion probability) of the project's resolved items on
-    ``verdict_ids`` (matched here, not in SQL: a run's units may outnumber a query's parameters)."""
+    ``verdict_ids`` (matched here, not in SQL: a run's units may outnumber a query's parameters),
+    and the verdict ids whose annotators disagree with no gold label yet (they wait)."""
     items = AnnotationItem.objects.filter(project=project, target_kind=TargetKind.VERDICT,
                                           inclusion_probability__isnull=False)
     rows = [row for row in items.values_list("pk", "target_id", "inclusion_probability", "gold__value")
@@ -70,13 +73,15 @@ def _reference_labels(project: AnnotationProject, verdict_ids: set[int]) -> dict
     for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
         if isinstance(value, dict) and value.get("label") is not None:
             given[item_id].append(value["label"])
-    out = {}
+    out, waiting = {}, set()
     for item_id, verdict_id, pi, gold in rows:
         if isinstance(gold, dict) and gold.get("label") is not None:
             out[verdict_id] = (gold["label"], pi)
         elif given.get(item_id) and len(set(map(str, given[item_id]))) == 1:
             out[verdict_id] = (given[item_id][0], pi)
-    return out
+        elif given.get(item_id):
+            waiting.add(verdict_id)
+    return out, waiting
 
 
 def _population(project: AnnotationProject, user, run: EvaluationRun | None) -> list[Unit]:
@@ -118,7 +123,7 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
         raise CalibrationRefused(f"project: {project.name!r} labels another judge configuration's verdicts than "
                                  f"run #{run.pk}'s")
     units = _population(project, user, run)
-    labelled = _reference_labels(project, {u.verdict_id for u in units})
+    labelled, waiting = _reference_labels(project, {u.verdict_id for u in units})
     names = {pk: system_label(name, version, display) for pk, name, version, display in
              System.objects.filter(pk__in={u.system_id for u in units}).values_list(
                  "pk", "name", "version", "display_name")}
@@ -129,8 +134,9 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
             if f is None:
                 continue
             group = groups.setdefault((metric.key, unit.system_id), {"metric": metric, "all": [], "y": [], "yhat": [],
-                                                                     "pi": [], "off_scale": 0})
+                                                                     "pi": [], "off_scale": 0, "waiting": 0})
             group["all"].append(f)
+            group["waiting"] += unit.verdict_id in waiting
             if unit.verdict_id in labelled:
                 label, pi = labelled[unit.verdict_id]
                 y = expert_value(metric, label)
@@ -145,7 +151,8 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
         result = calibrated_mean(group["y"], group["yhat"], group["all"], inclusion=group["pi"], alpha=ALPHA)
         entry = metrics.setdefault(key, {"metric": key, "definition": group["metric"].label, "systems": []})
         entry["systems"].append({"system_id": system_id, "system": names.get(system_id, str(system_id)),
-                                 "off_scale_labels": group["off_scale"], **result})
+                                 "off_scale_labels": group["off_scale"], "waiting_adjudication": group["waiting"],
+                                 **result})
     for entry in metrics.values():
         entry["best_vs_second"] = _best_vs_second(entry["systems"])
     return {

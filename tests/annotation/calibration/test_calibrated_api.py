@@ -296,3 +296,25 @@ def test_a_census_project_warns_until_complete_then_counts_every_label(owner):
     assert result["warning"] == "" and not result["random_sample"]
     rows = next(m for m in result["metrics"] if m["metric"] == "item_reward")["systems"]
     assert all(row["n_human"] == row["n_judge"] == 6 for row in rows)
+
+
+@pytest.mark.django_db
+def test_disagreeing_annotators_wait_for_adjudication(owner):
+    from annotation.calibration.selectors import calibrated_scores
+    from annotation.services.review import item_adjudicate
+
+    judge, task, _, run = _judged(10)
+    project = _project(owner, judge, task, size=8, overlap=2)
+    first, second = annotator("first"), annotator("second")
+    for user in (first, second):
+        membership_add(project=project, user=user, role=Role.ANNOTATOR, actor=owner)
+    items = list(project.items.order_by("position"))
+    for k, item in enumerate(items):
+        label_all(item, [first, second], {"label": "correct"}, {"label": "omitted" if k < 3 else "correct"})
+    result = calibrated_scores(run=run, project=project, user=owner)
+    rows = next(m for m in result["metrics"] if m["metric"] == "item_reward")["systems"]
+    assert sum(r["waiting_adjudication"] for r in rows) == 3 and sum(r["n_human"] for r in rows) == 5
+    item_adjudicate(item=AnnotationItem.objects.get(pk=items[0].pk), curator=owner, value={"label": "omitted"})
+    rows = next(m for m in calibrated_scores(run=run, project=project, user=owner)["metrics"]
+                if m["metric"] == "item_reward")["systems"]
+    assert sum(r["waiting_adjudication"] for r in rows) == 2 and sum(r["n_human"] for r in rows) == 6
