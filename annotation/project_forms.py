@@ -75,6 +75,15 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                                           label="Judge configuration (agreement)", empty_label="— choose a judge —")
     steps = forms.MultipleChoiceField(choices=(), required=False, widget=forms.CheckboxSelectMultiple,
                                       label="Judge steps (agreement)", help_text="none ticked: every step")
+    sampling = forms.ChoiceField(
+        choices=[(value, label) for value, label in AnnotationProject.Sampling.choices
+                 if value != AnnotationProject.Sampling.CHOSEN],
+        initial=AnnotationProject.Sampling.ALL, required=False, label="Which verdicts (agreement)",
+        help_text="a random sample records each verdict's inclusion probability, so its labels calibrate the judge's"
+                  " scores (Calibrated scores on the run page)",
+    )
+    sample_size = BoundedIntegerField(min_value=1, max_value=1_000_000, required=False, label="Sample size (agreement)",
+                                      help_text="how many verdicts to sample (adaptive: the expected number)")
     overlap = BoundedIntegerField(min_value=1, max_value=SMALL_MAX, required=False, label="Labels per item (k)",
                                  help_text="empty: 2 for verify (review, then cross-check), 1 otherwise")
     blind = forms.BooleanField(required=False, initial=True,
@@ -123,6 +132,8 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         if kind == Kind.AGREEMENT:
             arguments["judge_config"] = data["judge_config"]
             arguments["steps"] = data["steps"]
+            arguments["sampling"] = data["sampling"] or AnnotationProject.Sampling.ALL
+            arguments["sample_size"] = data["sample_size"]
         return arguments
 
 

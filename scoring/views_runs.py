@@ -23,6 +23,16 @@ from .forms import RunCreateForm
 from .models import EvaluationRun
 from .services.runs import BrokerUnavailable, run_cancel, run_launch, run_resume, run_start
 
+# Parts of a run's page that apps above scoring show (annotation's calibrated scores): each
+# registers a function (request, run) -> template context when it is ready.
+_RUN_PAGE_PANELS: list = []
+
+
+def run_page_panel_register(panel) -> None:
+    if panel not in _RUN_PAGE_PANELS:  # ready() may run again (tests)
+        _RUN_PAGE_PANELS.append(panel)
+
+
 RUNS_PER_PAGE = 25
 REPORT_CARDS_PER_PAGE = 50
 FAILED_JOBS_SHOWN = 50
@@ -105,7 +115,11 @@ def _live_context(request, run: EvaluationRun) -> dict:
 @login_required
 def run_detail(request, run_id: int):
     run = _run_or_404(run_id)
-    return render(request, "scoring/run_detail.html", _live_context(request, run))
+    context = _live_context(request, run)
+    if context["finished"]:
+        for panel in _RUN_PAGE_PANELS:
+            context.update(panel(request, run))
+    return render(request, "scoring/run_detail.html", context)
 
 
 @login_required

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from annotation.calibration import api as calibration
 from annotation.dashboards import api as dashboards
 
 from . import exports, labels, views
@@ -25,6 +26,7 @@ urlpatterns = [
     path("labels/batch/", labels.LabelBatchApi.as_view(), name="label-batch"),
     path("gold-labels/", labels.GoldLabelListApi.as_view(), name="goldlabel-list"),
     path("preferences/", labels.PreferenceListApi.as_view(), name="preference-list"),
+    path("runs/<id:pk>/calibrated/", calibration.RunCalibratedApi.as_view(), name="run-calibrated"),
     path("dashboards/leaderboard/", dashboards.LeaderboardApi.as_view(), name="dashboard-leaderboard"),
     path("dashboards/human/", dashboards.HumanRankingApi.as_view(), name="dashboard-human"),
     path("dashboards/agreement/", dashboards.AgreementApi.as_view(), name="dashboard-agreement"),

@@ -96,7 +96,7 @@ class ProjectListApi(ListApi):
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "my_role", "n_items", "n_settled", "created_at"]
+                      "sampling", "my_role", "n_items", "n_settled", "created_at"]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
@@ -129,6 +129,12 @@ class ProjectListApi(ListApi):
         dimensions = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                            allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
         seed = BoundedIntegerSerializerField(required=False, default=0)
+        sampling = serializers.ChoiceField(
+            choices=[c for c in AnnotationProject.Sampling.choices if c[0] != AnnotationProject.Sampling.CHOSEN],
+            required=False, default=AnnotationProject.Sampling.ALL,
+            help_text="agreement: every verdict ('all') or a random sample for calibrated scores")
+        sample_size = BoundedIntegerSerializerField(required=False, allow_null=True, default=None, min_value=1,
+                                                    help_text="agreement, sampled: how many verdicts")
 
     filter_fields = {"kind": "kind", "status": "status", "task_set": "task_set_id"}
     ordering_fields = ("name", "created_at", "status")

@@ -18,6 +18,7 @@ from core.accounts import is_global_curator
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
 
+from ..calibration.views import leaderboard_calibration
 from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import human as human_selectors
@@ -92,6 +93,7 @@ def leaderboard(request):
         "board": board, "protocol": protocol, "protocol_label": Protocol(protocol).label, "run_id": run_id,
         "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=protocol), "digits": _digits(board["percent"]),
         "human": human, "significance": s.SIGNIFICANCE, "min_test_tasks": s.MIN_TEST_TASKS,
+        **leaderboard_calibration(request, protocol=protocol, run_id=run_id),
     }
     return render(request, "dashboards/leaderboard.html", context)
 

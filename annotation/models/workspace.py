@@ -93,6 +93,16 @@ class AnnotationProject(TimeStamped):
         AT_CLOSE = "close", "When the study closes"
         AFTER_LABEL = "label", "After each label"
 
+    class Sampling(models.TextChoices):
+        """How an agreement project chose its verdicts (``annotation.calibration.sampling``): what
+        a calibrated score may assume of its labels (``AnnotationItem.inclusion_probability``)."""
+
+        ALL = "all", "Every verdict in scope"
+        CHOSEN = "chosen", "Chosen by hand (not a random sample)"
+        UNIFORM = "uniform", "Uniform random sample"
+        STRATIFIED = "stratified", "Uniform random sample within each system and step"
+        ADAPTIVE = "adaptive", "Random sample favouring uncertain verdicts (weighted)"
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     guidelines = models.TextField(blank=True, help_text="markdown: what annotators read before and while labelling")
@@ -122,6 +132,10 @@ class AnnotationProject(TimeStamped):
     dimensions = models.JSONField(default=list, blank=True)
     hold_duration = models.DurationField(default=DEFAULT_HOLD, help_text="how long a claimed item stays reserved")
     seed = models.IntegerField(default=0, help_text="pairwise: seed of the randomized schedule")
+    sampling = models.CharField(
+        max_length=12, choices=Sampling.choices, default=Sampling.ALL,
+        help_text="agreement: how the verdicts were chosen; a random sample records each item's inclusion probability",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 
     class Meta:
@@ -202,6 +216,11 @@ class AnnotationItem(models.Model):
         "core.AuditLog", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     completed_at = models.DateTimeField(null=True, blank=True)
+    inclusion_probability = models.FloatField(
+        null=True, blank=True,
+        help_text="agreement: the probability this verdict had of being chosen (1: every verdict in scope); "
+                  "null when chosen by hand. Calibrated scores weight its label by 1/π",
+    )
 
     class Meta:
         ordering = ["project", "position", "id"]
@@ -209,6 +228,11 @@ class AnnotationItem(models.Model):
             models.UniqueConstraint(fields=["project", "target_kind", "target_id"], name="item_unique_target"),
             models.CheckConstraint(condition=Q(labels_needed__gte=1), name="item_needs_labels"),
             models.CheckConstraint(condition=Q(labels_done__lte=F("labels_needed")), name="item_overlap_not_exceeded"),
+            models.CheckConstraint(
+                condition=Q(inclusion_probability__isnull=True)
+                | Q(inclusion_probability__gt=0, inclusion_probability__lte=1),
+                name="item_inclusion_probability_range",
+            ),
         ]
         indexes = [
             models.Index(fields=["project", "status", "position"]),

@@ -26,6 +26,7 @@ from ..models import (
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 from ..selectors.projects import project_role
+from ..calibration.sampling import RANDOM_DESIGNS, calibration_sample, sampling_check
 from .audit import audit_record
 from .schedule import double_round_robin
 from .values import dimensions_clean, label_level_clean, label_set_clean, step_label_union
@@ -102,8 +103,9 @@ def _pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[t
     return [(TargetKind.REPORT_PAIR, pair.pk, pair.task_id, None) for pair in created]
 
 
-def _populate(project: AnnotationProject, *, actor) -> int:
+def _populate(project: AnnotationProject, *, actor, sample_size: int | None = None) -> int:
     task_ids = list(project.tasks.values_list("pk", flat=True))
+    inclusion: dict[int, float] = {}
     if project.kind == Kind.VERIFY:
         targets = _verify_targets(project, task_ids)
     elif project.kind == Kind.PAIRWISE:
@@ -113,6 +115,7 @@ def _populate(project: AnnotationProject, *, actor) -> int:
             "report__task", "report", "step", "target_kind", "target_id", "pk"
         )
         targets = [(TargetKind.VERDICT, pk, task_id, None) for pk, task_id in found.values_list("pk", "report__task")]
+        targets, inclusion = calibration_sample(project, targets, sample_size=sample_size)
     existing = set(AnnotationItem.objects.filter(project=project).values_list("target_kind", "target_id"))
     last = AnnotationItem.objects.filter(project=project).order_by("-position").values_list("position", flat=True)
     start = (last.first() or 0) + 1
@@ -122,6 +125,7 @@ def _populate(project: AnnotationProject, *, actor) -> int:
             AnnotationItem(
                 project=project, target_kind=kind, target_id=target_id, task_id=task_id, target_version=version,
                 position=start + offset, labels_needed=project.overlap,
+                inclusion_probability=inclusion.get(target_id),
             )
             for offset, (kind, target_id, task_id, version) in enumerate(new)
         ],
@@ -147,7 +151,8 @@ def _settings_view(project: AnnotationProject) -> dict:
         "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
         "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
-        "task_set_id": project.task_set_id, "guidelines_version": project.guidelines_version,
+        "sampling": project.sampling, "task_set_id": project.task_set_id,
+        "guidelines_version": project.guidelines_version,
     }
 
 
@@ -204,6 +209,8 @@ def project_create(
     description: str = "",
     guidelines: str = "",
     seed: int = 0,
+    sampling: str = AnnotationProject.Sampling.ALL,
+    sample_size: int | None = None,
 ) -> AnnotationProject:
     """Create a project, make its creator its curator, and populate its items in bulk.
 
@@ -219,7 +226,10 @@ def project_create(
     Krippendorff's α uses); each item offers its own step's labels (``agreement_labels``).
     Tasks are ``tasks`` plus the tasks of ``task_set``. ``reveal`` (blind projects): when an
     annotator who labelled an item learns what it hid (``DEFAULT_REVEAL`` per kind).
-    Only global curators create projects.
+    ``sampling`` (agreement): every verdict in scope (``all``), or a random sample of about
+    ``sample_size`` of them, uniform, stratified by system and step, or adaptive (favouring the
+    verdicts the judge is least sure of), each item recording its inclusion probability for
+    calibrated scores (``annotation.calibration.sampling``). Only global curators create projects.
     """
     if not is_global_curator(created_by):
         raise PermissionError("only curators create annotation projects")
@@ -239,16 +249,17 @@ def project_create(
             raise ValueError(f"item_kinds: {item_kind!r} is not one of {', '.join(VERIFY_TARGETS)}")
     if kind == Kind.AGREEMENT and judge_config is None:
         raise ValueError("judge_config: an agreement project labels the verdicts of one judge configuration")
+    sampling_check(kind=kind, sampling=sampling, sample_size=sample_size)
     task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
     project = project_row_new(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
         description=description, task_set=task_set, item_kinds=item_kinds, component=component,
         judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, reveal=reveal,
-        hold_duration=hold_duration, seed=seed, label_level=label_level,
+        hold_duration=hold_duration, seed=seed, label_level=label_level, sampling=sampling,
         dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
         guidelines=_guidelines_clean(guidelines), guidelines_version=1 if _guidelines_clean(guidelines) else 0,
     )
-    added = _populate(project, actor=created_by)
+    added = _populate(project, actor=created_by, sample_size=sample_size)
     audit_record(
         actor=created_by, action=AuditAction.PROJECT_CREATE, target_kind="annotation_project", target_id=project.pk,
         project=project, after={**_settings_view(project), "tasks": sorted(task_ids), "items": added},
@@ -290,7 +301,7 @@ def project_from_verdicts(
     project = project_row_new(
         name=name, kind=Kind.AGREEMENT, created_by=curator, task_ids={row[4] for row in found.values()},
         label_set={"label": labels}, description=description, judge_config_id=config_id, steps=steps,
-        overlap=overlap,
+        overlap=overlap, sampling=AnnotationProject.Sampling.CHOSEN,
     )
     AnnotationItem.objects.bulk_create(
         [
@@ -317,6 +328,9 @@ def project_populate(*, project: AnnotationProject, actor) -> int:
     how many were added. Existing items, labels and pairs are untouched."""
     _require_curator(project=project, user=actor, action="populate projects")
     project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
+    if project.sampling in RANDOM_DESIGNS:
+        raise ValueError("a sampled project's sample is fixed (its inclusion probabilities describe it); "
+                         "create a new project for new verdicts")
     added = _populate(project, actor=actor)
     audit_record(
         actor=actor, action=AuditAction.PROJECT_POPULATE, target_kind="annotation_project", target_id=project.pk,

@@ -16,7 +16,11 @@ Modules, by protocol:
 * :mod:`.preference_ranking` — separation checks and a prior-regularised, cluster-bootstrapped Bradley–Terry;
 * :mod:`.agreement` — percent agreement, Cohen's/Fleiss' κ, Krippendorff's α, Landis–Koch reading;
 * :mod:`.agreement_intervals` — observed agreement and bootstrap intervals over items for κ and α;
-* :mod:`.correlation` — Spearman, Kendall τ-b, pairwise concordance, paired t-test.
+* :mod:`.correlation` — Spearman, Kendall τ-b, pairwise concordance, paired t-test;
+* :mod:`.calibration` — calibrated judge scores (PPI++ with inverse-probability weights, through
+  ``ppi_py``) and the planner; :mod:`.sampling` — uniform, stratified and uncertainty sampling
+  with inclusion probabilities. These two are imported by name, not re-exported here: ``ppi_py``
+  loads numba, statsmodels and pandas, which no other metric needs.
 
 Conventions: every function raises ``ValueError`` naming the problem for
 invalid input and never coerces silently.  A ratio whose denominator is empty

@@ -103,6 +103,8 @@ API = {
     "run-resume": [("post", lambda w: {"pk": w.run_pending.pk}, {}, CURATE)],
     "run-progress": [("get", lambda w: {"pk": w.run_finished.pk}, None, RANKING)],
     "run-score-cards": [("get", lambda w: {"pk": w.run_finished.pk}, None, RANKING)],
+    # Calibrated scores: the ranking gate; without ?project= a 400 for the rest (its curators: test_calibrated_api).
+    "run-calibrated": [("get", lambda w: {"pk": w.run_finished.pk}, None, (403, 403, 403, 400, 400, 400))],
     "scorecard-list": [("get", None, None, RANKING)],
     "verdict-list": [("get", None, None, READ)],
     "project-list": [("get", None, None, READ), ("post", None, {}, CURATE)],

@@ -1,0 +1,219 @@
+"""Calibrated scores of a run: the judge's verdicts on every unit, an agreement project's expert
+labels on a random sample of them, combined by prediction-powered inference
+(``scoring.metrics.calibration``; the metrics and unit values: ``units``).
+
+Population: the run's first-repeat verdicts with a label, of its judge configuration and
+prompt version, on its reports (its systems × tasks), in the project's scope (its tasks, steps
+and systems) and not hidden from the user by a blind study (``annotation.blind.blind_items``,
+``hidden_reports``: what it hides is left out, never estimated). Labelled units: the project's items on
+those verdicts that have an inclusion probability and a reference label — the curator's gold
+label, else the annotators' label when they all agree (the agreement dashboard's rule); an
+item whose annotators disagree and which has no gold label waits (``waiting_adjudication``:
+until it is settled the labelled units under-represent the hard ones, so adjudicate first).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from benchmark.models import System
+from benchmark.naming import system_label
+from core.accounts import is_global_curator
+from scoring.metrics.calibration import (
+    MIN_HUMAN_LABELS, calibrated_mean, difference_interval, labels_for_difference_width, labels_for_width,
+)
+from scoring.models import EvaluationRun, Verdict
+
+from ..blind import blind_items, hidden_reports
+from ..models import AnnotationItem, AnnotationProject, Label, Role, TargetKind
+from ..selectors.projects import project_role
+from .sampling import RANDOM_DESIGNS
+from .units import UNIT_METRICS, expert_value, judge_value
+
+ALPHA = 0.05
+Sampling = AnnotationProject.Sampling
+MEANING = ("The judge scored every unit; experts labelled a random sample of them. The calibrated score "
+           "corrects the judge's average by the mistakes the experts found on that sample (prediction-powered "
+           "inference), so its 95 % interval holds whatever the judge's bias, and is narrower than the experts' "
+           "own interval when the judge is informative.")
+
+
+class CalibrationRefused(ValueError):
+    """The project cannot calibrate this run; the message says why (a 4xx)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    verdict_id: int
+    system_id: int
+    step: str
+    label: str
+    score: float | None
+
+
+def calibration_projects(*, user, judge_config_id: int) -> list[AnnotationProject]:
+    """Agreement projects on this judge configuration that ``user`` curates, newest first."""
+    projects = AnnotationProject.objects.filter(kind=AnnotationProject.Kind.AGREEMENT, judge_config_id=judge_config_id)
+    if not is_global_curator(user):
+        projects = projects.filter(memberships__user=user, memberships__role=Role.CURATOR)
+    return [p for p in projects.order_by("-created_at", "-id") if project_role(project=p, user=user) == Role.CURATOR]
+
+
+def _reference_labels(project: AnnotationProject, verdict_ids: set[int]) -> tuple[dict[int, tuple[object, float]],
+                                                                                  set[int]]:
+    """verdict id → (reference label, inclusion probability) of the project's resolved items on
+    ``verdict_ids`` (matched here, not in SQL: a run's units may outnumber a query's parameters),
+    and the verdict ids whose annotators disagree with no gold label yet (they wait)."""
+    items = AnnotationItem.objects.filter(project=project, target_kind=TargetKind.VERDICT,
+                                          inclusion_probability__isnull=False)
+    rows = [row for row in items.values_list("pk", "target_id", "inclusion_probability", "gold__value")
+            if row[1] in verdict_ids]
+    given: dict[int, list] = defaultdict(list)
+    for item_id, value in Label.objects.filter(item__in=items).values_list("item_id", "value"):
+        if isinstance(value, dict) and value.get("label") is not None:
+            given[item_id].append(value["label"])
+    out, waiting = {}, set()
+    for item_id, verdict_id, pi, gold in rows:
+        if isinstance(gold, dict) and gold.get("label") is not None:
+            out[verdict_id] = (gold["label"], pi)
+        elif given.get(item_id) and len(set(map(str, given[item_id]))) == 1:
+            out[verdict_id] = (given[item_id][0], pi)
+        elif given.get(item_id):
+            waiting.add(verdict_id)
+    return out, waiting
+
+
+def _population(project: AnnotationProject, user, run: EvaluationRun | None) -> list[Unit]:
+    config = run.judge_config if run is not None else project.judge_config
+    verdicts = Verdict.objects.filter(
+        judge_config=config, prompt_version=config.prompt_version, repeat=0, error="", step__in=list(UNIT_METRICS),
+        report__task__in=project.tasks.all(),
+    ).exclude(label="")
+    if run is not None:
+        tasks = run.task_set.tasks.all() if run.task_set_id else run.tasks.all()
+        verdicts = verdicts.filter(report__task__in=tasks, report__system__in=run.systems.all())
+    if project.steps:
+        verdicts = verdicts.filter(step__in=project.steps)
+    systems = list(project.systems.values_list("pk", flat=True))
+    if systems:
+        verdicts = verdicts.filter(report__system__in=systems)
+    # What a blind study still hides from the reader is left out (the exclusions of
+    # ``visible_verdicts``): a project curator reads the run's judge scores as the run page does,
+    # but never a verdict of an item still blind to them, nor one on a report a blind pair hides.
+    blind = blind_items(user)
+    verdicts = verdicts.exclude(pk__in=blind.filter(target_kind=TargetKind.VERDICT).values("target_id")).exclude(
+        report__in=hidden_reports(user))
+    return [Unit(*row) for row in verdicts.values_list("pk", "report__system_id", "step", "label", "score")]
+
+
+def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, user) -> dict:
+    """Over ``run``'s verdicts (``None``: every verdict in the project's scope), per system and
+    metric: judge-only, human-only and PPI estimates with intervals, n_judge, n_human and the
+    effective-sample-size gain; per metric, the best system against the second
+    (PPI intervals of the difference). Raises ``PermissionError`` unless ``user`` curates the
+    project, ``CalibrationRefused`` when the project cannot calibrate the run."""
+    if project_role(project=project, user=user) != Role.CURATOR:
+        raise PermissionError("only the project's curators read its calibrated scores")
+    if project.kind != AnnotationProject.Kind.AGREEMENT:
+        raise CalibrationRefused(f"project: {project.name!r} is not an agreement project (it labels no verdicts)")
+    if project.judge_config_id is None:
+        raise CalibrationRefused(f"project: {project.name!r} names no judge configuration")
+    if run is not None and project.judge_config_id != run.judge_config_id:
+        raise CalibrationRefused(f"project: {project.name!r} labels another judge configuration's verdicts than "
+                                 f"run #{run.pk}'s")
+    units = _population(project, user, run)
+    labelled, waiting = _reference_labels(project, {u.verdict_id for u in units})
+    names = {pk: system_label(name, version, display) for pk, name, version, display in
+             System.objects.filter(pk__in={u.system_id for u in units}).values_list(
+                 "pk", "name", "version", "display_name")}
+    groups: dict[tuple[str, int], dict] = {}
+    for unit in units:
+        for metric in UNIT_METRICS[unit.step]:
+            f = judge_value(metric, unit.label, unit.score)
+            if f is None:
+                continue
+            group = groups.setdefault((metric.key, unit.system_id), {"metric": metric, "all": [], "y": [], "yhat": [],
+                                                                     "pi": [], "off_scale": 0, "waiting": 0})
+            group["all"].append(f)
+            group["waiting"] += unit.verdict_id in waiting
+            if unit.verdict_id in labelled:
+                label, pi = labelled[unit.verdict_id]
+                y = expert_value(metric, label)
+                if y is None:
+                    group["off_scale"] += 1
+                    continue
+                group["y"].append(y)
+                group["yhat"].append(f)
+                group["pi"].append(pi)
+    metrics: dict[str, dict] = {}
+    for (key, system_id), group in sorted(groups.items(), key=lambda kv: (kv[0][0], names.get(kv[0][1], ""))):
+        result = calibrated_mean(group["y"], group["yhat"], group["all"], inclusion=group["pi"], alpha=ALPHA)
+        entry = metrics.setdefault(key, {"metric": key, "definition": group["metric"].label, "systems": []})
+        entry["systems"].append({"system_id": system_id, "system": names.get(system_id, str(system_id)),
+                                 "off_scale_labels": group["off_scale"], "waiting_adjudication": group["waiting"],
+                                 **result})
+    for entry in metrics.values():
+        entry["best_vs_second"] = _best_vs_second(entry["systems"])
+    return {
+        "run_id": run.pk if run is not None else None, "project_id": project.pk, "project": project.name,
+        "sampling": project.sampling,
+        "random_sample": project.sampling in RANDOM_DESIGNS,
+        "warning": _warning(project), "confidence": 1 - ALPHA, "min_human_labels": MIN_HUMAN_LABELS,
+        "meaning": MEANING, "metrics": list(metrics.values()),
+    }
+
+
+def _warning(project: AnnotationProject) -> str:
+    if project.sampling == Sampling.CHOSEN:
+        return ("This project's verdicts were chosen by hand, not sampled at random: its labels cannot calibrate "
+                "the judge, so no item of it counts (create a project with random sampling).")
+    if project.sampling == Sampling.ALL and project.items.filter(status=AnnotationItem.Status.OPEN).exists():
+        return ("This project holds every verdict in scope and offers them in their stored order: until it is "
+                "complete, the labelled ones are not a random sample and the interval may not hold.")
+    return ""
+
+
+def _best_vs_second(systems: list[dict]) -> dict | None:
+    ranked = sorted((s for s in systems if s["ppi"] is not None), key=lambda s: -s["ppi"]["estimate"])
+    if len(ranked) < 2:
+        return None
+    best, second = ranked[0], ranked[1]
+    diff = difference_interval(best["ppi"], second["ppi"], alpha=ALPHA)
+    return {"best": best["system"], "second": second["system"], "ppi": diff,
+            "separated": diff["low"] > 0, "parts": [best, second]}
+
+
+def calibrated_scores_shown(result: dict) -> dict:
+    """A ``calibrated_scores`` answer as the API and the pages show it: without the planner's internals."""
+    for entry in result["metrics"]:
+        for system in entry["systems"]:
+            for key in ("rectifier_var", "judge_var", "z"):
+                system.pop(key, None)
+        if entry["best_vs_second"]:
+            entry["best_vs_second"].pop("parts", None)
+    return result
+
+
+def labels_plan(result: dict, *, metric: str, width: float, separation: bool = False) -> dict:
+    """The planner, from a ``calibrated_scores`` answer: per system (or for the best-vs-second
+    difference when ``separation``), how many more expert labels are expected to bring the PPI
+    interval of ``metric`` below ``width``."""
+    entry = next((m for m in result["metrics"] if m["metric"] == metric), None)
+    if entry is None:
+        known = ", ".join(m["metric"] for m in result["metrics"]) or "none"
+        raise CalibrationRefused(f"metric: {metric!r} has no judged unit here (metrics: {known})")
+    if separation:
+        pair = entry["best_vs_second"]
+        if pair is None:
+            return {"metric": metric, "width": width, "separation": True,
+                    "more": None, "reason": f"needs two systems with at least {MIN_HUMAN_LABELS} labels each"}
+        return {"metric": metric, "width": width, "separation": True, "between": [pair["best"], pair["second"]],
+                **labels_for_difference_width(pair["parts"], width)}
+    return {"metric": metric, "width": width, "separation": False,
+            "systems": [{"system": s["system"], **labels_for_width(s, width)} for s in entry["systems"]]}
+
+
+PLAN_ASSUMPTION = ("Assumes the variances stay at their current estimates (the judge's spread over all units and "
+                   "that of the experts' corrections on the sample), the same λ, and new labels drawn as the current "
+                   "ones were; the interval narrows as 1/√n in the labels.")
