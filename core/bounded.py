@@ -61,6 +61,15 @@ def integer_check(name: str, value, *, min_value: int = 0, max_value: int = INT3
     return value
 
 
+def integer_param(params, name: str, *, min_value: int = 0, max_value: int = INT32_MAX,
+                  default: int | None = None) -> int | None:
+    """An optional whole-number query parameter (``default`` when absent or empty)."""
+    raw = params.get(name, "")
+    if raw in (None, ""):
+        return default
+    return integer_check(name, raw, min_value=min_value, max_value=max_value)
+
+
 def id_check(name: str, value) -> int:
     return integer_check(name, value, min_value=1, max_value=MAX_ID)
 
