@@ -13,11 +13,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Case, OuterRef, Subquery, Sum, TextField, Value, When
+from django.db.models import Case, FilteredRelation, OuterRef, Q, Subquery, Sum, TextField, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
+from annotation.models import (AnnotationItem, AnnotationProject, Label, ProjectMembership, ProjectStatistics, ReportPair,
+                               Role)
 from core.accounts import is_global_curator
 from annotation.services.values import consensus_key, label_numbers
 from benchmark.naming import system_label
@@ -217,6 +218,7 @@ _KEY_FIELDS = {
     AnnotationProject.Kind.AGREEMENT: ("label",),
 }
 RATINGS_CHUNK = 20_000
+STORED_FIELDS = ("version", "values", "computed_at", "seconds")
 
 
 def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
@@ -274,7 +276,8 @@ def curated_projects(user, *, with_fingerprint: bool = False, only: int | None =
     """Projects whose agreement ``user`` may see: all for global curators, else those they curate
     (or just project ``only``, for a worker).
 
-    ``with_fingerprint`` adds ``n_labels`` (the items' label counters, which the label services
+    ``with_fingerprint`` adds the stored inter-annotator figures (``stored__version``, ...:
+    ``STORED_FIELDS`` of ``ProjectStatistics``, None when there are none) and ``n_labels`` (the items' label counters, which the label services
     keep in the same transaction as the labels) and ``last_label`` (the newest label id): labels
     are only ever added or deleted, never edited, and ids only grow, so any change to a project's
     labels changes this pair. Both avoid counting the labels themselves (0.7 s at 1M labels):
@@ -290,8 +293,10 @@ def curated_projects(user, *, with_fingerprint: bool = False, only: int | None =
     if not with_fingerprint:
         return list(projects.values(*fields)[:500])
     counters = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")
-    rows = list(projects.annotate(n_labels=Subquery(counters.annotate(n=Sum("labels_done")).values("n")))
-                .values(*fields, "n_labels")[:500])
+    stored = FilteredRelation("statistics", condition=Q(statistics__kind=ProjectStatistics.Kind.INTER_ANNOTATOR))
+    rows = list(projects.annotate(n_labels=Subquery(counters.annotate(n=Sum("labels_done")).values("n")),
+                                  stored=stored)
+                .values(*fields, "n_labels", *(f"stored__{f}" for f in STORED_FIELDS))[:500])
     for row in rows:
         newest = Label.objects.filter(project_id=row["id"]).order_by("-pk").values_list("pk", flat=True)
         row["last_label"] = newest.first() if row["n_labels"] else 0

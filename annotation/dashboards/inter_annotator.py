@@ -27,10 +27,9 @@ import time
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from annotation.models import ProjectStatistics
 from annotation.services.values import label_numbers
 
-from .agreement import curated_projects, named_stats, project_ratings, ratings_stats
+from .agreement import STORED_FIELDS, curated_projects, named_stats, project_ratings, ratings_stats
 from .selectors import jsonable
 
 # At most this many labels: computed in the request. Measured on PostgreSQL, 3 annotators (the
@@ -39,7 +38,6 @@ INLINE_LABELS = 5_000
 FORMAT = 1  # the stored figures' shape: raise it when ``ratings_stats`` changes, so older ones are recomputed
 POLL_SECONDS = 3  # the page asks again this often while a worker computes
 POLL_NO_WORKER_SECONDS = 10  # ... and this often while no worker is alive (it updates once one starts)
-KIND = ProjectStatistics.Kind.INTER_ANNOTATOR
 
 
 def inputs_version(project: dict) -> str:
@@ -75,14 +73,12 @@ def inter_annotator(*, user) -> dict:
     from core.workers import live_workers
 
     projects = curated_projects(user, with_fingerprint=True)
-    stored = {row.project_id: row for row in ProjectStatistics.objects.filter(
-        kind=KIND, project_id__in=[p["id"] for p in projects])}
     out, computed_here, waiting, workers_alive = [], [], [], None
     for project in projects:
-        version, row = inputs_version(project), stored.get(project["id"])
-        n_labels = project["n_labels"] or 0
-        if row is not None and row.values is not None and row.version == version:
-            values, state, computed_at, seconds = row.values, "current", row.computed_at, row.seconds
+        version, n_labels = inputs_version(project), project["n_labels"] or 0
+        stored = {f: project.pop(f"stored__{f}") for f in STORED_FIELDS}
+        if stored["values"] is not None and stored["version"] == version:
+            values, state, computed_at, seconds = stored["values"], "current", stored["computed_at"], stored["seconds"]
         elif n_labels <= INLINE_LABELS:
             values, seconds = agreement_compute(project)
             state, computed_at = "current", timezone.now()
@@ -92,8 +88,7 @@ def inter_annotator(*, user) -> dict:
             if workers_alive is None:
                 workers_alive = bool(live_workers())
             state = "updating" if workers_alive else "no_worker"
-            values = row.values if row is not None else None
-            computed_at, seconds = (row.computed_at, row.seconds) if row is not None else (None, None)
+            values, computed_at, seconds = stored["values"], stored["computed_at"], stored["seconds"]
             waiting.append(project["id"])
         statistics = {"state": state, "computed_at": computed_at, "seconds": seconds, "n_labels": n_labels,
                       "of_labels": values["n_labels"] if values is not None else None}

@@ -158,9 +158,17 @@ def agreement_inter_annotator(request):
 
 @login_required
 @require_POST
-def agreement_compute_here(request, project_id: int):
-    """Compute one project's agreement figures in this request (no worker alive to do it): only
-    for a project the user may see on the page, any other id is answered as missing."""
+def agreement_compute_here(request):
+    """Compute one project's agreement figures (``project`` in the form) in this request, when no
+    worker is alive to do it: only for a project the user may see on the page, any other id is
+    answered as missing."""
+    raw = request.POST.get("project", "")
+    try:
+        project_id = id_from_text("project", raw) if raw.isdigit() else None
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    if project_id is None:
+        raise BadRequest("project: give the id of a project")
     if not any(p["id"] == project_id for p in agreement_selectors.curated_projects(request.user)):
         return refuse(request, "No such project among those whose agreement you may see.", status=404)
     project_agreement_refresh(project_id=project_id)

@@ -16,7 +16,7 @@ class ProjectStatistics(models.Model):
     class Kind(models.TextChoices):
         INTER_ANNOTATOR = "inter_annotator", "Inter-annotator agreement"
 
-    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="statistics")
     kind = models.CharField(max_length=30, choices=Kind.choices)
     version = models.CharField(max_length=100, blank=True, help_text="the inputs' version the values are of")
     values = models.JSONField(null=True, blank=True, help_text="the figures, as plain JSON (null: never computed)")

@@ -194,9 +194,10 @@ def test_the_page_shows_when_the_figures_were_computed_and_polls_while_new_ones_
     page = client.get(reverse("dashboards:agreement")).content.decode()
     assert 'data-state="no_worker"' in page and "no worker is running" in page and "not computed yet" in page
     assert f'hx-get="{fragment}" hx-trigger="every {iaa.POLL_NO_WORKER_SECONDS}s"' in page
-    compute = reverse("dashboards:agreement_compute_here", args=[project.pk])
-    assert f'action="{compute}"' in page
-    assert client.post(compute).status_code == 302
+    compute = reverse("dashboards:agreement_compute_here")
+    assert f'action="{compute}"' in page and f'name="project" value="{project.pk}"' in page
+    assert client.post(compute, {"project": "x"}).status_code == 400
+    assert client.post(compute, {"project": project.pk}).status_code == 302
     stored = ProjectStatistics.objects.get(project=project)
     assert stored.values == _oracle(project)
 
@@ -230,7 +231,7 @@ def test_nobody_sees_stored_figures_of_a_project_they_may_not_see(db, large, sen
     refresh_project_agreement(project.pk)
     before = ProjectStatistics.objects.get(project=project)
     fragment = reverse("dashboards:agreement_inter_annotator")
-    compute = reverse("dashboards:agreement_compute_here", args=[project.pk])
+    compute = reverse("dashboards:agreement_compute_here")
 
     # an annotator of the project, and the curator of another project only
     other_curator = annotator("x-other")
@@ -240,7 +241,7 @@ def test_nobody_sees_stored_figures_of_a_project_they_may_not_see(db, large, sen
         client.force_login(user)
         section = client.get(fragment).content.decode()
         assert "secret grades" not in section and f'data-project="{project.pk}"' not in section
-        assert client.post(compute).status_code == 404
+        assert client.post(compute, {"project": project.pk}).status_code == 404
         api = client.get(reverse("api:dashboard-agreement")).json()["iaa"]["projects"]
         assert project.pk not in [p["id"] for p in api]
     assert ProjectStatistics.objects.get(project=project).computed_at == before.computed_at  # not recomputed
@@ -253,5 +254,5 @@ def test_nobody_sees_stored_figures_of_a_project_they_may_not_see(db, large, sen
     client.force_login(blind_one)
     for url in (fragment, reverse("dashboards:agreement")):
         assert client.get(url).status_code == 403
-    assert client.post(compute).status_code == 403
+    assert client.post(compute, {"project": project.pk}).status_code == 403
     assert client.get(reverse("api:dashboard-agreement")).status_code == 403
