@@ -156,8 +156,8 @@ def agreement_inter_annotator(request):
     return render(request, "dashboards/_inter_annotator.html", {"iaa": iaa})
 
 
-@login_required
 @require_POST
+@login_required
 def agreement_compute_here(request):
     """Compute one project's agreement figures (``project`` in the form) in this request, when no
     worker is alive to do it: only for a project the user may see on the page, any other id is
