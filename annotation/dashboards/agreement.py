@@ -218,7 +218,7 @@ _KEY_FIELDS = {
     AnnotationProject.Kind.AGREEMENT: ("label",),
 }
 RATINGS_CHUNK = 20_000
-STORED_FIELDS = ("version", "values", "computed_at", "seconds")
+STORED_FIELDS = ("id", "version", "values", "computed_at", "seconds", "requested_at")
 
 
 def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:

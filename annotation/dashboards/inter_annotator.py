@@ -69,7 +69,8 @@ def inter_annotator(*, user) -> dict:
     (the project's labels now).
 
     Also, for ``agreement_statistics_settle`` (which removes them): ``computed_here`` (figures
-    computed in this read, to store) and ``waiting`` (projects to ask a worker for)."""
+    computed in this read, to store) and ``waiting`` (projects due for a worker, with their
+    stored row's times)."""
     from core.workers import live_workers
 
     projects = curated_projects(user, with_fingerprint=True)
@@ -89,7 +90,8 @@ def inter_annotator(*, user) -> dict:
                 workers_alive = bool(live_workers())
             state = "updating" if workers_alive else "no_worker"
             values, computed_at, seconds = stored["values"], stored["computed_at"], stored["seconds"]
-            waiting.append(project["id"])
+            waiting.append({"project_id": project["id"], "stored": stored["id"] is not None,
+                            "computed_at": computed_at, "requested_at": stored["requested_at"]})
         statistics = {"state": state, "computed_at": computed_at, "seconds": seconds, "n_labels": n_labels,
                       "of_labels": values["n_labels"] if values is not None else None}
         out.append(({k: v for k, v in project.items() if k not in ("n_labels", "last_label")}, values, statistics))

@@ -36,25 +36,27 @@ def agreement_statistics_store(*, project_id: int, version: str, values: dict, s
         "requested_at": None})
 
 
-def agreement_statistics_request(*, project_ids: list[int]) -> list[int]:
-    """Ask a worker (``annotation.refresh_project_agreement``) for new figures of each project that
-    has no computation pending, to start ``DEBOUNCE_SECONDS`` after its last one at the earliest;
-    returns the ids asked for. A message the broker refuses is logged and asked for again at the
+def agreement_statistics_request(*, waiting: list[dict]) -> list[int]:
+    """Ask a worker (``annotation.refresh_project_agreement``) for new figures of each project in
+    ``waiting`` (``inter_annotator``'s: project id, whether a row is stored, its ``computed_at``
+    and ``requested_at``) that has no computation pending, to start ``DEBOUNCE_SECONDS`` after
+    its last one at the earliest; returns the ids asked for. A project already pending costs no
+    write (the page polls). A message the broker refuses is logged and asked for again at the
     next read: the page keeps serving the stored figures."""
-    if not project_ids:
-        return []
     now = timezone.now()
-    ProjectStatistics.objects.bulk_create([ProjectStatistics(project_id=pk, kind=KIND) for pk in project_ids],
-                                          ignore_conflicts=True)
-    rows = ProjectStatistics.objects.filter(kind=KIND, project_id__in=project_ids)
-    last = dict(rows.values_list("project_id", "computed_at"))
-    free = Q(requested_at__isnull=True) | Q(requested_at__lt=now - timedelta(seconds=PENDING_SECONDS))
+    lost = now - timedelta(seconds=PENDING_SECONDS)
+    due = [w for w in waiting if w["requested_at"] is None or w["requested_at"] < lost]
+    ProjectStatistics.objects.bulk_create([ProjectStatistics(project_id=w["project_id"], kind=KIND)
+                                           for w in due if not w["stored"]], ignore_conflicts=True)
+    rows = ProjectStatistics.objects.filter(kind=KIND)
+    free = Q(requested_at__isnull=True) | Q(requested_at__lt=lost)
     asked = []
-    for project_id in project_ids:
+    for project in due:
+        project_id = project["project_id"]
         if not rows.filter(free, project_id=project_id).update(requested_at=now):
-            continue  # pending already: the computation to come reads these labels too
-        due = last.get(project_id) and last[project_id] + timedelta(seconds=DEBOUNCE_SECONDS)
-        countdown = max(0.0, (due - now).total_seconds()) if due else 0.0
+            continue  # asked for meanwhile: the computation to come reads these labels too
+        last = project["computed_at"]
+        countdown = max(0.0, (last + timedelta(seconds=DEBOUNCE_SECONDS) - now).total_seconds()) if last else 0.0
         try:
             refresh_project_agreement.apply_async((project_id,), countdown=countdown)
         except Exception:  # the broker is away: serve what is stored, ask again next time
@@ -70,7 +72,7 @@ def agreement_statistics_settle(iaa: dict) -> dict:
     worker for the projects it found due; returns ``iaa`` without those two lists."""
     for computed in iaa.pop("computed_here", []):
         agreement_statistics_store(**computed)
-    agreement_statistics_request(project_ids=iaa.pop("waiting", []))
+    agreement_statistics_request(waiting=iaa.pop("waiting", []))
     return iaa
 
 
