@@ -3,8 +3,9 @@
 ``run_export`` is enqueued per export job by ``annotation.services.exports.export_request``
 (its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
 run). ``refresh_project_agreement`` computes and stores a project's inter-annotator agreement
-figures when a dashboard read found them older than the labels (``services.agreement``). Webhook deliveries are sent by ``core.deliver_webhook``;
-``annotation.deliver_webhook`` only hands over the messages queued under its name before.
+figures when a dashboard read found them older than the labels (``services.agreement``).
+Webhook deliveries are sent by ``core.deliver_webhook``; ``annotation.deliver_webhook`` only
+hands over the messages queued under its name before.
 """
 
 from celery import shared_task

@@ -17,8 +17,9 @@ from django.db.models import Case, FilteredRelation, OuterRef, Q, Subquery, Sum,
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from annotation.models import (AnnotationItem, AnnotationProject, Label, ProjectMembership, ProjectStatistics, ReportPair,
-                               Role)
+from annotation.models import (
+    AnnotationItem, AnnotationProject, Label, ProjectMembership, ProjectStatistics, ReportPair, Role,
+)
 from core.accounts import is_global_curator
 from annotation.services.values import consensus_key, label_numbers
 from benchmark.naming import system_label
@@ -277,8 +278,9 @@ def curated_projects(user, *, with_fingerprint: bool = False, only: int | None =
     (or just project ``only``, for a worker).
 
     ``with_fingerprint`` adds the stored inter-annotator figures (``stored__version``, ...:
-    ``STORED_FIELDS`` of ``ProjectStatistics``, None when there are none) and ``n_labels`` (the items' label counters, which the label services
-    keep in the same transaction as the labels) and ``last_label`` (the newest label id): labels
+    ``STORED_FIELDS`` of ``ProjectStatistics``, None when there are none), ``n_labels`` (the
+    items' label counters, which the label services keep in the same transaction as the
+    labels) and ``last_label`` (the newest label id): labels
     are only ever added or deleted, never edited, and ids only grow, so any change to a project's
     labels changes this pair. Both avoid counting the labels themselves (0.7 s at 1M labels):
     the counters are one per item, and the newest id is one step in the (project, id) index,
