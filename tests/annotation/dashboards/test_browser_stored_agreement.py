@@ -20,7 +20,8 @@ def test_the_section_shows_when_figures_were_computed_and_updates_by_itself(
     from annotation.services.labels import label_submit
 
     monkeypatch.setattr(iaa, "INLINE_LABELS", 0)  # a large project: its figures are a worker's
-    monkeypatch.setattr(refresh_project_agreement, "apply_async", lambda *args, **kwargs: None)  # the test is the worker
+    # the test is the worker: it runs the task itself when it wants the figures stored
+    monkeypatch.setattr(refresh_project_agreement, "apply_async", lambda *args, **kwargs: None)
     monkeypatch.setattr(iaa, "POLL_SECONDS", 1)
     owner = curator("cur")
     owner.set_password("pw-for-tests")

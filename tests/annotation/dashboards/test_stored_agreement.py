@@ -204,7 +204,8 @@ def test_the_page_shows_when_the_figures_were_computed_and_polls_while_new_ones_
     page = client.get(reverse("dashboards:agreement")).content.decode()
     assert 'data-state="current"' in page and "data-polling" not in page
     assert f'data-computed-at="{stored.computed_at.isoformat()}"' in page
-    assert f"computed <time datetime=\"{stored.computed_at.isoformat()}\">{stored.computed_at:%Y-%m-%d %H:%M:%S} UTC</time>" in page
+    shown = f"{stored.computed_at:%Y-%m-%d %H:%M:%S} UTC"
+    assert f'computed <time datetime="{stored.computed_at.isoformat()}">{shown}</time>' in page
 
     # a new label with a worker alive: the stored figures, marked, and the section polls
     _worker_alive()
