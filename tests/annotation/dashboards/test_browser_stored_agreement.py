@@ -34,17 +34,25 @@ def test_the_section_shows_when_figures_were_computed_and_updates_by_itself(
         for k, user in enumerate(users):
             label_submit(item=item, annotator=user, value={"label": LABELS[(n + k * (n % 4 == 0)) % 3]},
                          client_token=token())
-    refresh_project_agreement(project.pk)
+    page.set_viewport_size({"width": 1366, "height": 768})
+    login("cur", "pw-for-tests")
+
+    # no worker alive: the page says so, and computes here when the curator asks
+    page.goto(f"{live_server.url}/dashboards/agreement/")
+    row = page.locator(f'#iaa tr[data-project="{project.pk}"]')
+    assert row.get_attribute("data-state") == "no_worker"
+    assert "not computed yet" in row.inner_text() and "no worker is running" in row.inner_text()
+    page.locator("#iaa-section").scroll_into_view_if_needed()
+    screenshot("dashboards-agreement-stored-no-worker")
+    row.get_by_role("button", name="compute here now").click()
+    page.wait_for_selector(f'#iaa tr[data-project="{project.pk}"][data-state="current"]')
+
     now = timezone.now()
     WorkerHeartbeat.objects.create(hostname="w@h", pid=1, started_at=now, last_seen=now)
     late = annotator("ann-late")
     members_add(project, owner, [late])
     label_submit(item=items[0], annotator=late, value={"label": "correct"}, client_token=token())
-
-    page.set_viewport_size({"width": 1366, "height": 768})
-    login("cur", "pw-for-tests")
     page.goto(f"{live_server.url}/dashboards/agreement/")
-    row = page.locator(f'#iaa tr[data-project="{project.pk}"]')
     assert row.get_attribute("data-state") == "updating"
     assert "computed" in row.locator(".db-computed").inner_text()
     assert "of 24 labels" in row.inner_text() and "25 labels now: a worker is computing new figures" in row.inner_text()
