@@ -55,7 +55,8 @@ def test_the_section_shows_when_figures_were_computed_and_updates_by_itself(
     page.goto(f"{live_server.url}/dashboards/agreement/")
     assert row.get_attribute("data-state") == "updating"
     assert "computed" in row.locator(".db-computed").inner_text()
-    assert "of 24 labels" in row.inner_text() and "25 labels now: a worker is computing new figures" in row.inner_text()
+    text = row.inner_text()
+    assert "of 24 labels" in text and "25 labels now: new figures are due from a worker" in text
     page.locator("#iaa-section").scroll_into_view_if_needed()
     screenshot("dashboards-agreement-stored-updating")
 

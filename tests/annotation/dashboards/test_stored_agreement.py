@@ -216,7 +216,7 @@ def test_the_page_shows_when_the_figures_were_computed_and_polls_while_new_ones_
     section = client.get(fragment).content.decode()
     assert 'id="iaa-section"' in section
     assert f'hx-get="{fragment}" hx-trigger="every {iaa.POLL_SECONDS}s"' in section
-    assert 'data-state="updating"' in section and "a worker is computing new figures" in section
+    assert 'data-state="updating"' in section and "new figures are due from a worker" in section
     assert f"of {2 * N_VERDICTS} labels" in section and f"{2 * N_VERDICTS + 1} labels now" in section
 
     # the API carries the same state
