@@ -84,6 +84,16 @@ class ProjectMembershipAdmin(ReadOnlyAdmin):
     search_fields = ("user__username", "project__name")
 
 
+@admin.register(models.ProjectStatistics)
+class ProjectStatisticsAdmin(ReadOnlyAdmin):
+    """Derived figures (``annotation.dashboards.inter_annotator``): read here, recomputed from the labels."""
+
+    list_display = ("project", "kind", "version", "computed_at", "seconds", "requested_at")
+    list_filter = ("kind", "project")
+    list_select_related = ("project",)
+    search_fields = ("project__name", "version")
+
+
 @admin.register(models.ReportPair)
 class ReportPairAdmin(ReadOnlyAdmin):
     list_display = ("project", "task", "report_left", "report_right", "leg", "round")

@@ -2,9 +2,10 @@
 
 ``run_export`` is enqueued per export job by ``annotation.services.exports.export_request``
 (its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
-run). ``refresh_project_agreement`` recomputes a project's cached agreement figures when the
-dashboard found them stale. Webhook deliveries are sent by ``core.deliver_webhook``;
-``annotation.deliver_webhook`` only hands over the messages queued under its name before.
+run). ``refresh_project_agreement`` computes and stores a project's inter-annotator agreement
+figures when a dashboard read found them older than the labels (``services.agreement``).
+Webhook deliveries are sent by ``core.deliver_webhook``; ``annotation.deliver_webhook`` only
+hands over the messages queued under its name before.
 """
 
 from celery import shared_task
@@ -24,7 +25,7 @@ def deliver_webhook_queued_before_core(delivery_id: int) -> None:
 @shared_task(name="annotation.refresh_project_agreement", acks_late=True,
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
 def refresh_project_agreement(project_id: int) -> str:
-    from .dashboards.agreement import project_agreement_refresh
+    from .services.agreement import project_agreement_refresh
 
     return "refreshed" if project_agreement_refresh(project_id=project_id) is not None else "missing"
 

@@ -104,3 +104,12 @@ BENCHMARKS = [
     ("dashboards.chart_scores", TARGET, _view("/dashboards/charts/scores/?protocol=deepsynth")),
     ("dashboards.chart_human_vs_auto", TARGET, _view("/dashboards/charts/human-vs-automated/")),
 ]
+
+
+def _agreement_at_scale(*, quick: bool = False) -> list[dict]:
+    from bench.agreement_scale import run_figures
+
+    return run_figures(quick=quick)
+
+
+FIGURES = [("agreement page at 1M labels (gunicorn, Celery worker)", _agreement_at_scale)]

@@ -13,12 +13,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
-from django.db.models import Case, OuterRef, Subquery, Sum, TextField, Value, When
+from django.db.models import Case, FilteredRelation, OuterRef, Q, Subquery, Sum, TextField, Value, When
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
-from annotation.models import AnnotationItem, AnnotationProject, Label, ProjectMembership, ReportPair, Role
+from annotation.models import (
+    AnnotationItem, AnnotationProject, Label, ProjectMembership, ProjectStatistics, ReportPair, Role,
+)
 from core.accounts import is_global_curator
 from annotation.services.values import consensus_key, label_numbers
 from benchmark.naming import system_label
@@ -218,12 +219,11 @@ _KEY_FIELDS = {
     AnnotationProject.Kind.AGREEMENT: ("label",),
 }
 RATINGS_CHUNK = 20_000
-IAA_CACHE_SECONDS = 7 * 24 * 3600
-IAA_REFRESH_SECONDS = 300  # at most one queued refresh per project in this time
+STORED_FIELDS = ("id", "version", "values", "computed_at", "seconds", "requested_at")
 
 
 def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
-    """The label key (``_label_key``) from the text parts ``_project_ratings`` reads: text is
+    """The label key (``_label_key``) from the text parts ``project_ratings`` reads: text is
     enough for verify decisions and agreement labels; a pairwise label's report ids are read
     back as numbers and its pair ordered by ``order`` (report → system)."""
     if kind == AnnotationProject.Kind.VERIFY:
@@ -235,7 +235,7 @@ def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
     return _label_key(kind, dict(zip(_KEY_FIELDS[kind], parts)))
 
 
-def _project_ratings(project: dict, *, expected: int = 0) -> Ratings:
+def project_ratings(project: dict, *, expected: int = 0) -> Ratings:
     """A project's labels as ``Ratings``: one streamed query of (item, annotator, the value's key
     fields as text), so neither model rows nor decoded JSON values are held in memory; the
     consensus key is computed once per distinct combination of fields. ``expected``: about how
@@ -273,12 +273,14 @@ def _project_ratings(project: dict, *, expected: int = 0) -> Ratings:
     return Ratings(units.values(), coders.values(), coded.values(), keys)
 
 
-def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None = None) -> list[dict]:
+def curated_projects(user, *, with_fingerprint: bool = False, only: int | None = None) -> list[dict]:
     """Projects whose agreement ``user`` may see: all for global curators, else those they curate
     (or just project ``only``, for a worker).
 
-    ``with_fingerprint`` adds ``n_labels`` (the items' label counters, which the label services
-    keep in the same transaction as the labels) and ``last_label`` (the newest label id): labels
+    ``with_fingerprint`` adds the stored inter-annotator figures (``stored__version``, ...:
+    ``STORED_FIELDS`` of ``ProjectStatistics``, None when there are none), ``n_labels`` (the
+    items' label counters, which the label services keep in the same transaction as the
+    labels) and ``last_label`` (the newest label id): labels
     are only ever added or deleted, never edited, and ids only grow, so any change to a project's
     labels changes this pair. Both avoid counting the labels themselves (0.7 s at 1M labels):
     the counters are one per item, and the newest id is one step in the (project, id) index,
@@ -293,68 +295,14 @@ def _curated_projects(user, *, with_fingerprint: bool = False, only: int | None 
     if not with_fingerprint:
         return list(projects.values(*fields)[:500])
     counters = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")
-    rows = list(projects.annotate(n_labels=Subquery(counters.annotate(n=Sum("labels_done")).values("n")))
-                .values(*fields, "n_labels")[:500])
+    stored = FilteredRelation("statistics", condition=Q(statistics__kind=ProjectStatistics.Kind.INTER_ANNOTATOR))
+    rows = list(projects.annotate(n_labels=Subquery(counters.annotate(n=Sum("labels_done")).values("n")),
+                                  stored=stored)
+                .values(*fields, "n_labels", *(f"stored__{f}" for f in STORED_FIELDS))[:500])
     for row in rows:
         newest = Label.objects.filter(project_id=row["id"]).order_by("-pk").values_list("pk", flat=True)
         row["last_label"] = newest.first() if row["n_labels"] else 0
     return rows
-
-
-def iaa_cache_key(project_id: int) -> str:
-    return f"dashboards:iaa:4:{project_id}"
-
-
-def _agreement_compute(project: dict, fingerprint: list[int]) -> dict:
-    ratings = _project_ratings(project, expected=fingerprint[0])
-    level = project["label_level"]
-    numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
-    stats = ratings_stats(ratings, level=level, numbers=numbers)
-    cache.set(iaa_cache_key(project["id"]), {"fingerprint": fingerprint, "stats": stats}, timeout=IAA_CACHE_SECONDS)
-    cache.delete(iaa_cache_key(project["id"]) + ":refreshing")
-    return stats
-
-
-def project_agreement_refresh(*, project_id: int) -> dict | None:
-    """Compute one project's agreement figures and cache them with the fingerprint they are of
-    (a worker's job when the dashboard found them stale)."""
-    project = next(iter(_curated_projects(None, with_fingerprint=True, only=project_id)), None)
-    if project is None:
-        return None
-    return _agreement_compute(project, [project.pop("n_labels") or 0, project.pop("last_label") or 0])
-
-
-def inter_annotator(*, user) -> dict:
-    """Per project: agreement of its annotators' labels (``ratings_stats``).
-
-    A project's figures are cached with the fingerprint of its labels (``_curated_projects``).
-    Unchanged: served from the cache, no query of its labels. Changed since: the cached figures
-    are served at once, marked with how many labels they are of (``stale_of_labels``), and the
-    caller asks for a refresh (``agreement_refresh_request``: a write, so not done in this read)
-    — at 1M labels a recomputation takes seconds, too long for a page. Never computed, or no
-    worker alive: computed here."""
-    from core.workers import live_workers
-
-    projects = _curated_projects(user, with_fingerprint=True)
-    cached = cache.get_many([iaa_cache_key(p["id"]) for p in projects])
-    out, workers_alive = [], None
-    for project in projects:
-        fingerprint = [project.pop("n_labels") or 0, project.pop("last_label") or 0]
-        entry = cached.get(iaa_cache_key(project["id"]))
-        if entry is not None and entry["fingerprint"] != fingerprint:
-            if workers_alive is None:
-                workers_alive = bool(live_workers())
-            if workers_alive:
-                project["stale_of_labels"] = entry["fingerprint"][0]
-                out.append((project, entry["stats"]))
-                continue
-            entry = None
-        stats = entry["stats"] if entry is not None else _agreement_compute(project, fingerprint)
-        out.append((project, stats))
-    coder_ids = {p[k] for _, stats in out for p in stats["pairs"] for k in "ab"}
-    names = dict(get_user_model().objects.filter(pk__in=coder_ids).values_list("pk", "username")) if coder_ids else {}
-    return {"projects": [{**project, "stats": named_stats(stats, names)} for project, stats in out],
-            "visible": bool(projects)}
 
 
 def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
@@ -367,7 +315,7 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     Krippendorff's α (at the projects' declared ``label_level``), a confusion matrix and the disagreements; and the
     same figures per prompt version of the judged verdicts (``versions``), oldest first, to see
     whether a prompt change moved the judge towards or away from people."""
-    projects = [p for p in _curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
+    projects = [p for p in curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
     declared = {p["id"]: (p["label_level"], p["label_set"]) for p in projects}
     project_ids = [p["id"] for p in projects]
     items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")

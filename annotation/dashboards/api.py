@@ -9,7 +9,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.services.agreement import agreement_refresh_request
+from annotation.services.agreement import agreement_statistics_settle
 from benchmark.models import Protocol
 from core.accounts import is_global_curator
 from core.converters import id_from_text
@@ -17,6 +17,7 @@ from core.converters import id_from_text
 from . import figures as figure_selectors
 from . import judge_consistency, progress, triage
 from . import agreement as agreement_selectors
+from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
 from . import selectors as s
 
@@ -108,8 +109,7 @@ class AgreementApi(DashboardApi):
         return super().get(request)
 
     def figures(self, request):
-        iaa = agreement_selectors.inter_annotator(user=request.user)
-        agreement_refresh_request(projects=iaa["projects"])
+        iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
         return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": iaa,
                 "imported": human_selectors.imported_agreement(),
                 # per-target judge labels: curators only (they would unblind agreement projects)

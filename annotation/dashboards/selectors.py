@@ -13,6 +13,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from numbers import Real
 from typing import Any, NamedTuple
 
@@ -415,7 +416,7 @@ def leaderboard_public(board: dict) -> dict:
 
 def jsonable(value: Any) -> Any:
     """Plain JSON values: numpy scalars and arrays as numbers and lists, non-finite floats as null,
-    tuples as lists, mapping keys as strings."""
+    tuples as lists, mapping keys as strings, times as ISO 8601 text."""
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -426,4 +427,7 @@ def jsonable(value: Any) -> Any:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, datetime):  # as DRF writes it, so that a figure reads the same wherever it went
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
     return value

@@ -7,10 +7,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from annotation.services.agreement import agreement_refresh_request
+from annotation.services.agreement import agreement_statistics_settle, project_agreement_refresh
 from annotation.services.projects import project_from_verdicts
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
@@ -21,6 +22,7 @@ from core.http import refuse
 from ..calibration.views import leaderboard_calibration
 from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
+from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
 from . import selectors as s
 
@@ -130,10 +132,8 @@ def human_ranking(request):
 
 @login_required
 def agreement(request):
-    judge = agreement_selectors.judge_agreement(user=request.user)
-    iaa = agreement_selectors.inter_annotator(user=request.user)
-    agreement_refresh_request(projects=iaa["projects"])
     if _wants_csv(request):
+        judge = agreement_selectors.judge_agreement(user=request.user)
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
                   "labels", "prompt_version"]
         rows = []
@@ -143,10 +143,39 @@ def agreement(request):
             rows.extend([g["judge"], g["step"], v["level"], v["n"], v["accuracy"], v["kappa"], v["alpha"], None, None,
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
+    judge = agreement_selectors.judge_agreement(user=request.user)
+    iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
     consistency = judge_consistency.judge_consistency() if is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
                   {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement(),
                    "judge_consistency": consistency})
+
+
+@login_required
+def agreement_inter_annotator(request):
+    """The agreement page's inter-annotator section alone: what it polls while figures are due."""
+    iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
+    return render(request, "dashboards/_inter_annotator.html", {"iaa": iaa})
+
+
+@require_POST
+@login_required
+def agreement_compute_here(request):
+    """Compute one project's agreement figures (``project`` in the form) in this request, when no
+    worker is alive to do it: only for a project the user may see on the page, any other id is
+    answered as missing."""
+    raw = request.POST.get("project", "")
+    try:
+        project_id = id_from_text("project", raw) if raw.isdigit() else None
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    if project_id is None:
+        raise BadRequest("project: give the id of a project")
+    if not any(p["id"] == project_id for p in agreement_selectors.curated_projects(request.user)):
+        return refuse(request, "No such project among those whose agreement you may see.", status=404)
+    project_agreement_refresh(project_id=project_id)
+    messages.success(request, "Agreement figures computed.")
+    return redirect(f"{reverse('dashboards:agreement')}#iaa-section")
 
 
 @login_required

@@ -230,7 +230,12 @@ PAGES = {
     "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
-        "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress")},
+        "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",
+        "agreement_inter_annotator")},
+    # POST only; a form without a project is refused with 400 and computes nothing (a project the
+    # user may not see is answered 404: tests/annotation/dashboards/test_stored_agreement.py).
+    "dashboards:agreement_compute_here": [("get", None, RANKING_POST_ONLY),
+                                          ("post", None, (302, 403, 403, 400, 400, 400))],
     "dashboards:look_next": [("get", None, (302, 403, 403, 403, 200, 200))],
     # POST only, curators only; an empty form (no verdict) is refused with 400 and creates nothing.
     "dashboards:look_next_project": [("get", None, RANKING_POST_ONLY), ("post", None, (302, 403, 403, 403, 400, 400))],

@@ -1,5 +1,5 @@
-"""Inter-annotator agreement at a larger size: the streamed, cached figures equal ``scoring.metrics``
-called directly on the same labels, with a bounded number of queries, and a change invalidates them."""
+"""Inter-annotator agreement at a larger size: the streamed figures equal ``scoring.metrics`` called
+directly on the same labels, with a bounded number of queries; stored, they are served until a change."""
 
 import random
 import uuid
@@ -11,7 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from annotation.dashboards import agreement
-from annotation.services.agreement import agreement_refresh_request
+from annotation.dashboards.inter_annotator import inter_annotator
+from annotation.services.agreement import agreement_statistics_settle
 from annotation.models import AnnotationItem, AnnotationProject, Label
 from scoring import metrics as m
 from tests.annotation_factories import annotator, curator, members_add
@@ -64,7 +65,8 @@ def _check(stats, direct, *, n_annotators, level):
     assert stats["alpha_low"] < stats["alpha"] < stats["alpha_high"]
 
 
-def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_queries(db):
+def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_queries(db, monkeypatch):
+    monkeypatch.setattr("annotation.dashboards.inter_annotator.INLINE_LABELS", 10_000)  # computed in the read
     owner = curator("scale-boss")
     users = [annotator(f"scale-{n}") for n in (3, 1, 2)]  # created out of name order
     rng = random.Random(7)
@@ -84,9 +86,10 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
                                   value_of=lambda n, k: {"label": str(rng.choice((0, 1, 1, 2)))})
 
     with CaptureQueriesContext(connection) as cold:
-        figures = agreement.inter_annotator(user=owner)
-    # the projects with their label counters, per project its newest label and one streamed query
-    # of its labels, the names (the user's role came with the user: ``core.authentication``)
+        figures = inter_annotator(user=owner)
+    # the projects with their label counters and stored figures (none yet), per project its
+    # newest label and one streamed query of its labels, the names (the user's role came with
+    # the user: ``core.authentication``)
     assert len(cold.captured_queries) == 1 + 2 * (1 + 1) + 1
     by_name = {p["name"]: p["stats"] for p in figures["projects"]}
     verify_key = lambda v: agreement._label_key("verify", v)  # noqa: E731
@@ -96,10 +99,13 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
            n_annotators=3, level="ordinal")
     assert [(p["a"], p["b"]) for p in by_name["scale verify"]["pairs"]] == [
         ("scale-1", "scale-2"), ("scale-1", "scale-3"), ("scale-2", "scale-3")]
+    assert {p["statistics"]["state"] for p in figures["projects"]} == {"current"}
+    agreement_statistics_settle(figures)  # what the page does with what it read: stores the figures
 
-    # unchanged: a cache hit, no query of the labels
+    # unchanged: served as stored, no query of the labels
     with CaptureQueriesContext(connection) as warm:
-        assert agreement.inter_annotator(user=owner) == figures
+        again = inter_annotator(user=owner)
+    assert again["projects"] == figures["projects"] and not again["computed_here"]
     assert len(warm.captured_queries) == 1 + 2 + 1
     assert not any('"annotation_label"."item_id"' in q["sql"] for q in warm.captured_queries)
 
@@ -110,7 +116,7 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
     AnnotationItem.objects.filter(pk=item.pk).update(labels_needed=4, labels_done=4)
     Label.objects.create(project=verify, item=item, annotator=extra, value={"decision": "reject", "reason": "other",
                                                                           "note": "n"}, client_token=uuid.uuid4())
-    stats = {p["name"]: p["stats"] for p in agreement.inter_annotator(user=owner)["projects"]}["scale verify"]
+    stats = {p["name"]: p["stats"] for p in inter_annotator(user=owner)["projects"]}["scale verify"]
     assert stats["n_labels"] == 3 * N_ITEMS + 1 and stats["n_annotators"] == 4
     assert stats["fleiss"] is None and stats["fleiss_note"] == "items have different numbers of labels"
     cells = {(i, u): verify_key(v) for i, u, v in Label.objects.filter(project=verify)
@@ -120,40 +126,7 @@ def test_inter_annotator_at_2000_items_equals_direct_metrics_with_bounded_querie
     matrix = np.array([[cells.get((i, u)) for i in items] for u in names], dtype=object)
     assert stats["alpha"] == pytest.approx(m.krippendorff_alpha(matrix, level="nominal"), rel=1e-9)
     assert [p["n"] for p in stats["pairs"] if "scale-4" in (p["a"], p["b"])] == [1, 1, 1]
-    # deleting that label brings back the first figures (count and newest id together detect it)
+    # deleting that label brings back the stored figures (count and newest id together detect it)
     Label.objects.filter(annotator=extra).delete()
     AnnotationItem.objects.filter(pk=item.pk).update(labels_done=3)
-    assert agreement.inter_annotator(user=owner) == figures
-
-
-def test_changed_labels_serve_the_cached_figures_marked_stale_while_a_worker_refreshes(db, monkeypatch):
-    from django.utils import timezone
-
-    from core.models import WorkerHeartbeat
-
-    owner = curator("stale-boss")
-    users = [annotator(f"stale-{n}") for n in range(2)]
-    project = _project_with_labels(owner, users, kind="agreement", name="stale grades",
-                                   value_of=lambda n, k: {"label": str((n + k * (n % 3 == 0)) % 2)})
-    first = agreement.inter_annotator(user=owner)["projects"][0]
-    assert "stale_of_labels" not in first
-    WorkerHeartbeat.objects.create(hostname="w@h", pid=1, started_at=timezone.now(), last_seen=timezone.now())
-    queued = []
-    monkeypatch.setattr("annotation.tasks.refresh_project_agreement.delay", queued.append)
-
-    item = AnnotationItem.objects.filter(project=project).order_by("position").first()
-    extra = annotator("stale-late")
-    AnnotationItem.objects.filter(pk=item.pk).update(labels_needed=3, labels_done=3)
-    Label.objects.create(project=project, item=item, annotator=extra, value={"label": "1"}, client_token=uuid.uuid4())
-    for _ in range(2):  # served at once from the cache, one refresh queued however often the page is opened
-        stale = agreement.inter_annotator(user=owner)["projects"][0]
-        assert stale["stats"] == first["stats"] and stale["stale_of_labels"] == 2 * N_ITEMS
-        agreement_refresh_request(projects=[stale])  # what the page and the API do with what they read
-    assert queued == [project.pk]
-
-    from annotation.tasks import refresh_project_agreement
-
-    assert refresh_project_agreement(project.pk) == "refreshed"  # what the worker runs
-    fresh = agreement.inter_annotator(user=owner)["projects"][0]
-    assert "stale_of_labels" not in fresh and fresh["stats"]["n_labels"] == 2 * N_ITEMS + 1
-    assert refresh_project_agreement(10**9) == "missing"
+    assert inter_annotator(user=owner)["projects"] == figures["projects"]

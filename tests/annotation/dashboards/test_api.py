@@ -6,6 +6,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from annotation.dashboards.inter_annotator import inter_annotator
+from annotation.services.agreement import agreement_statistics_settle
 from annotation.dashboards import agreement, human, judge_consistency
 from annotation.dashboards import selectors as s
 from tests.annotation_factories import annotator
@@ -115,14 +117,16 @@ def test_agreement_restricted_like_the_page():
     client = APIClient()
     client.force_authenticate(owner)
     body = get(client, "agreement")
-    assert body == expected({"judge": agreement.judge_agreement(user=owner), "iaa": agreement.inter_annotator(user=owner),
+    iaa = agreement_statistics_settle(inter_annotator(user=owner))
+    assert body == expected({"judge": agreement.judge_agreement(user=owner), "iaa": iaa,
                              "imported": human.imported_agreement(),
                              "judge_consistency": judge_consistency.judge_consistency()})
     assert body["judge"]["groups"]
     # an annotator of the project curates nothing: the selectors show them no project, nor does the API
     client.force_authenticate(users[0])
     body = get(client, "agreement")
-    assert body == expected({"judge": agreement.judge_agreement(user=users[0]), "iaa": agreement.inter_annotator(user=users[0]),
+    iaa = agreement_statistics_settle(inter_annotator(user=users[0]))
+    assert body == expected({"judge": agreement.judge_agreement(user=users[0]), "iaa": iaa,
                              "imported": human.imported_agreement(), "judge_consistency": None})
     assert not body["judge"]["groups"]
 

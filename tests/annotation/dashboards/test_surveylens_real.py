@@ -13,7 +13,7 @@ from django.conf import settings
 from django.urls import reverse
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.dashboards import agreement
+from annotation.dashboards.inter_annotator import inter_annotator
 from annotation.models import AnnotationItem, AnnotationProject, Label, PairwisePreference, ReportPair
 from benchmark.importers.catalogue import run_import
 from tests.annotation_factories import annotator, curator, members_add
@@ -129,7 +129,7 @@ def test_agreement_on_the_same_items_is_coded_by_outcome(datasets):
             labels.append(Label(project=project, item=item, annotator=user, client_token=str(uuid.uuid4()),
                                 value={"choice": choice, "left_report_id": left, "right_report_id": right}))
     Label.objects.bulk_create(labels)
-    [stats] = [p["stats"] for p in agreement.inter_annotator(user=owner)["projects"]]
+    [stats] = [p["stats"] for p in inter_annotator(user=owner)["projects"]]
     [pair] = stats["pairs"]
     a = [_outcome(rated[i]) for i in ids]
     b = [_outcome({**rated[i], "choice": second[i]}) for i in ids]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from annotation.dashboards.inter_annotator import inter_annotator
 from annotation.dashboards import agreement
 from annotation.models import AnnotationItem, AnnotationProject, Label
 from scoring import metrics as m
@@ -36,7 +37,7 @@ def test_ordinal_project_shows_linear_and_quadratic_kappa(db):
     Label.objects.bulk_create([Label(project=project, item=item, annotator=user, client_token=uuid.uuid4(),
                                      value={"label": label})
                                for item, pair in zip(items, zip(a, b)) for user, label in zip(users, pair)])
-    [found] = [p for p in agreement.inter_annotator(user=owner)["projects"] if p["id"] == project.pk]
+    [found] = [p for p in inter_annotator(user=owner)["projects"] if p["id"] == project.pk]
     [pair] = found["stats"]["pairs"]
     assert pair["kappa"] == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
     for weights in ("linear", "quadratic"):
