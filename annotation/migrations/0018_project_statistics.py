@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0016_webhook_url_address_rule'),
+        ('annotation', '0017_sampling'),
     ]
 
     operations = [
