@@ -25,6 +25,7 @@ from ..models import (
 )
 from core.accounts import is_global_curator
 from ..selectors.projects import project_role
+from .adaptive_pairs import adaptive_pairs_budget_clean, adaptive_pairs_fill, pair_design_clean
 from .audit import audit_record
 from .schedule import double_round_robin
 from .values import dimensions_clean, label_level_clean, label_set_clean, step_label_union
@@ -102,6 +103,8 @@ def _pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[t
 
 
 def _populate(project: AnnotationProject, *, actor) -> int:
+    if project.kind == Kind.PAIRWISE and project.pair_choice == AnnotationProject.PairChoice.ADAPTIVE:
+        return adaptive_pairs_fill(project=project, actor=actor)  # a few pairs ahead, chosen as labels come
     task_ids = list(project.tasks.values_list("pk", flat=True))
     if project.kind == Kind.VERIFY:
         targets = _verify_targets(project, task_ids)
@@ -147,6 +150,8 @@ def _settings_view(project: AnnotationProject) -> dict:
         "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
         "task_set_id": project.task_set_id, "guidelines_version": project.guidelines_version,
+        **({"pair_choice": project.pair_choice, "uniform_share": project.uniform_share,
+            "pairs_budget": project.pairs_budget} if project.kind == Kind.PAIRWISE else {}),
     }
 
 
@@ -203,6 +208,9 @@ def project_create(
     description: str = "",
     guidelines: str = "",
     seed: int = 0,
+    pair_choice: str = AnnotationProject.PairChoice.ROUND_ROBIN,
+    uniform_share: float = 0.25,
+    pairs_budget: int | None = None,
 ) -> AnnotationProject:
     """Create a project, make its creator its curator, and populate its items in bulk.
 
@@ -211,7 +219,9 @@ def project_create(
     verify: the still-proposed rows of ``item_kinds`` (default all kinds) of the tasks, k ≥ 2
     (default 2: review, then cross-validation); their tasks go from draft to in review.
     pairwise: a double round-robin over each task's reports (of ``systems``, default all)
-    with swapped positions in the second leg. agreement: ``judge_config``'s first-repeat
+    with swapped positions in the second leg; or, ``pair_choice="adaptive"``, the pairs whose
+    Bradley–Terry outcome is least certain, a few at a time as labels come, ``uniform_share`` of
+    them uniform, up to ``pairs_budget`` pairs (``services.adaptive_pairs``). agreement: ``judge_config``'s first-repeat
     verdicts on the tasks' reports (of ``steps``, default all); the label set defaults to
     every label of those verdicts' steps (``step_label_union``), measured at ``label_level``
     (nominal by default; ordinal in the label set's order, interval for numeric labels: what
@@ -238,6 +248,8 @@ def project_create(
             raise ValueError(f"item_kinds: {item_kind!r} is not one of {', '.join(VERIFY_TARGETS)}")
     if kind == Kind.AGREEMENT and judge_config is None:
         raise ValueError("judge_config: an agreement project labels the verdicts of one judge configuration")
+    pair_design = pair_design_clean(kind=kind, pair_choice=pair_choice, uniform_share=uniform_share,
+                                    pairs_budget=pairs_budget)
     task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
     project = project_row_new(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
@@ -246,7 +258,10 @@ def project_create(
         hold_duration=hold_duration, seed=seed, label_level=label_level,
         dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
         guidelines=_guidelines_clean(guidelines), guidelines_version=1 if _guidelines_clean(guidelines) else 0,
+        **pair_design,
     )
+    if project.pair_choice == AnnotationProject.PairChoice.ADAPTIVE:
+        adaptive_pairs_budget_clean(project=project)
     added = _populate(project, actor=created_by)
     audit_record(
         actor=created_by, action="project.create", target_kind="annotation_project", target_id=project.pk,
