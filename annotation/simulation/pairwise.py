@@ -23,7 +23,10 @@ Each label's outcome is drawn from the truth. After every label the strengths ar
 the target and Kendall's τ-b with the target computed (``scoring.metrics.kendall_tau``; the
 target's own ties count as ties). **Labels needed** = the first label count at which τ ≥ 0.9;
 a replication that never gets there within the pool counts as pool size + 1 (``censored``
-says how many). Averaged over ``replications``.
+says how many). Averaged over ``replications``, with the standard error of that mean (``se_*``),
+the share of replications whose τ is ≥ 0.9 after the whole pool (``reached_at_end_*``) and the
+mean τ at a few label counts (``tau_at_*``; τ is computed after every label until the first
+that reaches 0.9, and at these counts).
 """
 
 import json
@@ -149,10 +152,12 @@ def _labels_needed(taus: list[float | None]) -> int | None:
 
 
 def _summary(runs: list[list[float]], pool: int) -> dict:
-    needed = [_labels_needed(taus) for taus in runs]
+    needed = np.array([pool + 1 if n is None else n for n in map(_labels_needed, runs)], dtype=float)
     return {
-        "labels": float(np.mean([pool + 1 if n is None else n for n in needed])),
-        "censored": sum(n is None for n in needed),
+        "labels": float(needed.mean()),
+        "se": float(needed.std(ddof=1) / np.sqrt(needed.size)) if needed.size > 1 else None,
+        "censored": int((needed > pool).sum()),
+        "reached_at_end": float(np.mean([taus[-1] >= TAU_TARGET for taus in runs])),
         "tau_at": {str(c): float(np.mean([taus[min(c, len(taus)) - 1] for taus in runs])) for c in CHECKPOINTS
                    if c <= pool},
     }
@@ -176,8 +181,12 @@ def pairwise_simulation(seed: int, replications: int = 100) -> dict:
         "labels_adaptive": adaptive["labels"],
         "replications": replications,
         "ratio": adaptive["labels"] / round_robin["labels"],
+        "se_round_robin": round_robin["se"],
+        "se_adaptive": adaptive["se"],
         "censored_round_robin": round_robin["censored"],
         "censored_adaptive": adaptive["censored"],
+        "reached_at_end_round_robin": round_robin["reached_at_end"],
+        "reached_at_end_adaptive": adaptive["reached_at_end"],
         "tau_at_round_robin": round_robin["tau_at"],
         "tau_at_adaptive": adaptive["tau_at"],
         "tau_target": TAU_TARGET,

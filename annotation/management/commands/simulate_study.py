@@ -7,8 +7,12 @@ from annotation.simulation.pairwise import pairwise_simulation
 # (name, function(seed) -> dict, the table's rows: (heading, key)). One line per study.
 SECTIONS = [
     ("pairwise", pairwise_simulation, [("labels to τ ≥ 0.9, round-robin", "labels_round_robin"),
+                                       ("  its standard error", "se_round_robin"),
                                        ("labels to τ ≥ 0.9, adaptive", "labels_adaptive"),
+                                       ("  its standard error", "se_adaptive"),
                                        ("adaptive / round-robin", "ratio"),
+                                       ("τ ≥ 0.9 after all 200, round-robin", "reached_at_end_round_robin"),
+                                       ("τ ≥ 0.9 after all 200, adaptive", "reached_at_end_adaptive"),
                                        ("replications", "replications")]),
 ]
 

@@ -1,0 +1,55 @@
+"""``manage.py simulate_study``: one object per study with --json, one table without."""
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from annotation.simulation.pairwise import pairwise_simulation, preference_records
+
+
+@pytest.fixture(scope="module")
+def answer() -> dict:
+    out = io.StringIO()
+    call_command("simulate_study", "--seed", "7", "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_the_json_answer_has_the_pairwise_study(answer):
+    pairwise = answer["pairwise"]
+    assert {"labels_round_robin", "labels_adaptive", "replications"} <= set(pairwise)
+    assert pairwise["replications"] == 100
+    assert pairwise["preferences"] == 100 and pairwise["pool"] == 200
+    for key in ("labels_round_robin", "labels_adaptive"):
+        assert 1 <= pairwise[key] <= pairwise["pool"] + 1
+    assert pairwise["ratio"] == pytest.approx(pairwise["labels_adaptive"] / pairwise["labels_round_robin"])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 31's target is not met on the shipped SurveyLens preferences (docs/statistics.md, 'Adaptive pairwise"
+    " assignment'): the full-data ranking puts SurveyForge over Gemini on indirect evidence while Gemini wins"
+    " their head-to-head 6 of 10, so a design that asks the uncertain pair more often is pulled the other way"))
+def test_adaptive_pairs_reach_the_ranking_with_at_most_70_percent_of_the_labels(answer):
+    pairwise = answer["pairwise"]
+    assert pairwise["labels_adaptive"] <= 0.7 * pairwise["labels_round_robin"], pairwise
+
+
+def test_the_table_names_each_measure():
+    out = io.StringIO()
+    call_command("simulate_study", "--seed", "3", stdout=out)
+    text = out.getvalue()
+    assert "labels to τ ≥ 0.9, round-robin" in text and "labels to τ ≥ 0.9, adaptive" in text
+    assert text.count("| pairwise |") == 8
+
+
+def test_the_truth_is_the_shipped_preferences():
+    records = preference_records()
+    assert len(records) == 100
+    pairs = {frozenset((r["left"], r["right"])) for r in records}
+    assert len(pairs) == 10
+
+
+def test_a_replication_count_below_one_is_refused():
+    with pytest.raises(ValueError, match="replications"):
+        pairwise_simulation(7, replications=0)
