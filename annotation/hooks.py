@@ -14,7 +14,7 @@ from scoring.models import EvaluationRun
 from scoring.signals import run_finished
 
 from .blind import hidden_reports, visible_verdicts
-from .models import ExportJob, PairwisePreference
+from .models import AnnotationProject, ExportJob, PairwisePreference
 from .services.adaptive_pairs import adaptive_pairs_refill
 from .services.webhooks import webhooks_fire_run_finished
 from .signals import preferences_recorded
@@ -25,11 +25,16 @@ def _fire_webhooks(sender, *, run, **kwargs) -> None:
     webhooks_fire_run_finished(run=run)
 
 
-def _adaptive_pairs_after_commit(sender, *, project_ids, **kwargs) -> None:
+def _adaptive_pairs_after_commit(sender, *, preferences, **kwargs) -> None:
     # After the commit: the fit reads committed labels only, and a failure here (logged) never
-    # undoes or fails the label that triggered it; the project keeps the items it had ahead.
-    ids = set(project_ids)
-    transaction.on_commit(lambda: adaptive_pairs_refill(project_ids=ids), robust=True)
+    # undoes or fails the label that triggered it; the project keeps the items it had ahead. A
+    # row that carries its project (the workspace's do) says whether it is adaptive: a
+    # round-robin project's label costs nothing more.
+    field = PairwisePreference._meta.get_field("project")
+    ids = {row.project_id for row in preferences if row.project_id is not None and not (
+        field.is_cached(row) and row.project.pair_choice != AnnotationProject.PairChoice.ADAPTIVE)}
+    if ids:
+        transaction.on_commit(lambda: adaptive_pairs_refill(project_ids=ids), robust=True)
 
 
 def _restrict_reports(queryset, user):

@@ -14,9 +14,8 @@ class PreferenceQuerySet(models.QuerySet):
         """``QuerySet.bulk_create`` sends no ``post_save``; the rows' projects are announced by
         ``preferences_recorded`` (adaptive pairwise projects choose their next pairs from them)."""
         created = super().bulk_create(objs, *args, **kwargs)
-        project_ids = {row.project_id for row in created if row.project_id is not None}
-        if project_ids:
-            preferences_recorded.send(sender=self.model, project_ids=project_ids)
+        if any(row.project_id is not None for row in created):
+            preferences_recorded.send(sender=self.model, preferences=created)
         return created
 
 
@@ -70,7 +69,7 @@ class PairwisePreference(TimeStamped):
     def save(self, *args, **kwargs) -> None:
         super().save(*args, **kwargs)
         if self.project_id is not None:
-            preferences_recorded.send(sender=type(self), project_ids={self.project_id})
+            preferences_recorded.send(sender=type(self), preferences=[self])
 
     def __str__(self) -> str:
         return f"{self.annotator}: {self.report_left.system} vs {self.report_right.system} → {self.choice}"

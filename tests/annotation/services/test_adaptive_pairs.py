@@ -226,3 +226,14 @@ def test_adaptive_items_name_no_report_or_system_before_the_study_closes(db, dja
     assert seen == 4
     assert AuditLog.objects.filter(action="project.pairs_add").count() > 1  # later items came from the refill
     assert Label.objects.filter(item__project=project).count() == 4
+
+
+@pytest.mark.parametrize(("pair_choice", "callbacks"), [("round_robin", 0), ("adaptive", 1)])
+def test_only_an_adaptive_projects_label_schedules_a_refill(db, django_capture_on_commit_callbacks, pair_choice,
+                                                           callbacks):
+    owner, ann = curator(), annotator("ann")
+    project = pairwise_project(owner, [ann], n_systems=3, pair_choice=pair_choice)
+    claim = claim_next_item(project=project, user=ann)
+    with django_capture_on_commit_callbacks() as scheduled:
+        label_submit(item=claim.item, annotator=ann, value={"choice": "tie"}, client_token=token())
+    assert len(scheduled) == callbacks
