@@ -130,7 +130,8 @@ class ProjectListApi(ListApi):
                                            allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
         seed = BoundedIntegerSerializerField(required=False, default=0)
         pair_choice = serializers.ChoiceField(
-            choices=AnnotationProject.PairChoice.choices, required=False, default=AnnotationProject.PairChoice.ROUND_ROBIN,
+            choices=AnnotationProject.PairChoice.choices, required=False,
+            default=AnnotationProject.PairChoice.ROUND_ROBIN,
             help_text="pairwise: 'round_robin' (every pair of reports, each side once) or 'adaptive' (the pairs whose"
                       " Bradley–Terry outcome is least certain, chosen as labels come)")
         uniform_share = serializers.FloatField(required=False, default=0.25, min_value=0, max_value=1,
