@@ -4,7 +4,7 @@ certain, with a stated share chosen uniformly, sides balanced.
 A pairwise project with ``pair_choice = adaptive`` does not schedule the double round-robin at
 once. Its pool is the same — every ordered pair of two systems' reports on a task, each ordered
 pair at most once — but it materialises only a few items ahead of its annotators
-(:func:`pairs_ahead`) and chooses each new one from the Bradley–Terry fit over the labels
+(:func:`pairs_ahead` open items that nobody labelled yet) and chooses each new one from the Bradley–Terry fit over the labels
 committed so far (``scoring.metrics.preference_design``: the expected information of one more
 comparison of two systems, the mutual information between its outcome and their strengths),
 until ``pairs_budget`` pairs exist.
@@ -212,15 +212,17 @@ def adaptive_pairs_budget_clean(*, project: AnnotationProject) -> int:
 
 def adaptive_pairs_fill(*, project: AnnotationProject, actor=None) -> int:
     """In the caller's transaction, with the project's row locked by the caller: add items until
-    ``pairs_ahead`` are open or ``pairs_budget`` pairs exist, each pair chosen by
+    ``pairs_ahead`` are open with no label yet or ``pairs_budget`` pairs exist, each pair chosen by
     :func:`pairs_choose` from the committed preferences. Returns how many were added; one audit
     row (``project.pairs_add``) names them and how many labels the fit used."""
     pool = _Pool(project)
     created = len(pool.shown)
     budget = project.pairs_budget if project.pairs_budget is not None else pool.size()
-    open_items = AnnotationItem.objects.filter(project=project, status=AnnotationItem.Status.OPEN).count()
+    # Items nobody labelled yet: with k > 1 an item one annotator labelled waits for others, and
+    # must not keep that annotator from new ones.
+    fresh = AnnotationItem.objects.filter(project=project, status=AnnotationItem.Status.OPEN, labels_done=0).count()
     annotators = ProjectMembership.objects.filter(project=project, role=Role.ANNOTATOR).count()
-    wanted = min(pairs_ahead(annotators=annotators) - open_items, budget - created)
+    wanted = min(pairs_ahead(annotators=annotators) - fresh, budget - created)
     if wanted <= 0:
         return 0
     comparisons = _comparisons(project, pool)

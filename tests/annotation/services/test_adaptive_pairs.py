@@ -237,3 +237,14 @@ def test_only_an_adaptive_projects_label_schedules_a_refill(db, django_capture_o
     with django_capture_on_commit_callbacks() as scheduled:
         label_submit(item=claim.item, annotator=ann, value={"choice": "tie"}, client_token=token())
     assert len(scheduled) == callbacks
+
+
+def test_with_two_labels_per_item_each_annotator_is_offered_every_pair_up_to_the_budget(
+        db, django_capture_on_commit_callbacks):
+    owner, ann, other = curator(), annotator("ann"), annotator("other")
+    project = pairwise_project(owner, [ann, other], n_tasks=2, n_systems=4, pair_choice=ADAPTIVE, pairs_budget=9,
+                               overlap=2)
+    assert _label_until_done(project, ann, django_capture_on_commit_callbacks) == 9
+    assert _label_until_done(project, other, django_capture_on_commit_callbacks) == 9
+    assert ReportPair.objects.filter(project=project).count() == 9
+    assert set(AnnotationItem.objects.filter(project=project).values_list("labels_done", flat=True)) == {2}
