@@ -143,6 +143,9 @@ def test_the_form_creates_an_adaptive_pairwise_project_and_names_a_bad_budget(cl
     refused = _login(client, owner).post(reverse("annotation:new"), {**body, "pairs_budget": "7"})
     assert refused.status_code == 400
     assert "between 1 and 6" in refused.content.decode() and not AnnotationProject.objects.exists()
+    preview = client.post(reverse("annotation:new"), {**body, "pairs_budget": "5", "action": "preview"})
+    assert re.search(r'id="preview-items">4<', preview.content.decode())
+    assert "up to <strong>5</strong> pairs" in preview.content.decode()
     created = client.post(reverse("annotation:new"), {**body, "pairs_budget": "5"})
     assert created.status_code == 302, created.content.decode()[:2000]
     project = AnnotationProject.objects.get()
