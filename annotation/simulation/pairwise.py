@@ -73,7 +73,7 @@ def strengths(comparisons, n_items: int) -> np.ndarray:
 
 
 class _Study:
-    def __init__(self, records: list[dict]) -> None:
+    def __init__(self, records: list[dict], truth: str = "frequencies") -> None:
         self.systems = sorted({r["left"] for r in records} | {r["right"] for r in records})
         index = {name: n for n, name in enumerate(self.systems)}
         self.n = len(self.systems)
@@ -87,38 +87,47 @@ class _Study:
             total[j, i] += 1
         if (total + np.eye(self.n) == 0).any():
             raise ValueError("every pair of systems needs at least one preference for its frequency")
-        self.truth = wins / np.where(total > 0, total, 1.0)  # P(i beats j)
         self.target = strengths(self.comparisons, self.n)
+        if truth == "frequencies":
+            self.truth = wins / np.where(total > 0, total, 1.0)  # P(i beats j)
+        elif truth == "bradley_terry":  # the fitted model itself: σ(θ_i − θ_j)
+            self.truth = 1.0 / (1.0 + np.exp(-(self.target[:, None] - self.target[None, :])))
+        else:
+            raise ValueError(f"truth: 'frequencies' or 'bradley_terry', not {truth!r}")
+        # The target's ordered pairs (a above b); its ties are not orders.
+        self.orders = [(a, b) for a in range(self.n) for b in range(self.n) if self.target[a] > self.target[b] + 1e-9]
         self.pool = 2 * len(self.topics) * self.n * (self.n - 1) // 2
 
-    def tau(self, comparisons) -> float:
-        tau = kendall_tau(strengths(comparisons, self.n), self.target)["tau"]
-        return 0.0 if tau is None else float(tau)
-
-    def taus(self, comparisons) -> list[float | None]:
-        """τ after each label up to the first that reaches the target, then only at the checkpoints
-        (None elsewhere: the fits there would change no reported number)."""
-        found: list[float | None] = []
+    def replay(self, comparisons) -> tuple[list[float | None], dict[int, list[bool]]]:
+        """τ after each label up to the first that reaches the target, then only at the
+        checkpoints (None elsewhere: the fits there would change no reported number); and at each
+        checkpoint, which of the target's orders the estimate has right."""
+        taus: list[float | None] = []
+        right: dict[int, list[bool]] = {}
         reached = False
         for n in range(1, len(comparisons) + 1):
-            if not reached or n in CHECKPOINTS or n == len(comparisons):
-                found.append(self.tau(comparisons[:n]))
-                reached = reached or found[-1] >= TAU_TARGET
-            else:
-                found.append(None)
-        return found
+            if reached and n not in CHECKPOINTS and n != len(comparisons):
+                taus.append(None)
+                continue
+            theta = strengths(comparisons[:n], self.n)
+            tau = kendall_tau(theta, self.target)["tau"]
+            taus.append(0.0 if tau is None else float(tau))
+            reached = reached or taus[-1] >= TAU_TARGET
+            if n in CHECKPOINTS:
+                right[n] = [bool(theta[a] > theta[b]) for a, b in self.orders]
+        return taus, right
 
     def label(self, i: int, j: int, rng: random.Random) -> tuple[int, int, float]:
         return i, j, 1.0 if rng.random() < self.truth[i, j] else 0.0
 
-    def round_robin(self, rng: random.Random) -> list[float]:
+    def round_robin(self, rng: random.Random):
         schedule = [(leg, number, t, left, right)
                     for t in range(len(self.topics))
                     for leg, number, left, right in double_round_robin(range(self.n), seed=f"{rng.random()}:{t}")]
         schedule.sort(key=lambda row: row[:3])
-        return self.taus([self.label(left, right, rng) for _, _, _, left, right in schedule])
+        return self.replay([self.label(left, right, rng) for _, _, _, left, right in schedule])
 
-    def adaptive(self, rng: random.Random) -> list[float]:
+    def adaptive(self, rng: random.Random):
         capacity = {(i, j): 2 * len(self.topics) for i in range(self.n) for j in range(i + 1, self.n)}
         ahead = pairs_ahead(annotators=1)
         queue: list[tuple[int, int]] = []
@@ -144,38 +153,45 @@ class _Study:
             # The side does not change the drawn outcome (the truth is per pair): which is left is moot here.
             comparisons.append(self.label(i, j, rng))
             top_up()
-        return self.taus(comparisons)
+        return self.replay(comparisons)
 
 
 def _labels_needed(taus: list[float | None]) -> int | None:
     return next((n for n, tau in enumerate(taus, start=1) if tau is not None and tau >= TAU_TARGET), None)
 
 
-def _summary(runs: list[list[float]], pool: int) -> dict:
-    needed = np.array([pool + 1 if n is None else n for n in map(_labels_needed, runs)], dtype=float)
+def _summary(study: _Study, runs: list) -> dict:
+    pool = study.pool
+    needed = np.array([pool + 1 if n is None else n for n in (_labels_needed(taus) for taus, _ in runs)], dtype=float)
     return {
         "labels": float(needed.mean()),
         "se": float(needed.std(ddof=1) / np.sqrt(needed.size)) if needed.size > 1 else None,
         "censored": int((needed > pool).sum()),
-        "reached_at_end": float(np.mean([taus[-1] >= TAU_TARGET for taus in runs])),
-        "tau_at": {str(c): float(np.mean([taus[min(c, len(taus)) - 1] for taus in runs])) for c in CHECKPOINTS
-                   if c <= pool},
+        "reached_at_end": float(np.mean([taus[-1] >= TAU_TARGET for taus, _ in runs])),
+        "tau_at": {str(c): float(np.mean([taus[c - 1] for taus, _ in runs])) for c in CHECKPOINTS if c <= pool},
+        "order_right_at": {
+            f"{study.systems[a]} > {study.systems[b]}": {
+                str(c): float(np.mean([right[c][k] for _, right in runs])) for c in CHECKPOINTS if c <= pool}
+            for k, (a, b) in enumerate(study.orders)},
     }
 
 
-def pairwise_simulation(seed: int, replications: int = 100) -> dict:
+def pairwise_simulation(seed: int, replications: int = 100, truth: str = "frequencies") -> dict:
     """Labels needed to reach Kendall τ ≥ 0.9 with the full-data ranking, round-robin against
     adaptive pair choice (see the module docstring), averaged over ``replications``. Returns
     ``{"labels_round_robin", "labels_adaptive", "replications", "ratio", ...}`` with the
-    censored counts, mean τ at checkpoints, the data's n and the pool."""
+    censored counts, mean τ at checkpoints, the share of replications with each of the target's
+    orders right at the checkpoints, the data's n and the pool. ``truth="bradley_terry"`` draws
+    the outcomes from the fitted model σ(θ_i − θ_j) instead of the frequencies (a check of the
+    design where its model holds; the command reports the frequencies)."""
     if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
         raise ValueError(f"replications: a whole number ≥ 1, not {replications!r}")
-    study = _Study(preference_records())
+    study = _Study(preference_records(), truth=truth)
     runs = {"round_robin": [], "adaptive": []}
     for replication in range(replications):
         runs["round_robin"].append(study.round_robin(random.Random(f"{seed}:{replication}:round_robin")))
         runs["adaptive"].append(study.adaptive(random.Random(f"{seed}:{replication}:adaptive")))
-    round_robin, adaptive = _summary(runs["round_robin"], study.pool), _summary(runs["adaptive"], study.pool)
+    round_robin, adaptive = _summary(study, runs["round_robin"]), _summary(study, runs["adaptive"])
     return {
         "labels_round_robin": round_robin["labels"],
         "labels_adaptive": adaptive["labels"],
@@ -189,6 +205,9 @@ def pairwise_simulation(seed: int, replications: int = 100) -> dict:
         "reached_at_end_adaptive": adaptive["reached_at_end"],
         "tau_at_round_robin": round_robin["tau_at"],
         "tau_at_adaptive": adaptive["tau_at"],
+        "order_right_at_round_robin": round_robin["order_right_at"],
+        "order_right_at_adaptive": adaptive["order_right_at"],
+        "truth": truth,
         "tau_target": TAU_TARGET,
         "uniform_share": UNIFORM_SHARE,
         "pool": study.pool,
