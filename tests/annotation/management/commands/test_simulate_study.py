@@ -53,3 +53,29 @@ def test_the_truth_is_the_shipped_preferences():
 def test_a_replication_count_below_one_is_refused():
     with pytest.raises(ValueError, match="replications"):
         pairwise_simulation(7, replications=0)
+
+
+def test_the_replay_chooses_with_the_products_function():
+    from annotation.services import adaptive_pairs, schedule
+    from annotation.simulation import pairwise
+
+    assert pairwise.pairs_choose is adaptive_pairs.pairs_choose
+    assert pairwise.pairs_ahead is adaptive_pairs.pairs_ahead
+    assert pairwise.double_round_robin is schedule.double_round_robin
+
+
+def test_every_replay_labels_the_whole_pool_once_per_design():
+    import random
+
+    from annotation.simulation.pairwise import CHECKPOINTS, _Study
+
+    study = _Study(preference_records())
+    for replay in (study.round_robin, study.adaptive):
+        taus, right = replay(random.Random(1))
+        assert len(taus) == study.pool == 200
+        assert sorted(right) == list(CHECKPOINTS) and all(len(r) == len(study.orders) == 9 for r in right.values())
+
+
+def test_an_unknown_truth_is_refused():
+    with pytest.raises(ValueError, match="truth"):
+        pairwise_simulation(7, replications=1, truth="coin")
