@@ -75,6 +75,8 @@ def pairs_choose(
     uniform ones. Fewer than ``count`` when the capacity runs out.
     """
     left = {pair: slots for pair, slots in capacity.items() if slots > 0}
+    if not left or count < 1:
+        return []
     fit = bradley_terry_laplace(np.asarray(comparisons, dtype=float).reshape(-1, 3), n_items=n_systems)
     theta, cov = fit["theta"], fit["covariance"]
     chosen: list[tuple[int, int]] = []

@@ -248,3 +248,10 @@ def test_with_two_labels_per_item_each_annotator_is_offered_every_pair_up_to_the
     assert _label_until_done(project, other, django_capture_on_commit_callbacks) == 9
     assert ReportPair.objects.filter(project=project).count() == 9
     assert set(AnnotationItem.objects.filter(project=project).values_list("labels_done", flat=True)) == {2}
+
+
+def test_nothing_left_to_compare_chooses_nothing():
+    assert pairs_choose(comparisons=[], n_systems=0, capacity={}, count=3, start=0, uniform_share=0.25,
+                        rng=random.Random(0)) == []
+    assert pairs_choose(comparisons=[], n_systems=2, capacity={(0, 1): 0}, count=3, start=0, uniform_share=0.25,
+                        rng=random.Random(0)) == []
