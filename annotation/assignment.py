@@ -13,6 +13,7 @@ expires on its own.
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from core.audit_actions import AuditAction
 from core.rawsql import rows, table
 
 from .models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label
@@ -218,13 +219,13 @@ def assignment_skip(
             return None
     if Assignment.objects.filter(item_id=assignment.item_id, user=user, status=Assignment.Status.SKIPPED).exists():
         raise AnnotationError("you already skipped this item")
-    return _claim_end(assignment=assignment, user=user, status=Assignment.Status.SKIPPED, action="assignment.skip")
+    return _claim_end(assignment=assignment, user=user, status=Assignment.Status.SKIPPED, action=AuditAction.ASSIGNMENT_SKIP)
 
 
 @transaction.atomic
 def assignment_release(*, assignment: Assignment, user) -> Assignment:
     """Give the item back without skipping it: it may be offered to the user again later."""
-    return _claim_end(assignment=assignment, user=user, status=Assignment.Status.RELEASED, action="assignment.release")
+    return _claim_end(assignment=assignment, user=user, status=Assignment.Status.RELEASED, action=AuditAction.ASSIGNMENT_RELEASE)
 
 
 @transaction.atomic
@@ -237,6 +238,6 @@ def skips_revisit(*, project: AnnotationProject, user) -> int:
     if not item_ids:
         return 0
     skipped.update(status=Assignment.Status.RELEASED)
-    audit_record(actor=user, action="assignment.revisit_skipped", target_kind="annotation_project",
+    audit_record(actor=user, action=AuditAction.ASSIGNMENT_REVISIT_SKIPPED, target_kind="annotation_project",
                  target_id=project.pk, project=project, before={"skipped_items": item_ids}, after={"skipped_items": []})
     return len(item_ids)

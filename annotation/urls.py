@@ -1,9 +1,12 @@
-from django.urls import path
+"""Every page the annotation workspace serves, at its full path (``config.urls`` includes this
+module at the root): projects, labelling and curation under ``/annotate/``, and the exports
+(task sets and labels alike, ``ExportJob``) under ``/benchmark/exports/``."""
 
-from .views import adjudication, curation, projects, task_review, workspace
+from django.urls import include, path
 
-app_name = "annotation"
-urlpatterns = [
+from .views import adjudication, curation, exports, projects, task_review, workspace
+
+project_patterns = [
     path("", projects.project_list, name="project_list"),
     path("new/", curation.project_new, name="new"),
     path("tasks/<id:task_id>/review/<str:kind>/<id:pk>/", task_review.proposal_review, name="task_proposal_review"),
@@ -21,4 +24,17 @@ urlpatterns = [
     path("<id:project_id>/items/<id:item_id>/add/", workspace.item_add, name="add_item"),
     path("<id:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
     path("<id:project_id>/items/<id:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
+]
+
+export_patterns = [
+    path("exports/", exports.export_list, name="export_list"),
+    path("exports/new/", exports.export_create, name="export_create"),
+    path("exports/<id:job_id>/row/", exports.export_row, name="export_row"),
+    path("exports/<id:job_id>/download/", exports.export_download, name="export_download"),
+    path("exports/<id:job_id>/delete/", exports.export_delete, name="export_delete"),
+]
+
+urlpatterns = [
+    path("annotate/", include((project_patterns, "annotation"))),
+    path("benchmark/", include((export_patterns, "exports"))),
 ]

@@ -26,11 +26,11 @@ urlpatterns = [
     path("invite/done/", auth_views.PasswordResetCompleteView.as_view(
         template_name="registration/invite_done.html"), name="invite_done"),
     path("benchmark/", include("benchmark.urls")),
-    path("benchmark/", include("scoring.proposal_urls")),  # pages of the apps above benchmark
-    path("benchmark/", include("annotation.export_urls")),  # under their original paths
-    path("annotate/", include("annotation.urls")),
+    # The apps above benchmark declare their pages at full paths, /benchmark/… ones included
+    # (scoring: /runs/, the task page's propose POST; annotation: /annotate/, /benchmark/exports/).
+    path("", include("scoring.urls")),
+    path("", include("annotation.urls")),
     path("dashboards/", include("annotation.dashboards.urls")),
-    path("runs/", include("scoring.urls")),
     path("api/", include("config.api_urls")),
     path("admin/", admin.site.urls),
 ]

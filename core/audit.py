@@ -6,8 +6,10 @@ from typing import Any
 
 from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
+from django.utils import timezone
 
 from . import rawsql
+from .audit_actions import AuditAction
 from .models import AuditLog
 
 
@@ -24,7 +26,7 @@ def audit_log_rows(rows: list[dict]) -> list[AuditLog]:
 
 def _audit_log(
     *,
-    action: str,
+    action: AuditAction,
     actor=None,
     actor_label: str = "",
     target: models.Model | None = None,
@@ -34,7 +36,10 @@ def _audit_log(
     before: Any = None,
     after: Any = None,
     note: str = "",
+    at=None,
 ) -> AuditLog:
+    if not isinstance(action, AuditAction):  # one spelling per action: a new one is a member first
+        raise TypeError(f"audit action {action!r} is not a core.audit_actions.AuditAction member; add it there")
     if target is not None:
         target_model, target_id = type(target), target.pk
     # get_for_model is served from ContentType's cache after its first use: no query per row.
@@ -42,13 +47,16 @@ def _audit_log(
     return AuditLog(
         actor=actor, actor_label=actor_label, action=action, content_type=content_type, object_id=target_id,
         project_id=project_id, before=before, after=after, note=note,
+        created_at=timezone.now() if at is None else at,
     )
 
 
 def audit_log_record(**row) -> AuditLog:
     """Write one audit row about ``target`` (or the row ``target_id`` of ``target_model``).
 
-    ``actor_label`` names who acted when no user did (an import, a model); ``project_id`` the
-    annotation project the action belongs to, if any. Refuses to run outside a transaction."""
+    ``action`` is an ``AuditAction`` member (free text is refused); ``actor_label`` names who
+    acted when no user did (an import, a model); ``project_id`` the annotation project the action
+    belongs to, if any; ``at`` when it happened, if not now (restored history). Refuses to run
+    outside a transaction."""
     (entry,) = audit_log_rows([row])
     return entry

@@ -9,7 +9,6 @@ small column, and ``timedelta`` its own ``OverflowError``: each was a 500. The o
   (default 0 … ``INT32_MAX``, the portable ``IntegerField`` column);
 * ``IdChoiceField`` / ``IdMultipleChoiceField`` (forms) and ``IdRelatedField`` (DRF): a row
   chosen by its id, refused without a query unless it is an id (1 … ``MAX_ID``);
-* ``integer_param`` for a query parameter;
 * ``bounded_formfield``, the ``formfield_callback`` of forms built from models.
 
 ``tests/security/test_integer_fields.py`` walks every integer form and serializer field of the
@@ -60,15 +59,6 @@ def integer_check(name: str, value, *, min_value: int = 0, max_value: int = INT3
         raise ValueError(f"{name}: {value if abs(value) < 10**21 else 'a number that large'} is out of range "
                          f"({min_value} to {max_value})")
     return value
-
-
-def integer_param(params, name: str, *, min_value: int = 0, max_value: int = INT32_MAX,
-                  default: int | None = None) -> int | None:
-    """An optional whole-number query parameter (``default`` when absent or empty)."""
-    raw = params.get(name, "")
-    if raw in (None, ""):
-        return default
-    return integer_check(name, raw, min_value=min_value, max_value=max_value)
 
 
 def id_check(name: str, value) -> int:

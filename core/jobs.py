@@ -16,6 +16,9 @@ puts every kind's orphans back in the queue and enqueues them again. When a work
 was lost, the waiting jobs are enqueued again too: the filesystem broker deletes a message when
 it hands it out, so a lost worker may have taken theirs. A duplicate message runs nothing, as a
 job is claimed only from queued. Each app registers its kinds when it is ready (``job_kind_register``).
+
+Sending. Every kind sends its jobs with ``jobs_enqueue_on_commit``: after the commit, one message
+per job id, and a message the broker did not take is recorded (``unsent``) or left to recovery.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class JobKind:
     task: Any  # Celery task that runs one job from its id: task.delay(job_id)
     scope: Q = Q()  # the jobs recovery looks at (evaluation jobs: those of running runs)
     unsent: Q | None = None  # waiting jobs to enqueue again at every recovery (their messages may not have gone out)
-    enqueue: Callable[[list[int]], None] | None = None  # sends jobs once committed; default: task.delay each
+    enqueue: Callable[[list[int]], None] | None = None  # sends jobs once committed; default: jobs_enqueue_on_commit
     recovered: Callable[[], dict[str, int]] | None = None  # runs after its jobs are recovered
 
 
@@ -56,18 +59,43 @@ def job_kinds() -> list[JobKind]:
     return list(_KINDS.values())
 
 
-def job_enqueue_on_commit(task, job_id: int, *, unsent: Callable[[str], None]) -> None:
-    """Send the job's message once the transaction that stored the job commits. When the broker
-    cannot take it, the job is committed but will never run: ``unsent`` records why (the reason
-    as text) on the job instead of it waiting silently."""
-    def enqueue() -> None:
-        try:
-            task.delay(job_id)
-        except Exception as exc:
-            logger.exception("could not enqueue %s for job %s", task.name, job_id)
-            unsent(f"could not reach the task queue: {exc}")
+def jobs_enqueue_on_commit(
+    task, job_ids: Iterable[int], *, unsent: Callable[[Exception], None] | None = None,
+    sent: Callable[[], None] | None = None,
+) -> None:
+    """The one way every job kind sends its jobs: one ``task.delay(job_id)`` per job once the
+    transaction that stored them commits, so a worker never reads a job that is not there yet
+    (outside a transaction they are sent at once). The message is the job's id alone, which any
+    broker carries: the embedded filesystem broker, Redis or RabbitMQ.
 
-    transaction.on_commit(enqueue)
+    A broker that cannot take a message leaves the job stored but not sent. ``unsent`` (given
+    the exception) says so where the job's owner will see it: a failed job naming the reason,
+    or a mark recovery reads (it may raise, for the caller to hear of it from the commit).
+    Without it the failure is logged and recovery (``jobs_recover``) sends the job later.
+    ``sent`` runs once every message went out."""
+    job_ids = list(job_ids)
+    if not job_ids:
+        return
+
+    def send() -> None:
+        try:
+            for job_id in job_ids:
+                task.delay(job_id)
+        except Exception as exc:  # any failure to publish means the job would wait silently
+            logger.warning("could not send %s for %d job(s) (ids from %s): %s: %s", task.name, len(job_ids),
+                           job_ids[0], type(exc).__name__, exc)
+            if unsent is not None:
+                unsent(exc)
+            return
+        if sent is not None:
+            sent()
+
+    transaction.on_commit(send)
+
+
+def unsent_reason(exc: Exception) -> str:
+    """What a job that could not be sent says about it (``jobs_enqueue_on_commit``'s ``unsent``)."""
+    return f"could not reach the task queue: {exc}"
 
 
 def job_claim(model: type[Job], job_id: int, *conditions, worker: str = "", **fields) -> bool:
@@ -138,7 +166,10 @@ def _kind_recover(kind: JobKind, *, lost: Sequence[str], redeliver: bool) -> dic
             model.objects.filter(kind.scope, waiting_filter, status=model.queued_status)
             .exclude(pk__in=orphans).values_list("pk", flat=True))
         if orphans or waiting:
-            (kind.enqueue or _enqueuer(kind.task))(orphans + waiting)
+            if kind.enqueue is not None:
+                kind.enqueue(orphans + waiting)
+            else:
+                jobs_enqueue_on_commit(kind.task, orphans + waiting)  # unsent: logged, stays queued for a later recovery
     if orphans or waiting:
         logger.warning("re-queued %d %s(s) left running by a dead worker, enqueued %d waiting one(s) again",
                        len(orphans), model._meta.verbose_name, len(waiting))
@@ -147,9 +178,3 @@ def _kind_recover(kind: JobKind, *, lost: Sequence[str], redeliver: bool) -> dic
         counts.update(kind.recovered())
     return counts
 
-
-def _enqueuer(task) -> Callable[[list[int]], None]:
-    def enqueue(job_ids: list[int]) -> None:
-        for job_id in job_ids:
-            transaction.on_commit(lambda job_id=job_id: task.delay(job_id))
-    return enqueue

@@ -15,6 +15,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from .audit import audit_log_record
+from .audit_actions import AuditAction
 
 
 @transaction.atomic
@@ -23,7 +24,7 @@ def api_token_issue(*, user, actor=None, reason: str = "issued") -> Token:
     replaced = Token.objects.filter(user=user).delete()[0] > 0
     token = Token.objects.create(user=user)
     audit_log_record(target_model=get_user_model(), target_id=user.pk, note=reason,
-                     action="api_token:rotate" if replaced else "api_token:issue", actor=actor or user)
+                     action=AuditAction.API_TOKEN_ROTATE if replaced else AuditAction.API_TOKEN_ISSUE, actor=actor or user)
     return token
 
 
@@ -32,7 +33,7 @@ def api_token_revoke(*, user, actor=None, reason: str = "revoked") -> bool:
     """Remove ``user``'s token; whether there was one."""
     removed = Token.objects.filter(user=user).delete()[0] > 0
     if removed:
-        audit_log_record(target_model=get_user_model(), target_id=user.pk, action="api_token:revoke", actor=actor,
+        audit_log_record(target_model=get_user_model(), target_id=user.pk, action=AuditAction.API_TOKEN_REVOKE, actor=actor,
                          note=reason)
     return removed
 

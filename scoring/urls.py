@@ -1,9 +1,12 @@
-from django.urls import path
+"""Every page scoring serves, at its full path (``config.urls`` includes this module at the root):
+the runs and judge configurations under ``/runs/``, and the task page's propose POST under
+``/benchmark/tasks/`` (the task page is benchmark's; the proposals are scoring's)."""
 
-from . import views_judges, views_runs
+from django.urls import include, path
 
-app_name = "runs"
-urlpatterns = [
+from . import views_judges, views_proposals, views_runs
+
+run_patterns = [
     path("", views_runs.run_list, name="list"),
     path("new/", views_runs.run_new, name="new"),
     path("judges/", views_judges.judge_list, name="judges"),
@@ -15,4 +18,13 @@ urlpatterns = [
     path("<id:run_id>/start/", views_runs.run_start_view, name="start"),
     path("<id:run_id>/cancel/", views_runs.run_cancel_view, name="cancel"),
     path("<id:run_id>/resume/", views_runs.run_resume_view, name="resume"),
+]
+
+proposal_patterns = [
+    path("tasks/<id:task_id>/propose/", views_proposals.task_propose, name="task_propose"),
+]
+
+urlpatterns = [
+    path("runs/", include((run_patterns, "runs"))),
+    path("benchmark/", include((proposal_patterns, "proposals"))),
 ]

@@ -4,7 +4,7 @@ The POST only queues a ``ProposalBatch`` (``scoring.services.proposals``) for a 
 what the judge proposes appears on the task page as "proposed (llm)" and goes through the
 existing review flow (verify projects pick up every row whose status is proposed). The panel
 joins benchmark's task page through ``benchmark.views.task_page_panel_register``; the POST's
-path stays under ``/benchmark/tasks/`` (``scoring.proposal_urls``).
+path stays under ``/benchmark/tasks/`` (``scoring.urls``).
 """
 
 from django import forms

@@ -347,14 +347,6 @@ def leaderboard_filters(*, protocol: str) -> dict:
     return {"runs": runs, "task_sets": task_sets, "protocols": Protocol.choices}
 
 
-def automated_scores(*, n_resamples: int = N_RESAMPLES) -> dict[str, dict]:
-    """Every protocol's leaderboard at once (one query for all cards)."""
-    by_protocol: dict[str, list[tuple]] = defaultdict(list)
-    for row in _report_cards(protocol=None):
-        by_protocol[row[0]].append(row)
-    return {protocol: _summarise(protocol, cards, n_resamples) for protocol, cards in sorted(by_protocol.items())}
-
-
 def score_points(*, protocol: str, metric: str, run_id: int | None = None, task_set_id: int | None = None,
                  n_resamples: int = N_RESAMPLES) -> dict:
     """Per-task values of one metric per system (the strip plot), with the leaderboard's interval."""

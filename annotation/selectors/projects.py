@@ -63,9 +63,3 @@ def projects_for(user) -> QuerySet[AnnotationProject]:
     if is_global_curator(user):
         return projects
     return projects.filter(Exists(ProjectMembership.objects.filter(project=OuterRef("pk"), user=user)))
-
-
-def project_items(*, project: AnnotationProject, status: str = "") -> QuerySet[AnnotationItem]:
-    items = AnnotationItem.objects.filter(project=project).order_by("position", "id")
-    return items.filter(status=status) if status else items
-

@@ -13,6 +13,7 @@ from django.utils.http import urlsafe_base64_encode
 
 from ..models import AnnotatorProfile, Role
 from core.accounts import is_global_curator
+from core.audit_actions import AuditAction
 from .audit import audit_record
 
 # Roles create_account offers; a viewer is an account whose profile role is changed in the admin.
@@ -74,7 +75,7 @@ def account_create(*, username: str, role: str, password: str | None = None, ema
     user.set_password(password)
     user.save()
     AnnotatorProfile.objects.create(user=user, role=role)
-    audit_record(actor=actor, action="account.create", target_kind="user", target_id=user.pk,
+    audit_record(actor=actor, action=AuditAction.ACCOUNT_CREATE, target_kind="user", target_id=user.pk,
                  after={"username": user.username, "email": user.email, "role": role, "is_staff": user.is_staff})
     return user, generated
 
@@ -90,7 +91,7 @@ def account_invite(*, username: str, role: str, actor) -> tuple[object, str, str
     user.set_unusable_password()
     user.save()
     AnnotatorProfile.objects.create(user=user, role=role)
-    audit_record(actor=actor, action="account.invite", target_kind="user", target_id=user.pk,
+    audit_record(actor=actor, action=AuditAction.ACCOUNT_INVITE, target_kind="user", target_id=user.pk,
                  after={"username": user.username, "role": role})
     return user, urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
 

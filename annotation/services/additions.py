@@ -28,6 +28,7 @@ from benchmark.models import (
 from benchmark.services.bibliography import bib_entries_upsert
 from benchmark.services.history import snapshot
 from core.audit import audit_log_record
+from core.audit_actions import AuditAction
 
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from .audit import audit_record
@@ -122,7 +123,7 @@ def _task_reopen(*, task: Task, actor, project: AnnotationProject) -> None:
         task.status = Task.Status.IN_REVIEW
         task.save(update_fields=["status", "updated_at"])
         audit_record(
-            actor=actor, action="task.review_start", target_kind="task", target_id=task.pk, project=project,
+            actor=actor, action=AuditAction.TASK_REVIEW_START, target_kind="task", target_id=task.pk, project=project,
             before={"status": Task.Status.DRAFT}, after={"status": task.status},
         )
 
@@ -168,7 +169,7 @@ def proposable_add(*, task: Task, kind: str, fields: dict[str, Any], actor, proj
     )
     # One row for one action: the item's history (``after``: its tracked fields) and the project's.
     audit_log_record(
-        target=row, action="add", actor=actor, project_id=project.pk, after=snapshot(row),
+        target=row, action=AuditAction.PROPOSABLE_ADD, actor=actor, project_id=project.pk, after=snapshot(row),
         note=f"added as missing by {actor.get_username()} in project {project.name!r} (item {item.pk})",
     )
     return row

@@ -9,6 +9,7 @@ from django.contrib.contenttypes.models import ContentType
 
 from benchmark.models import Task
 from core.audit import audit_log_rows
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 from scoring.models import Verdict
 
@@ -46,7 +47,7 @@ def audit_records(events: list[dict]) -> list[AuditLog]:
 def audit_record(
     *,
     actor,
-    action: str,
+    action: AuditAction,
     target_kind: str,
     target_id: int | None = None,
     project=None,
@@ -71,7 +72,3 @@ def audit_kind(row: AuditLog) -> str:
         if model._meta.label_lower == f"{content_type.app_label}.{content_type.model}":
             return str(kind)
     return f"{content_type.app_label}.{content_type.model}"
-
-
-def kind_content_type(target_kind: str) -> ContentType:
-    return ContentType.objects.get_for_model(KIND_MODELS[target_kind], for_concrete_model=False)

@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db import connection
 
 from core import rawsql
+from core.audit_actions import AuditAction
 
 from ..models import AnnotationItem, AnnotationProject, Assignment
 from .audit import audit_record, audit_records
@@ -71,7 +72,7 @@ def claims_create(
         _stale_expire(item_ids=stale, now=now)
     claims = _claims_insert(project=project, items=items, user=user, now=now)
     rows = [
-        dict(actor=user, action="assignment.claim", target_kind="annotation_item", target_id=claim.item_id,
+        dict(actor=user, action=AuditAction.ASSIGNMENT_CLAIM, target_kind="annotation_item", target_id=claim.item_id,
              project=project, after={"assignment_id": claim.pk, "expires_at": claim.expires_at.isoformat()})
         for claim in claims
     ]
@@ -132,7 +133,7 @@ def claim_release(*, assignment: Assignment, user, now: datetime) -> None:
     )
     if updated:
         audit_record(
-            actor=user, action="assignment.release", target_kind="annotation_item", target_id=assignment.item_id,
+            actor=user, action=AuditAction.ASSIGNMENT_RELEASE, target_kind="annotation_item", target_id=assignment.item_id,
             project=assignment.project, before={"assignment_id": assignment.pk, "status": Assignment.Status.ACTIVE},
             after={"status": Assignment.Status.RELEASED},
         )

@@ -45,7 +45,7 @@ from benchmark.services.bundles import (
 )
 from benchmark.services.tasksets import TaskSetError
 from core.accounts import is_global_curator
-from core.jobs import job_claim, job_enqueue_on_commit, job_release
+from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, unsent_reason
 from core.converters import MAX_ID
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
@@ -146,12 +146,12 @@ def export_request(*, user, kind: str, parameters: dict) -> ExportJob:
     job = ExportJob.objects.create(kind=kind, parameters=clean, requested_by=user, filename=filename)
     from ..tasks import run_export  # the task module imports this one
 
-    def unsent(reason: str) -> None:
+    def unsent(exc: Exception) -> None:
         now = timezone.now()
         ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.QUEUED).update(
-            status=ExportJob.Status.FAILED, error=reason, finished_at=now, updated_at=now)
+            status=ExportJob.Status.FAILED, error=unsent_reason(exc), finished_at=now, updated_at=now)
 
-    job_enqueue_on_commit(run_export, job.pk, unsent=unsent)
+    jobs_enqueue_on_commit(run_export, [job.pk], unsent=unsent)
     return job
 
 

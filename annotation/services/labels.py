@@ -19,6 +19,7 @@ from django.utils import timezone
 from benchmark.services.history import ProposableMovedError
 from core import rawsql
 from core.accounts import is_global_curator
+from core.audit_actions import AuditAction
 
 from ..blind import REPORT_FIELDS
 from ..models import (
@@ -336,7 +337,7 @@ class _Batch:
                 preference_record(rows=pairs)
             for item, label, _ in self.accepted:
                 rows.append(dict(
-                    actor=self.annotator, action="label.submit", target_kind="annotation_item", target_id=item.pk,
+                    actor=self.annotator, action=AuditAction.LABEL_SUBMIT, target_kind="annotation_item", target_id=item.pk,
                     project=item.project, before={"labels_done": item.labels_done, "status": item.status},
                     after={"label_id": label.pk, "value": label.value, "labels_done": item.labels_done + 1},
                 ))

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.accounts import is_global_curator
+from core.audit_actions import AuditAction
 
 from ..models import (AnnotationItem, AnnotationProject, Label, PairwisePreference, ProjectMembership, ReportPair, Role,
                       TargetKind)
@@ -110,7 +111,7 @@ def project_from_preferences(
         ignore_conflicts=True,
     )
     audit_record(
-        actor=curator, action="project.import_preferences", target_kind="annotation_project", target_id=project.pk,
+        actor=curator, action=AuditAction.PROJECT_IMPORT_PREFERENCES, target_kind="annotation_project", target_id=project.pk,
         project=project,
         after={
             "source": source, "preferences": len(prefs), "items": len(items), "labels": len(labels),

@@ -24,6 +24,7 @@ from ..models import (
     TargetKind,
 )
 from core.accounts import is_global_curator
+from core.audit_actions import AuditAction
 from ..selectors.projects import project_role
 from .adaptive_pairs import adaptive_pairs_budget_clean, adaptive_pairs_fill, pair_design_clean
 from .audit import audit_record
@@ -135,7 +136,7 @@ def _populate(project: AnnotationProject, *, actor) -> int:
         if draft_ids:
             Task.objects.filter(pk__in=draft_ids).update(status=Task.Status.IN_REVIEW)
             audit_record(
-                actor=actor, action="task.review_start", target_kind="task", project=project,
+                actor=actor, action=AuditAction.TASK_REVIEW_START, target_kind="task", project=project,
                 before={"status": Task.Status.DRAFT, "tasks": draft_ids}, after={"status": Task.Status.IN_REVIEW},
             )
     return len(new)
@@ -264,7 +265,7 @@ def project_create(
         adaptive_pairs_budget_clean(project=project)
     added = _populate(project, actor=created_by)
     audit_record(
-        actor=created_by, action="project.create", target_kind="annotation_project", target_id=project.pk,
+        actor=created_by, action=AuditAction.PROJECT_CREATE, target_kind="annotation_project", target_id=project.pk,
         project=project, after={**_settings_view(project), "tasks": sorted(task_ids), "items": added},
     )
     return project
@@ -317,7 +318,7 @@ def project_from_verdicts(
         batch_size=BATCH,
     )
     audit_record(
-        actor=curator, action="project.create", target_kind="annotation_project", target_id=project.pk,
+        actor=curator, action=AuditAction.PROJECT_CREATE, target_kind="annotation_project", target_id=project.pk,
         project=project,
         after={**_settings_view(project), "tasks": sorted({row[4] for row in found.values()}), "items": len(ids),
                "verdicts": ids},
@@ -333,7 +334,7 @@ def project_populate(*, project: AnnotationProject, actor) -> int:
     project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)
     added = _populate(project, actor=actor)
     audit_record(
-        actor=actor, action="project.populate", target_kind="annotation_project", target_id=project.pk,
+        actor=actor, action=AuditAction.PROJECT_POPULATE, target_kind="annotation_project", target_id=project.pk,
         project=project, after={"items_added": added},
     )
     return added
@@ -398,7 +399,7 @@ def project_update(
         setattr(project, field, value)
     project.save(update_fields=[*changes, "updated_at"])
     audit_record(
-        actor=actor, action="project.update", target_kind="annotation_project", target_id=project.pk, project=project,
+        actor=actor, action=AuditAction.PROJECT_UPDATE, target_kind="annotation_project", target_id=project.pk, project=project,
         before=before, after={field: shown.get(field, str)(value) for field, value in changes.items()},
     )
     return project
@@ -418,7 +419,7 @@ def guidelines_seen_record(*, project: AnnotationProject, user, version: int) ->
     membership.guidelines_seen = version
     membership.save(update_fields=["guidelines_seen", "updated_at"])
     audit_record(
-        actor=user, action="guidelines.seen", target_kind="annotation_project", target_id=project.pk, project=project,
+        actor=user, action=AuditAction.GUIDELINES_SEEN, target_kind="annotation_project", target_id=project.pk, project=project,
         before={"guidelines_seen": before}, after={"guidelines_seen": version},
     )
     return True
@@ -443,7 +444,7 @@ def membership_add(*, project: AnnotationProject, user, role: str, actor) -> Pro
         membership.role = role
         membership.save(update_fields=["role", "updated_at"])
     audit_record(
-        actor=actor, action="membership.set", target_kind="user", target_id=user.pk, project=project, before=before,
+        actor=actor, action=AuditAction.MEMBERSHIP_SET, target_kind="user", target_id=user.pk, project=project, before=before,
         after={"role": role},
     )
     return membership
@@ -467,6 +468,6 @@ def membership_remove(*, project: AnnotationProject, user, actor) -> None:
         status=Assignment.Status.RELEASED, ended_at=timezone.now()
     )
     audit_record(
-        actor=actor, action="membership.remove", target_kind="user", target_id=user.pk, project=project,
+        actor=actor, action=AuditAction.MEMBERSHIP_REMOVE, target_kind="user", target_id=user.pk, project=project,
         before={"role": membership.role}, after=None,
     )

@@ -22,6 +22,7 @@ from benchmark.services.history import (
 )
 from core import rawsql
 from core.accounts import is_global_curator
+from core.audit_actions import AuditAction
 
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
 from ..selectors.progress import task_curation_status
@@ -64,7 +65,7 @@ def review_check(*, target, value: dict, actor, note: str, expected_version: int
         return proposable_edit(
             current=target, changes=review_changes(status=DECISION_STATUS[decision],
                                                    edits=value["edits"] if decision == "edit" else None),
-            expected_version=expected_version, actor=actor, note=note, action=f"review:{DECISION_STATUS[decision]}",
+            expected_version=expected_version, actor=actor, note=note, action=AuditAction(f"review.{DECISION_STATUS[decision]}"),
         )
     except StaleEditError as exc:
         raise ReviewConflictError(f"the decision was not applied: {exc}") from exc
@@ -181,7 +182,7 @@ def item_adjudicate(
     locked.status = AnnotationItem.Status.ADJUDICATED
     locked.save()
     audit_record(
-        actor=curator, action="item.adjudicate", target_kind="annotation_item", target_id=locked.pk, project=project,
+        actor=curator, action=AuditAction.ITEM_ADJUDICATE, target_kind="annotation_item", target_id=locked.pk, project=project,
         before=before, after={"status": locked.status, "gold": clean, "note": note},
     )
     return gold
@@ -192,7 +193,7 @@ def _task_set_curated(*, task: Task, actor, project) -> None:
     task.status = Task.Status.CURATED
     task.save(update_fields=["status", "updated_at"])
     audit_record(
-        actor=actor, action="task.curate", target_kind="task", target_id=task.pk, project=project,
+        actor=actor, action=AuditAction.TASK_CURATE, target_kind="task", target_id=task.pk, project=project,
         before={"status": before}, after={"status": task.status},
     )
     # Every way a task becomes curated notifies, manual or automatic, in the same transaction.
@@ -287,6 +288,6 @@ def task_uncurate(*, task_id: int, actor, project=None) -> None:
     task.status = Task.Status.IN_REVIEW
     task.save(update_fields=["status", "updated_at"])
     audit_record(
-        actor=actor, action="task.uncurate", target_kind="task", target_id=task.pk, project=project,
+        actor=actor, action=AuditAction.TASK_UNCURATE, target_kind="task", target_id=task.pk, project=project,
         before={"status": Task.Status.CURATED}, after={"status": task.status},
     )

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from benchmark.models import Task
 from benchmark.services.history import StaleEditError, proposable_update
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 
 from ..models import AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference
@@ -61,7 +62,7 @@ def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> Au
     if not updated:
         raise UndoRefusedError("that skip was already undone")
     event = audit_record(
-        actor=annotator, action="assignment.skip_undo", target_kind="annotation_item", target_id=skip.item_id,
+        actor=annotator, action=AuditAction.ASSIGNMENT_SKIP_UNDO, target_kind="annotation_item", target_id=skip.item_id,
         project=project, before={"assignment_id": skip.pk, "status": Assignment.Status.SKIPPED},
         after={"status": Assignment.Status.UNDONE},
     )
@@ -80,7 +81,7 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     changes = {name: revision.before[name] for name in target.tracked_fields if name in (revision.before or {})}
     try:
         updated = proposable_update(
-            obj=target, changes=changes, expected_version=item.target_version, actor=annotator, action="review:undo",
+            obj=target, changes=changes, expected_version=item.target_version, actor=annotator, action=AuditAction.REVIEW_UNDO,
             note=f"label undone in project {item.project.name!r}",
         )
     except StaleEditError as exc:
@@ -133,7 +134,7 @@ def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> Audit
     locked.disagreement, locked.conflict, locked.completed_at = False, "", None
     locked.save()
     event = audit_record(
-        actor=annotator, action="label.undo", target_kind="annotation_item", target_id=locked.pk, project=project,
+        actor=annotator, action=AuditAction.LABEL_UNDO, target_kind="annotation_item", target_id=locked.pk, project=project,
         before=before, after={"labels_done": locked.labels_done, "status": locked.status},
     )
     _reclaim(item=locked, annotator=annotator, project=project)

@@ -28,6 +28,7 @@ from ..services.labels import Submission, label_submit_many
 from ..services.projects import guidelines_seen_record
 from ..services.undo import label_undo_last, undo_target_item
 from . import display
+from core.audit_actions import AuditAction
 from core.http import refuse
 from .access import alert, item_in, project_for
 
@@ -347,7 +348,7 @@ def undo(request, project_id: int):
     if event is None:
         return alert(request, "Nothing to undo in this project.", status=200, tone="info")
     item = item_in(project, event.target_id)
-    what = "skip" if event.action == "assignment.skip_undo" else "label"
+    what = "skip" if event.action == AuditAction.ASSIGNMENT_SKIP_UNDO else "label"
     flash = f"Undid your {what} on item {item.position}; label it again."
     if not request.htmx:
         return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)

@@ -130,6 +130,8 @@ class QueryFilterBackend(BaseFilterBackend):
     """Exact-match filters and ``?ordering=`` from two view attributes, with no extra dependency.
 
     ``filter_fields`` maps a query parameter to an ORM lookup (``{"task": "task_id"}``);
+    ``filter_values`` maps a parameter to what reads its value (``{"action": AuditAction.parse}``:
+    old spellings too), a ``ValueError`` being a 400 naming the parameter;
     ``ordering_fields`` lists what ``?ordering=a,-b`` may name. A value the lookup cannot take
     (``?task=abc``) or an unknown ordering is a 400 naming the parameter. A view with
     ``strict_query_params = True`` also refuses any parameter it does not know (its filters,
@@ -156,6 +158,11 @@ class QueryFilterBackend(BaseFilterBackend):
                 value = value.lower() in ("1", "true", "yes")
             elif _is_integer(queryset.model, lookup):
                 value = _integer(param, value)
+            elif param in getattr(view, "filter_values", {}):
+                try:
+                    value = view.filter_values[param](value)
+                except ValueError as exc:
+                    raise exceptions.ValidationError({param: [str(exc)]}) from None
             try:
                 queryset = queryset.filter(**{lookup: value})
             except (ValueError, TypeError, DjangoValidationError):

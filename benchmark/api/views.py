@@ -17,6 +17,7 @@ from core.blind import blind_restrict
 from core.bounded import BoundedIntegerSerializerField, IdRelatedField
 from core.parsers import BoundedJSONField, BoundedJSONParser
 
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 
 from ..importers.catalogue import IMPORTERS
@@ -211,6 +212,7 @@ def proposable_endpoints(model, *, stem: str, filters: dict[str, str], ordering:
     class RevisionsView(ListApi):
         OutputSerializer = RevisionOutputSerializer
         filter_fields = {"action": "action"}
+        filter_values = {"action": AuditAction.parse}
         ordering_fields = ("created_at",)
 
         def get_queryset(self):

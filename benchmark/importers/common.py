@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.utils import timezone
 
-from core.models import AuditLog
+from core.audit import audit_log_rows
+from core.audit_actions import AuditAction
 from core.text import normalize_title
 
 from ..models import (
@@ -374,12 +374,8 @@ def proposables_sync(
         revisions.append((old, before, snapshot(old)))
     stale = [o for o in current.values() if o.origin == Origin.IMPORT and o.review_status == ReviewStatus.PROPOSED]
     kept += len(current) - len(stale)
-    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-    AuditLog.objects.bulk_create(
-        [AuditLog(content_type=content_type, object_id=o.pk, actor_label=f"import:{label}", action="import",
-                  before=before, after=after) for o, before, after in revisions],
-        batch_size=BATCH,
-    )
+    _audit_rows([dict(target=o, actor_label=f"import:{label}", action=AuditAction.IMPORT_UPDATE, before=before,
+                      after=after) for o, before, after in revisions])
     if stale_out is None:
         proposables_remove(stale, label=label, result=result, kind=kind)
     else:
@@ -393,17 +389,19 @@ def proposables_sync(
     return out
 
 
+def _audit_rows(rows: list[dict]) -> None:
+    """The import's audit rows through ``core.audit``, ``BATCH`` rows per INSERT."""
+    for start in range(0, len(rows), BATCH):
+        audit_log_rows(rows[start:start + BATCH])
+
+
 def proposables_remove(stale: Sequence[models.Model], *, label: str, result: ImportResult, kind: str) -> None:
     """Delete imported items the file no longer has, each with a revision row."""
     if not stale:
         return
     model = type(stale[0])
-    content_type = ContentType.objects.get_for_model(model, for_concrete_model=False)
-    AuditLog.objects.bulk_create(
-        [AuditLog(content_type=content_type, object_id=o.pk, actor_label=f"import:{label}", action="import:remove",
-                  before=snapshot(o), after=None, note="no longer in the imported file") for o in stale],
-        batch_size=BATCH,
-    )
+    _audit_rows([dict(target=o, actor_label=f"import:{label}", action=AuditAction.IMPORT_REMOVE, before=snapshot(o),
+                      note="no longer in the imported file") for o in stale])
     model.objects.filter(pk__in=[o.pk for o in stale]).delete()
     result.add(kind, "removed", len(stale))
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 
 from ..exporters.native import (
@@ -130,6 +131,10 @@ def _history(rec: Record) -> list[dict] | None:
     for entry in objects(rec, "history"):
         only(entry, HISTORY_FIELDS)
         values = clean(entry, AuditLog, ("action", "note"))
+        try:  # the spellings before the enumeration too: files exported earlier
+            values["action"] = AuditAction.parse(values["action"])
+        except ValueError as exc:
+            raise entry.fail(str(exc), "action") from None
         values["actor"] = entry.get("actor", str, default="")
         require(entry, len(values["actor"]) <= 200, "actor", "longer than 200 characters")
         at = entry.text("at", required=True)

@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from core.audit import audit_log_rows
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 from core.text import normalize_title
 
@@ -56,15 +58,14 @@ class Writer:
         self.file = file
         self.result = result
         self.now = timezone.now()
-        self.revisions: list[AuditLog] = []
-        self.restored: list[tuple[AuditLog, datetime]] = []
+        self.revisions: list[dict] = []  # audit rows (``core.audit.audit_log_rows``)
         self.history: list[tuple[models.Model, bool, list[dict]]] = []  # (row, existed before, entries)
         self.deletions: list[tuple[type[models.Model], str, list[models.Model]]] = []
 
-    def revision(self, row: models.Model, action: str, before: dict | None, after: dict | None, note: str) -> None:
-        content_type = ContentType.objects.get_for_model(row, for_concrete_model=False)
-        self.revisions.append(AuditLog(content_type=content_type, object_id=row.pk, actor_label=ACTOR_LABEL,
-                                       action=action, before=before, after=after, note=note))
+    def revision(self, row: models.Model, action: AuditAction, before: dict | None, after: dict | None,
+                 note: str) -> None:
+        self.revisions.append(dict(target_model=type(row), target_id=row.pk, actor_label=ACTOR_LABEL, action=action,
+                                   before=before, after=after, note=note))
 
     def sync(
         self,
@@ -107,7 +108,7 @@ class Writer:
                     if proposable:
                         row.version += 1
                         fields.add("version")
-                    self.revision(row, "import:update", before, self._state(row, content), self._note(item))
+                    self.revision(row, AuditAction.IMPORT_UPDATE, before, self._state(row, content), self._note(item))
                 counts["updated" if content else "reordered" if changed else "unchanged"] += 1
             if item is not None and item.history is not None:
                 self.history.append((row, existed, item.history))
@@ -282,7 +283,7 @@ class Writer:
         for model, kind, rows in reversed(self.deletions):
             names = [f.attname for f in model._meta.concrete_fields if f.attname not in UNRECORDED]
             for row in rows:
-                self.revision(row, "import:delete", self._state(row, names), None, self.file)
+                self.revision(row, AuditAction.IMPORT_REMOVE, self._state(row, names), None, self.file)
             try:
                 model.objects.filter(pk__in=[row.pk for row in rows]).delete()
             except (models.ProtectedError, models.RestrictedError) as exc:
@@ -292,19 +293,13 @@ class Writer:
         self.deletions = []
 
     def save_revisions(self) -> None:
-        """Adds the file's history entries that are not stored yet, then every revision of the batch.
-
-        The rows are ``core.AuditLog`` rows built here rather than through ``core.audit.audit_log_rows``:
-        they go in ``WRITE_BATCH`` at a time, and restored entries then get back the times the file gives."""
+        """Adds the file's history entries that are not stored yet (at the times the file gives),
+        then every revision of the batch, ``WRITE_BATCH`` rows per INSERT."""
         if self.history:
             self.restore_history()
-        AuditLog.objects.bulk_create(self.revisions, batch_size=WRITE_BATCH)
-        if self.restored:
-            # auto_now_add overwrote created_at on insert; the file's times are the truth.
-            for revision, at in self.restored:
-                revision.created_at = at
-            AuditLog.objects.bulk_update([r for r, _ in self.restored], ["created_at"], batch_size=WRITE_BATCH)
-        self.revisions, self.restored, self.history = [], [], []
+        for start in range(0, len(self.revisions), WRITE_BATCH):
+            audit_log_rows(self.revisions[start:start + WRITE_BATCH])
+        self.revisions, self.history = [], []
 
     def restore_history(self) -> None:
         stored: Counter[tuple] = Counter()
@@ -334,12 +329,11 @@ class Writer:
                     stored[signature] -= 1
                     continue
                 user = users.get(entry["actor"])
-                revision = AuditLog(
-                    content_type=content_type, object_id=row.pk, actor=user, actor_label="" if user else entry["actor"],
+                self.revisions.append(dict(
+                    target_model=type(row), target_id=row.pk, actor=user, actor_label="" if user else entry["actor"],
                     action=entry["action"], before=entry["before"], after=entry["after"], note=entry["note"],
-                )
-                self.revisions.append(revision)
-                self.restored.append((revision, entry["at"]))
+                    at=entry["at"],
+                ))
                 self.result.add("revision", "restored")
 
     @staticmethod

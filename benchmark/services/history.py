@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from core import rawsql
 from core.audit import audit_log_record, audit_log_rows
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 
 from ..models import Proposable, ReviewStatus
@@ -89,7 +90,7 @@ def proposable_edit(
     expected_version: int,
     actor=None,
     actor_label: str = "",
-    action: str = "edit",
+    action: AuditAction = AuditAction.PROPOSABLE_EDIT,
     note: str = "",
 ) -> ProposableEdit:
     """Check ``changes`` against ``current`` (read in the caller's transaction, under its row
@@ -158,7 +159,7 @@ def proposable_update(
     expected_version: int,
     actor=None,
     actor_label: str = "",
-    action: str = "edit",
+    action: AuditAction = AuditAction.PROPOSABLE_EDIT,
     note: str = "",
 ) -> Proposable:
     """Apply ``changes`` to an item unless it moved past ``expected_version`` meanwhile.
@@ -194,5 +195,5 @@ def proposable_review(
     """Accept, reject, or edit-and-accept an item (status ``edited`` needs ``edits``)."""
     return proposable_update(
         obj=obj, changes=review_changes(status=status, edits=edits), expected_version=expected_version, actor=actor,
-        action=f"review:{status}", note=note,
+        action=AuditAction(f"review.{status}"), note=note,
     )

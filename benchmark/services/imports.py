@@ -21,7 +21,7 @@ from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from core.accounts import is_global_curator
-from core.jobs import job_claim, job_enqueue_on_commit, job_release
+from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, unsent_reason
 
 from ..importers.base import ImportFailed
 from ..importers.catalogue import IMPORTERS, Importer, run_import
@@ -67,11 +67,11 @@ def import_request(*, user, format_name: str, upload) -> ImportJob:
     job = ImportJob.objects.create(format=format_name, original_name=name, upload_dir=folder, requested_by=user)
     from ..tasks import run_import_job  # the task module imports this one
 
-    def unsent(reason: str) -> None:
+    def unsent(exc: Exception) -> None:
         _end(job.pk, status=ImportJob.Status.FAILED,
-             errors=[{"file": "", "line": None, "field": "", "message": reason}])
+             errors=[{"file": "", "line": None, "field": "", "message": unsent_reason(exc)}])
 
-    job_enqueue_on_commit(run_import_job, job.pk, unsent=unsent)
+    jobs_enqueue_on_commit(run_import_job, [job.pk], unsent=unsent)
     return job
 
 

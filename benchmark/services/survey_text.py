@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from core.audit import audit_log_record
+from core.audit_actions import AuditAction
 
 from ..importers.base import ImportFailed
 from ..models import Survey
@@ -101,6 +102,6 @@ def survey_text_set(*, survey: Survey, text: SurveyText, actor=None, actor_label
         setattr(locked, name, value)
         setattr(survey, name, value)
     locked.save(update_fields=[*TEXT_FIELDS, "updated_at"])
-    audit_log_record(target=locked, action="survey_text", actor=actor if getattr(actor, "is_authenticated", False)
+    audit_log_record(target=locked, action=AuditAction.SURVEY_TEXT, actor=actor if getattr(actor, "is_authenticated", False)
                      else None, actor_label=actor_label, before=before, after=after, note=note)
     return True

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from core.audit import audit_log_record
+from core.audit_actions import AuditAction
 
 from ..models import System, SystemAlias, system_key
 
@@ -37,7 +38,7 @@ def system_create(*, name: str, version: str = "", base_model: str = "", workflo
     system = System(name=name, version=version, base_model=base_model, workflow=workflow, description=description)
     system.full_clean()
     system.save()
-    audit_log_record(target=system, action="system:create", actor=actor, after={
+    audit_log_record(target=system, action=AuditAction.SYSTEM_CREATE, actor=actor, after={
         "name": system.name, "version": system.version, "base_model": system.base_model, "workflow": system.workflow})
     return system
 
@@ -54,13 +55,13 @@ def system_alias_set(*, alias: str, canonical: str, note: str = "", actor=None, 
     if before == _state(row):
         return row
     row.save()
-    audit_log_record(target=row, action="alias:set", actor=actor, actor_label=actor_label, before=before, after=_state(row))
+    audit_log_record(target=row, action=AuditAction.ALIAS_SET, actor=actor, actor_label=actor_label, before=before, after=_state(row))
     return row
 
 
 @transaction.atomic
 def system_alias_delete(*, alias: SystemAlias, actor=None, actor_label: str = "") -> None:
-    audit_log_record(target=alias, action="alias:delete", actor=actor, actor_label=actor_label, before=_state(alias),
+    audit_log_record(target=alias, action=AuditAction.ALIAS_DELETE, actor=actor, actor_label=actor_label, before=_state(alias),
                      after=None)
     alias.delete()
 
@@ -76,7 +77,7 @@ def system_display_name_set(*, system: System, display_name: str, actor=None, ac
     before = {"display_name": row.display_name}
     row.display_name = system.display_name = display_name
     row.save(update_fields=["display_name", "updated_at"])
-    audit_log_record(target=row, action="system:display_name", actor=actor, actor_label=actor_label, before=before,
+    audit_log_record(target=row, action=AuditAction.SYSTEM_DISPLAY_NAME, actor=actor, actor_label=actor_label, before=before,
                      after={"display_name": display_name})
     return True
 

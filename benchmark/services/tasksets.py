@@ -24,6 +24,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from core.audit import audit_log_record
+from core.audit_actions import AuditAction
 
 from ..exporters.native import export_tasks_jsonl, task_lines
 from ..models import Task, TaskSet
@@ -64,7 +65,7 @@ def taskset_create(*, name: str, description: str = "", tasks: Iterable[Task], a
         raise TaskSetError(f"name: a task set named {name!r} already exists; make a new version of it instead")
     task_set = TaskSet.objects.create(name=name, version=1, description=description)
     task_set.tasks.set(list(tasks))
-    audit_log_record(target=task_set, action="taskset:create", actor=actor, after=_state(task_set))
+    audit_log_record(target=task_set, action=AuditAction.TASKSET_CREATE, actor=actor, after=_state(task_set))
     return task_set
 
 
@@ -84,7 +85,7 @@ def taskset_update(
         task_set.tasks.set(list(tasks))
     after = _state(task_set)
     if after != before:
-        audit_log_record(target=task_set, action="taskset:update", actor=actor, before=before, after=after)
+        audit_log_record(target=task_set, action=AuditAction.TASKSET_UPDATE, actor=actor, before=before, after=after)
     return task_set
 
 
@@ -112,7 +113,7 @@ def taskset_freeze(*, task_set: TaskSet, actor=None, allow_uncurated: bool = Fal
     task_set.pilot = any(t.status != Task.Status.CURATED for t in tasks)
     task_set.save(update_fields=["snapshot", "content_hash", "frozen_at", "frozen_by", "pilot", "updated_at"])
     audit_log_record(
-        target=task_set, action="taskset:freeze", actor=actor,
+        target=task_set, action=AuditAction.TASKSET_FREEZE, actor=actor,
         after={"content_hash": task_set.content_hash, "tasks": _keys(tasks), "allow_uncurated": allow_uncurated,
                "pilot": task_set.pilot},
     )
@@ -133,7 +134,7 @@ def taskset_new_version(*, task_set: TaskSet, actor=None) -> TaskSet:
         name=task_set.name, version=latest + 1, description=task_set.description, previous=task_set
     )
     successor.tasks.set(task_set.tasks.all())
-    audit_log_record(target=successor, action="taskset:new_version", actor=actor,
+    audit_log_record(target=successor, action=AuditAction.TASKSET_NEW_VERSION, actor=actor,
                      before={"previous": str(task_set)}, after=_state(successor))
     return successor
 

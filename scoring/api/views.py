@@ -16,7 +16,7 @@ from ..judges.endpoints import redact
 from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
 from ..selectors import run_failure_reasons, run_progress, run_score_cards, run_verdicts, runs_usage
 from ..services.judge_configs import judge_config_create
-from ..services.runs import run_cancel, run_create, run_resume, run_start
+from ..services.runs import run_cancel, run_launch, run_resume, run_start
 
 
 class JudgeConfigListApi(ListApi):
@@ -122,13 +122,11 @@ class RunListApi(ListApi):
     def post(self, request):
         """Create a run (one job per report × step); ``start: true`` also starts it."""
         data = input_of(self, request)
-        run = run_create(
+        run = run_launch(
             protocol=data["protocol"], judge_config=data["judge_config"], systems=data["systems"],
             task_set=data.get("task_set"), tasks=data.get("tasks") if "tasks" in data else None,
-            name=data.get("name", ""), actor=request.user,
+            name=data.get("name", ""), actor=request.user, start=data["start"],
         )
-        if data["start"]:
-            run = run_start(run=run)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
 
 

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.forms.models import model_to_dict
 
 from core.audit import audit_log_record
+from core.audit_actions import AuditAction
 
 from ..judges.endpoints import endpoint_check, redact
 from ..models import JudgeConfig, Verdict
@@ -97,7 +98,7 @@ def judge_config_create(*, actor, **fields) -> JudgeConfig:
     config = JudgeConfig(backend=fields.get("backend", ""))
     _apply(config, fields)
     config.save()
-    audit_log_record(target=config, action="judge_config:create", actor=actor, after=_state(config))
+    audit_log_record(target=config, action=AuditAction.JUDGE_CONFIG_CREATE, actor=actor, after=_state(config))
     return config
 
 
@@ -115,7 +116,7 @@ def judge_config_update(*, config: JudgeConfig, actor, **fields) -> JudgeConfig:
     config.save()
     after = _state(config)
     if after != before:
-        audit_log_record(target=config, action="judge_config:update", actor=actor,
+        audit_log_record(target=config, action=AuditAction.JUDGE_CONFIG_UPDATE, actor=actor,
                          before={k: before[k] for k in before if before[k] != after[k]},
                          after={k: after[k] for k in after if before[k] != after[k]})
     return config

@@ -26,6 +26,7 @@ from benchmark.models import (
 )
 from benchmark.services.history import proposable_update, snapshot
 from core.audit import audit_log_record
+from core.audit_actions import AuditAction
 from core.text import normalize_title
 from scoring.judges.lexical import content_words
 from scoring.models import JudgeConfig, LLMCall
@@ -88,7 +89,7 @@ class ProposalWriter:
             problems = "; ".join(f"{name}: {' '.join(msgs)}" for name, msgs in exc.message_dict.items())
             raise UnitFailed(f"{where}: {problems}") from None
         row.save()
-        audit_log_record(target=row, action="propose", actor=self._user, actor_label=self.model, after=snapshot(row),
+        audit_log_record(target=row, action=AuditAction.PROPOSABLE_PROPOSE, actor=self._user, actor_label=self.model, after=snapshot(row),
                          note=self.note)
         self.created[KIND_NAMES[type(row)]] += 1
         return row
@@ -97,7 +98,7 @@ class ProposalWriter:
         if all(getattr(row, k) == v for k, v in changes.items()):
             return
         proposable_update(obj=row, changes=changes, expected_version=row.version, actor=self._user,
-                          actor_label=self.model, action="propose:revise", note=self.note)
+                          actor_label=self.model, action=AuditAction.PROPOSABLE_REVISE, note=self.note)
         self.revised += 1
 
     @property

@@ -52,7 +52,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from benchmark.models import Discipline, Protocol, Task, TaskPrompt
-from core.jobs import job_claim, job_release
+from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, unsent_reason
 from scoring.judges import JudgeAnswer, JudgeCall, judge_for, record_call
 from scoring.judges.endpoints import redact
 from scoring.models import JudgeConfig, LLMCall, ProposalBatch
@@ -425,7 +425,12 @@ def proposal_batch_create(
     if enqueue:
         from scoring.tasks import propose_batch
 
-        transaction.on_commit(lambda: propose_batch.delay(batch.pk))
+        def unsent(exc: Exception) -> None:
+            now = timezone.now()
+            ProposalBatch.objects.filter(pk=batch.pk, status=ProposalBatch.Status.PENDING).update(
+                status=ProposalBatch.Status.FAILED, error=unsent_reason(exc), finished_at=now, updated_at=now)
+
+        jobs_enqueue_on_commit(propose_batch, [batch.pk], unsent=unsent)
     return batch
 
 

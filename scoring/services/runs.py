@@ -33,11 +33,10 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Count, Exists, F, OuterRef
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from benchmark.models import Report, System, Task, TaskSet
 from core.broker import BrokerUnavailable, broker_address
-from core.jobs import job_claim, job_release, orphaned
+from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, orphaned
 from scoring.judges.endpoints import redact
 from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
@@ -52,8 +51,6 @@ Run = EvaluationRun.Status
 Job = RunJob.Status
 ACTIVE_JOB_STATUSES = (Job.PENDING, Job.RUNNING)
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
-# What a publish raises when the broker is down or does not answer within BROKER_TIMEOUT.
-BROKER_ERRORS = (BrokerOperationalError, OSError)
 
 
 class JudgeUnavailable(RuntimeError):
@@ -132,10 +129,12 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
 
 
 @transaction.atomic
-def run_launch(*, actor=None, **arguments) -> EvaluationRun:
-    """``run_create`` then ``run_start`` in one transaction: a run that cannot start is not kept
-    half-made. ``BrokerUnavailable`` still means committed (the run starts once the broker answers)."""
-    return run_start(run=run_create(**arguments, actor=actor))
+def run_launch(*, actor=None, start: bool = True, **arguments) -> EvaluationRun:
+    """A new run, as the run page and the API make one: ``run_create`` then, when ``start``,
+    ``run_start``, in one transaction: a run that cannot start is not kept half-made.
+    ``BrokerUnavailable`` still means committed (the run starts once the broker answers)."""
+    run = run_create(**arguments, actor=actor)
+    return run_start(run=run) if start else run
 
 
 def _deadline(run: EvaluationRun):
@@ -355,40 +354,35 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
             status=status, error=redact(error), finished_at=now, updated_at=now
         )
         settled = run.status == Run.RUNNING and not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists()
-        if settled and enqueue:
-            transaction.on_commit(lambda: finalize_run.delay(run.pk))
+        if settled and enqueue:  # unsent: recovery finalizes settled runs (``runs_settled_finalize``)
+            jobs_enqueue_on_commit(finalize_run, [run.pk])
 
 
 def _enqueue_jobs(job_ids: Sequence[int], *, run_ids: Iterable[int], raise_unsent: bool = True) -> None:
-    """Send the jobs' messages once committed. Their runs are marked ``jobs_unsent`` in this
-    transaction and unmarked only after every message went out, so a broker that cannot be
-    reached, or this process dying first, leaves them to recovery (``core.jobs.jobs_recover``). A broker
-    that cannot be reached raises ``BrokerUnavailable`` from the commit (``raise_unsent``: the
-    caller hears of it) or is logged (recovery tries again later)."""
+    """Send the jobs' messages once committed (``core.jobs.jobs_enqueue_on_commit``). Their runs
+    are marked ``jobs_unsent`` in this transaction and unmarked only after every message went
+    out, so a broker that cannot be reached, or this process dying first, leaves them to recovery
+    (``core.jobs.jobs_recover``). A broker that cannot be reached raises ``BrokerUnavailable`` from
+    the commit (``raise_unsent``: the caller hears of it) or is logged (recovery tries again later)."""
+    from scoring.tasks import execute_job
+
     if not job_ids:
         return
     run_ids = sorted(set(run_ids))
     EvaluationRun.objects.filter(pk__in=run_ids, jobs_unsent=False).update(jobs_unsent=True)
-    transaction.on_commit(lambda: _jobs_send(list(job_ids), run_ids, raise_unsent=raise_unsent))
 
+    def unsent(exc: Exception) -> None:
+        if raise_unsent:
+            raise BrokerUnavailable(
+                f"the task queue (broker at {broker_address()}) cannot be reached ({type(exc).__name__}: {exc}); "
+                f"the run is saved and its jobs are sent as soon as a worker reaches the broker again",
+                run_ids=run_ids,
+            ) from exc
 
-def _jobs_send(job_ids: list[int], run_ids: list[int], *, raise_unsent: bool) -> None:
-    from scoring.tasks import execute_job
+    def sent() -> None:
+        EvaluationRun.objects.filter(pk__in=run_ids, jobs_unsent=True).update(jobs_unsent=False)
 
-    try:
-        for job_id in job_ids:
-            execute_job.delay(job_id)
-    except BROKER_ERRORS as exc:
-        if not raise_unsent:
-            logger.warning("could not send %d job(s) of run(s) %s; the next recovery tries again: %s",
-                           len(job_ids), run_ids, exc)
-            return
-        raise BrokerUnavailable(
-            f"the task queue (broker at {broker_address()}) cannot be reached ({type(exc).__name__}: {exc}); "
-            f"the run is saved and its jobs are sent as soon as a worker reaches the broker again",
-            run_ids=run_ids,
-        ) from exc
-    EvaluationRun.objects.filter(pk__in=run_ids, jobs_unsent=True).update(jobs_unsent=False)
+    jobs_enqueue_on_commit(execute_job, job_ids, unsent=unsent, sent=sent)
 
 
 # --- scores ------------------------------------------------------------------------------

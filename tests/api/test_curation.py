@@ -174,7 +174,7 @@ def test_curator_creates_a_task_set_with_its_revision_row(world):
     assert response.status_code == 201, response.content
     body = response.json()
     assert (body["name"], body["version"], body["tasks"], body["is_frozen"]) == ("batch-1", 1, [world.task.pk], False)
-    entry = AuditLog.objects.get(action="taskset:create", object_id=body["id"])
+    entry = AuditLog.objects.get(action="taskset.create", object_id=body["id"])
     assert entry.actor == world.users["curator"] and entry.after["tasks"] == [
         f"{world.task.protocol}/{world.task.key}"]
 

@@ -28,8 +28,13 @@ def test_patch_goes_through_proposable_update_and_a_stale_edit_is_409(world):
     assert "changed by someone else" in stale.json()["detail"]
     assert ChecklistItem.objects.get(pk=item.pk).text == "Mentions the baseline."
     history = curator.get(reverse("api:checklist-item-revisions", kwargs={"pk": item.pk})).json()
-    assert [row["action"] for row in history["results"]] == ["edit"]
+    assert [row["action"] for row in history["results"]] == ["proposable.edit"]
     assert history["results"][0]["actor"] == "curator"
+    revisions = reverse("api:checklist-item-revisions", kwargs={"pk": item.pk})
+    for spelling, found in (("proposable.edit", 1), ("edit", 1), ("review.accepted", 0)):  # "edit": the old spelling
+        assert curator.get(revisions, {"action": spelling}).json()["count"] == found, spelling
+    unknown = curator.get(revisions, {"action": "tweak"})
+    assert unknown.status_code == 400 and "unknown audit action 'tweak'" in unknown.json()["action"][0]
 
 
 def test_review_and_field_errors(world):
@@ -229,3 +234,24 @@ def test_the_api_root_lists_every_endpoint_and_the_docs(world):
     paths = {row["name"]: row["path"] for row in body["endpoints"]}
     assert paths["task-list"] == "/api/tasks/" and paths["project-members"] == "/api/projects/<id:pk>/members/"
     assert "index" not in paths and len(paths) > 40
+
+
+def test_a_run_posted_to_the_api_is_made_by_run_launch_started_or_not(world, monkeypatch,
+                                                                        django_capture_on_commit_callbacks):
+    from scoring.models import EvaluationRun
+    from scoring.services import runs
+
+    launched, sent = [], []
+    original = runs.run_launch
+    monkeypatch.setattr("scoring.api.views.run_launch", lambda **kw: launched.append(kw["start"]) or original(**kw))
+    monkeypatch.setattr("scoring.tasks.execute_job.delay", sent.append)
+    curator = client_for(world.users["curator"])
+    body = {"protocol": world.task.protocol, "judge_config": world.project_a.judge_config.pk,
+            "systems": [world.report.system_id], "tasks": [world.task.pk]}
+    pending = curator.post("/api/runs/", body, format="json")
+    with django_capture_on_commit_callbacks(execute=True):
+        running = curator.post("/api/runs/", {**body, "start": True}, format="json")
+    assert (pending.status_code, running.status_code) == (201, 201), running.content
+    assert launched == [False, True]
+    assert (pending.json()["status"], running.json()["status"]) == ("pending", "running")
+    assert sorted(sent) == sorted(EvaluationRun.objects.get(pk=running.json()["id"]).jobs.values_list("pk", flat=True))

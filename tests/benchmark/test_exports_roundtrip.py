@@ -213,4 +213,4 @@ def test_manifest_carries_hash_counts_history_and_the_changelog(small):
     assert '"history":[' in history and '"history":[' not in frozen.snapshot
     assert stored == manifest
     first = json.loads(history.splitlines()[0])
-    assert [h["action"] for h in first["prompts"][0]["history"]] == ["review:accepted"]
+    assert [h["action"] for h in first["prompts"][0]["history"]] == ["review.accepted"]

@@ -53,7 +53,7 @@ def test_curators_rename_a_system_in_the_admin_with_a_revision_and_pages_use_the
         "deepscholar_base_gpt_4.1", "DeepScholar (GPT-4.1)", "DeepScholar (GPT-4.1)")
     revision = AuditLog.objects.get(content_type=ContentType.objects.get_for_model(System), object_id=system.pk)
     assert (revision.action, revision.actor, revision.before, revision.after) == (
-        "system:display_name", user, {"display_name": ""}, {"display_name": "DeepScholar (GPT-4.1)"})
+        "system.display_name", user, {"display_name": ""}, {"display_name": "DeepScholar (GPT-4.1)"})
     assert not system_display_name_set(system=system, display_name=" DeepScholar  (GPT-4.1) ")
     report_page = client.get(reverse("benchmark:report_detail", args=[report.pk])).content.decode()
     assert "<h1>DeepScholar (GPT-4.1) on" in report_page

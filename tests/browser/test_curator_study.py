@@ -74,8 +74,8 @@ def test_a_curator_imports_freezes_compares_and_configures_a_judge(page, live_se
     expect(page.locator(".messages")).to_contain_text("edited")
     page.click(f"#{third} button[value=reject]")
     expect(page.locator(".messages")).to_contain_text("rejected")
-    assert list(AuditLog.objects.filter(action__startswith="review:").order_by("pk").values_list(
-        "action", flat=True)) == ["review:accepted", "review:edited", "review:rejected"]
+    assert list(AuditLog.objects.filter(action__startswith="review.").order_by("pk").values_list(
+        "action", flat=True)) == ["review.accepted", "review.edited", "review.rejected"]
     # the rest through the same service, all but one: the last decision in the browser curates the task
     open_items = list(ChecklistItem.objects.filter(group__task=task, review_status="proposed").order_by("pk"))
     from annotation.models import VERIFY_TARGETS

@@ -2,6 +2,7 @@
 import jobs. A dead worker's jobs go back to the queue; a live worker's and a command's stay."""
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -9,7 +10,9 @@ from django.utils import timezone
 
 from annotation.models import ExportJob
 from benchmark.models import ImportJob
-from core.jobs import job_claim, job_release, jobs_executing_touch, jobs_recover
+from django.db import transaction
+
+from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, jobs_executing_touch, jobs_recover
 from core.models import WorkerHeartbeat
 from scoring.models import ProposalBatch
 from tests.annotation_factories import JudgeConfigFactory
@@ -131,3 +134,48 @@ def test_a_live_workers_job_it_no_longer_executes_is_recovered_and_one_it_execut
     assert counts["exportjob_requeued"] == 2  # abandoned, and the one of a worker with no heartbeat
     assert sorted(enqueued) == sorted([("export", abandoned.pk), ("export", others.pk)])
     assert ExportJob.objects.get(pk=executing.pk).status == "running"
+
+
+class Task:
+    """A Celery task whose broker takes ``up_to`` messages, then refuses."""
+
+    name = "tests.task"
+
+    def __init__(self, up_to: int = 1000) -> None:
+        self.sent: list[int] = []
+        self.up_to = up_to
+
+    def delay(self, job_id: int) -> None:
+        if len(self.sent) >= self.up_to:
+            raise ConnectionRefusedError("connection refused")
+        self.sent.append(job_id)
+
+
+def test_jobs_are_sent_once_committed_and_never_for_a_change_that_rolled_back(django_capture_on_commit_callbacks):
+    task, outcome = Task(), SimpleNamespace(sent=0, unsent=[])
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            jobs_enqueue_on_commit(task, [3, 1], unsent=outcome.unsent.append,
+                                   sent=lambda: setattr(outcome, "sent", outcome.sent + 1))
+            assert task.sent == []  # not before the commit
+    assert (task.sent, outcome.sent, outcome.unsent) == ([3, 1], 1, [])
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        try:
+            with transaction.atomic():
+                jobs_enqueue_on_commit(task, [7])
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+    assert callbacks == [] and task.sent == [3, 1]
+
+
+def test_a_message_the_broker_refuses_is_handed_to_unsent_and_sent_is_not_called(django_capture_on_commit_callbacks):
+    task, unsent, sent = Task(up_to=1), [], []
+    with django_capture_on_commit_callbacks(execute=True):
+        jobs_enqueue_on_commit(task, [1, 2], unsent=unsent.append, sent=lambda: sent.append(True))
+    assert task.sent == [1] and sent == []
+    assert [type(exc) for exc in unsent] == [ConnectionRefusedError]
+    with django_capture_on_commit_callbacks(execute=True):  # no unsent: logged, left to recovery
+        jobs_enqueue_on_commit(Task(up_to=0), [5])
+

@@ -64,7 +64,7 @@ def test_real_reportbench_task_gets_the_two_missing_prompt_levels_and_a_rerun_co
     assert set(stored) == missing
     assert all(stored[level].text == expected[level] and stored[level].review_status == "proposed" for level in missing)
     assert TaskPrompt.objects.get(pk=imported.pk).text == imported.text
-    assert AuditLog.objects.filter(action="propose", object_id__in=[p.pk for p in stored.values()]).count() == 2
+    assert AuditLog.objects.filter(action="proposable.propose", object_id__in=[p.pk for p in stored.values()]).count() == 2
     assert "prompt                         2" in out and "calls 1" in out and "failures 0" in out
     assert "the judge is the offline heuristic" in out
     assert "[##############################] 1/1 jobs  done 1  failed 0" in out

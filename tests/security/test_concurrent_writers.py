@@ -93,7 +93,7 @@ def test_fifty_concurrent_clients_lose_and_duplicate_nothing(postgres):
     checklist_item.refresh_from_db()
     assert checklist_item.version == start_version + len(winners)
     revisions = list(AuditLog.objects.filter(
-        content_type=ContentType.objects.get_for_model(ChecklistItem), object_id=checklist_item.pk, action="edit",
+        content_type=ContentType.objects.get_for_model(ChecklistItem), object_id=checklist_item.pk, action="proposable.edit",
     ).order_by("pk"))
     assert sorted(r.after["text"] for r in revisions) == sorted(winners)
     for earlier, later in zip(revisions, revisions[1:]):

@@ -128,9 +128,11 @@ def test_a_stored_configuration_with_bad_options_stops_a_run_start_with_a_clear_
     started = _not_500(curator.post(f"/api/runs/{world.run_pending.pk}/start/"), 400)
     assert "cannot run: options: must be a JSON object" in started.content.decode()
     assert EvaluationRun.objects.get(pk=world.run_pending.pk).status == "pending"
+    runs = EvaluationRun.objects.count()
     created = _not_500(curator.post("/api/runs/", {
         "protocol": world.task.protocol, "judge_config": config.pk, "systems": [world.report.system_id],
         "tasks": [world.task.pk], "start": True}, format="json"), 400)
     assert "options" in created.content.decode()
+    assert EvaluationRun.objects.count() == runs  # run_launch: a run that cannot start is not kept half-made
     JudgeConfig.objects.filter(pk=config.pk).update(options={}, timeout_seconds=0)
     assert "timeout_seconds" in _not_500(curator.post(f"/api/runs/{world.run_pending.pk}/start/"), 400).content.decode()

@@ -44,7 +44,7 @@ def test_each_login_issues_a_fresh_token_and_the_old_one_stops_working(user):
     assert first != second
     assert not _works(first) and _works(second)
     assert list(AuditLog.objects.filter(object_id=user.pk).values_list("action", flat=True).order_by("id")) == [
-        "api_token:issue", "api_token:rotate"]
+        "api_token.issue", "api_token.rotate"]
     assert not any(first in str(row.before) + str(row.after) + row.note for row in AuditLog.objects.all())
 
 
@@ -56,7 +56,7 @@ def test_a_password_change_revokes_the_token_on_every_path(user):
                                                         "new_password2": "An0ther-pass!x"})
     assert changed.status_code == 302
     assert not _works(key) and not Token.objects.filter(user=user).exists()
-    assert AuditLog.objects.filter(action="api_token:revoke", object_id=user.pk, note="the password changed").exists()
+    assert AuditLog.objects.filter(action="api_token.revoke", object_id=user.pk, note="the password changed").exists()
     key = _login(password="An0ther-pass!x")
     user = User.objects.get(pk=user.pk)
     user.set_password("Third-pass!x1")  # the admin, changepassword, an invite link: all save the user
@@ -87,7 +87,7 @@ def test_the_token_page_rotates_showing_the_key_once_and_revokes(user):
     assert not _works(new)
     assert browser.post(reverse("account_tokens"), {"action": "steal"}).status_code == 400
     actions = list(AuditLog.objects.filter(object_id=user.pk).values_list("action", "actor_id").order_by("id"))
-    assert actions == [("api_token:issue", user.pk), ("api_token:rotate", user.pk), ("api_token:revoke", user.pk)]
+    assert actions == [("api_token.issue", user.pk), ("api_token.rotate", user.pk), ("api_token.revoke", user.pk)]
     assert Client().get(reverse("account_tokens")).status_code == 302  # signed-in accounts only
 
 

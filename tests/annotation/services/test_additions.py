@@ -53,7 +53,7 @@ def test_an_added_nugget_is_a_human_proposal_with_its_revision_audit_and_item(wo
     assert (nugget.task_id, nugget.importance) == (task.pk, "vital")
     # one audit row for the one action: the item's history and the project's
     [row] = AuditLog.objects.filter(content_type=ContentType.objects.get_for_model(Nugget), object_id=nugget.pk)
-    assert (row.action, row.actor, row.before, row.project_id) == ("add", alice, None, project.pk)
+    assert (row.action, row.actor, row.before, row.project_id) == ("proposable.add", alice, None, project.pk)
     assert row.after["text"] == "Radar works in fog." and row.after["review_status"] == "proposed"
     item = AnnotationItem.objects.get(project=project, target_kind="nugget", target_id=nugget.pk)
     assert f"(item {item.pk})" in row.note
@@ -176,5 +176,5 @@ def test_a_curated_task_goes_back_to_review_when_an_item_is_added(owner, alice, 
     proposable_add(task=task, kind="nugget", fields={"text": "Radar works in fog."}, actor=alice, project=project)
     assert Task.objects.get(pk=task.pk).status == "in_review"
     assert list(AuditLog.objects.order_by("-id").values_list("action", flat=True)[:2]) == [
-        "add", "task.uncurate"
+        "proposable.add", "task.uncurate"
     ]

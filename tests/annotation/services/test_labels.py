@@ -4,6 +4,7 @@ import pytest
 
 from annotation.assignment import assignment_skip, claim_next_item
 from annotation.services.audit import audit_kind
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference
 from annotation.services import labels as labels_module
@@ -258,7 +259,7 @@ def test_audit_rows_exist_for_each_change(owner, alice):
 @pytest.mark.django_db(transaction=True)
 def test_audit_refuses_to_write_outside_a_transaction():
     with pytest.raises(RuntimeError, match="inside the transaction"):
-        audit_record(actor=None, action="project.create", target_kind="annotation_project")
+        audit_record(actor=None, action=AuditAction.PROJECT_CREATE, target_kind="annotation_project")
     assert not AuditLog.objects.exists()
 
 
@@ -328,7 +329,7 @@ def test_undo_reverts_an_applied_review(owner, alice, bob):
     assert item.applied_revision is None and item.target_version == 3
     actions = list(AuditLog.objects.order_by("id").values_list("action", flat=True))
     # one trail: the item's revert sits between the task's and the label's rows; bob holds the item again
-    assert actions[-4:] == ["task.uncurate", "review:undo", "label.undo", "assignment.claim"]
+    assert actions[-4:] == ["task.uncurate", "review.undo", "label.undo", "assignment.claim"]
 
 
 def test_undo_is_refused_when_the_item_was_edited_since(owner, alice, bob):

@@ -42,7 +42,7 @@ def test_two_agreeing_reviews_accept_the_item(owner, alice, bob):
     checklist_item.refresh_from_db()
     assert (item.status, item.disagreement, item.conflict) == ("complete", False, "")
     assert (checklist_item.review_status, checklist_item.version) == ("accepted", 2)
-    revision = AuditLog.objects.get(object_id=checklist_item.pk, action="review:accepted")
+    revision = AuditLog.objects.get(object_id=checklist_item.pk, action="review.accepted")
     assert revision.actor == bob and item.applied_revision == revision
     assert adjudication_queue(project=project) == []
 

@@ -59,8 +59,8 @@ def test_the_card_says_what_blocks_curated_and_a_solo_review_curates_the_task(cl
     assert statuses[items[2].pk][0] == "rejected"
     # the same audit rows as a verify project's decision, and the task's curation
     actions = list(AuditLog.objects.filter(actor=boss).order_by("pk").values_list("action", flat=True))
-    assert actions == ["review:accepted", "review:edited", "review:rejected", "task.curate"]
-    note = AuditLog.objects.get(action="review:rejected").note
+    assert actions == ["review.accepted", "review.edited", "review.rejected", "task.curate"]
+    note = AuditLog.objects.get(action="review.rejected").note
     assert note == "solo review on the task page: off topic"
     html = _page(client, task)
     assert "Every proposal is settled" in html and 'class="solo-row"' not in html
@@ -85,7 +85,7 @@ def test_a_stale_settled_or_empty_decision_changes_nothing(client, boss):
     assert nugget.review_status == "accepted"
     assert client.post(reverse("annotation:task_proposal_review", args=[task.pk, "nugget", 10**9]),
                        {"decision": "accept", "expected_version": 1}).status_code == 302
-    assert AuditLog.objects.filter(action__startswith="review:").count() == 1
+    assert AuditLog.objects.filter(action__startswith="review.").count() == 1
 
 
 def test_annotators_see_no_card_and_cannot_review(client):

@@ -6,6 +6,7 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 
 from benchmark import models
+from core.audit_actions import AuditAction
 from core.models import AuditLog
 from core.text import normalize_title
 from benchmark.services.history import proposable_update
@@ -119,7 +120,7 @@ def edit_history(task: models.Task) -> None:
     item = proposable_update(obj=item, changes={"text": item.text + " (edited)"}, expected_version=item.version,
                              actor=expert, note="clarified")
     proposable_update(obj=item, changes={"review_status": "accepted"}, expected_version=item.version,
-                      actor_label="bulk-accept", action="review:accepted")
+                      actor_label="bulk-accept", action=AuditAction.REVIEW_ACCEPTED)
     nugget = task.nuggets.order_by("position", "id").first()
     proposable_update(obj=nugget, changes={"importance": "vital"}, expected_version=nugget.version, actor=expert)
     criterion = models.RubricCriterion.objects.filter(task__isnull=True, discipline=task.survey.discipline).first()

@@ -70,10 +70,10 @@ def test_items_carry_provenance_and_history_only_when_asked():
     assert prompt["history"] == []
     edited = next(i for i in data["checklist_groups"][0]["items"] if i["text"].endswith("(edited)"))
     first, second = edited["history"]
-    assert (first["action"], first["actor"], first["note"]) == ("edit", "expert-ana", "clarified")
+    assert (first["action"], first["actor"], first["note"]) == ("proposable.edit", "expert-ana", "clarified")
     assert first["before"]["text"] + " (edited)" == first["after"]["text"]
     assert first["at"].endswith("+00:00") and first["at"] <= second["at"]
-    assert (second["action"], second["actor"]) == ("review:accepted", "bulk-accept")
+    assert (second["action"], second["actor"]) == ("review.accepted", "bulk-accept")
     assert data["survey"]["discipline"]["criteria"][0]["history"][0]["after"]["weight"] == 3.0
 
 

@@ -92,7 +92,7 @@ def test_reimport_updates_unreviewed_items_and_keeps_reviewed_ones(release, tmp_
     assert result.counts["checklist group"]["removed"] == 1
     assert result.counts["constraint question"]["removed"] == 1
     assert Task.objects.get(key="0").checklist_groups.count() == 11
-    revision = AuditLog.objects.get(action="import", object_id=first.pk, content_type__model="checklistitem")
+    revision = AuditLog.objects.get(action="import.update", object_id=first.pk, content_type__model="checklistitem")
     assert revision.before["text"] != revision.after["text"]
     assert revision.actor_label == "import:deepsynth"
 

@@ -111,16 +111,16 @@ def test_reimport_updates_items_in_place_with_revisions(tmp_path, two_tasks):
 
     item.refresh_from_db()
     assert (item.text, item.version) == ("Rewritten item", 2)
-    update = AuditLog.objects.get(object_id=item.pk, action="import:update")
+    update = AuditLog.objects.get(object_id=item.pk, action="import.update")
     assert update.before["text"] != update.after["text"] == "Rewritten item"
     assert update.actor_label == "import:native" and update.note == "tasks.jsonl, line 1"
     status = AuditLog.objects.get(object_id=two_tasks.pk, content_type__model="task")
-    assert status.action == "import:update"
+    assert status.action == "import.update"
     assert (status.before, status.after) == ({"status": "curated"}, {"status": "in_review"})
     assert not models.ChecklistGroup.objects.filter(pk=removed_group.pk).exists()
-    deleted = AuditLog.objects.filter(action="import:delete").values_list("content_type__model", flat=True)
+    deleted = AuditLog.objects.filter(action="import.remove").values_list("content_type__model", flat=True)
     assert sorted(deleted) == ["checklistgroup", "checklistitem", "checklistitem", "surveycitation"]
-    group_deleted = AuditLog.objects.get(action="import:delete", object_id=removed_group.pk,
+    group_deleted = AuditLog.objects.get(action="import.remove", object_id=removed_group.pk,
                                          content_type__model="checklistgroup")
     assert group_deleted.before["name"] == "Constraint A" and group_deleted.before["task_id"] == two_tasks.pk
     assert two_tasks.nuggets.count() == 3
@@ -165,6 +165,22 @@ def test_history_entries_are_added_once(tmp_path, two_tasks):
     user_edit = AuditLog.objects.get(note="clarified")
     assert user_edit.actor.username == "expert-ana" and user_edit.actor_label == ""
     assert AuditLog.objects.filter(actor_label="bulk-accept", actor=None).count() == 1
+
+
+def test_history_of_an_export_made_before_the_action_enumeration_is_read_in_its_new_spelling(tmp_path, two_tasks):
+    edit_history(two_tasks)
+    text = export_all(include_history=True)
+    old = text.replace('"action":"proposable.edit"', '"action":"edit"').replace(
+        '"action":"review.accepted"', '"action":"review:accepted"')
+    assert old != text
+    wipe_benchmark()
+    run_import("native", write(tmp_path, old))
+    assert AuditLog.objects.get(note="clarified").action == "proposable.edit"
+    assert AuditLog.objects.get(actor_label="bulk-accept").action == "review.accepted"
+    assert export_all(include_history=True) == text
+    audit_rows = AuditLog.objects.count()
+    run_import("native", write(tmp_path, old, name="again.jsonl"))  # the old spelling matches the stored row
+    assert AuditLog.objects.count() == audit_rows
 
 
 def test_history_actor_without_a_user_is_kept_as_a_label(tmp_path, two_tasks):
@@ -327,6 +343,10 @@ REJECTIONS = {
     "NUL escape": (second(setter(["title"], "a\x00b")), "line 2, field 'title': contains a NUL character"),
     "lone surrogate": (
         second(setter(["nuggets"], [{"text": "\ud800"}])), "line 2, field 'nuggets[0].text': contains an unpaired"
+    ),
+    "unknown history action": (
+        second(setter(["nuggets"], [{"text": "n", "history": [{"action": "tweak", "at": "2024-01-01T10:00:00Z"}]}])),
+        "line 2, field 'nuggets[0].history[0].action': unknown audit action 'tweak'; known: account.create",
     ),
     "history without offset": (
         second(setter(["nuggets"], [{"text": "n", "history": [{"action": "edit", "at": "2024-01-01T10:00:00"}]}])),

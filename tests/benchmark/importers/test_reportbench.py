@@ -112,8 +112,8 @@ def test_reimport_updates_nothing_and_keeps_reviewed_items(release, tmp_path):
     assert task.gold_references.count() == 4
     prompt = Task.objects.get(key=rows[0]["arxiv_id"]).prompts.get()
     assert prompt.text.startswith("Kindly") and prompt.version == 2
-    assert AuditLog.objects.filter(action="import", object_id=prompt.pk).count() == 1
-    assert AuditLog.objects.filter(action="import:remove").count() == 1
+    assert AuditLog.objects.filter(action="import.update", object_id=prompt.pk).count() == 1
+    assert AuditLog.objects.filter(action="import.remove").count() == 1
 
 
 @pytest.mark.parametrize(

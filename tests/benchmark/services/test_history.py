@@ -36,7 +36,7 @@ def test_update_writes_the_change_and_its_revision():
     item.refresh_from_db()
     assert (item.text, item.reward, item.version) == ("New text", 0.5, 2) == (updated.text, 0.5, updated.version)
     [revision] = revisions_of(item)
-    assert (revision.action, revision.actor, revision.note) == ("edit", expert, "typo")
+    assert (revision.action, revision.actor, revision.note) == ("proposable.edit", expert, "typo")
     assert revision.before == {**revision.after, "text": "Old text", "reward": 1.0}
     assert revision.after == snapshot(item)
 
@@ -121,7 +121,7 @@ def test_review_sets_status_and_records_edits():
                                  edits={"text": "Better"})
     assert (reviewed.review_status, reviewed.text, reviewed.version) == ("edited", "Better", 2)
     [revision] = revisions_of(nugget)
-    assert revision.action == "review:edited"
+    assert revision.action == "review.edited"
     assert (revision.before["review_status"], revision.after["review_status"]) == ("proposed", "edited")
 
     with pytest.raises(ValueError, match="needs the edited fields"):

@@ -74,7 +74,7 @@ def test_stored_text_feeds_the_proposal_stages_and_leaves_a_revision():
     assert "SimCLR and MoCo." in variables["content"]
     assert VARIABLES["question"](task)["abstract"].startswith("Self-supervised learning")
     revision = _revisions(task.survey).get()
-    assert (revision.action, revision.actor, revision.before["outline"]) == ("survey_text", user, [])
+    assert (revision.action, revision.actor, revision.before["outline"]) == ("survey.text", user, [])
     assert revision.after["outline"][0] == [1, "Introduction"]
     # The same text again changes nothing and writes no revision.
     assert not survey_text_set(survey=task.survey, text=survey_text_parse(SURVEY_MD.encode(), file="ssl.md"))

@@ -41,7 +41,7 @@ def test_alias_set_change_and_delete_each_leave_a_revision(admin_user):
     assert SystemAlias.objects.filter(key=system_key("AutoSurvey2")).count() == 1
     system_alias_delete(alias=SystemAlias.objects.get(pk=alias.pk), actor=admin_user)
     entries = list(AuditLog.objects.filter(object_id=alias.pk, content_type__model="systemalias"))
-    assert [r.action for r in entries] == ["alias:set", "alias:set", "alias:delete"]
+    assert [r.action for r in entries] == ["alias.set", "alias.set", "alias.delete"]
     assert entries[0].before is None and entries[0].after["canonical"] == "Autosurvey"
     assert entries[1].before["note"] == "same pipeline" and entries[1].after["note"] == "same pipeline, v2 run"
     assert entries[2].after is None and all(r.actor == admin_user for r in entries)

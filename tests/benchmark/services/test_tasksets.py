@@ -46,7 +46,7 @@ def test_create_makes_version_one_with_a_revision(curated, expert):
     task_set = taskset_create(name="  core ", description="Pilot", tasks=curated[:2], actor=expert)
     assert (task_set.name, task_set.version, task_set.is_frozen) == ("core", 1, False)
     assert set(task_set.tasks.all()) == set(curated[:2])
-    assert actions(task_set) == ["taskset:create"]
+    assert actions(task_set) == ["taskset.create"]
     with pytest.raises(TaskSetError, match="already exists"):
         taskset_create(name="core", tasks=[], actor=expert)
 
@@ -59,7 +59,7 @@ def test_freeze_stores_snapshot_hash_and_who(curated, expert):
     assert frozen.snapshot.count("\n") == 3 and '"history"' not in frozen.snapshot
     assert frozen.content_hash == hashlib.sha256(frozen.snapshot.encode("utf-8")).hexdigest()
     assert frozen.frozen_by == expert and frozen.frozen_at is not None
-    assert actions(task_set) == ["taskset:create", "taskset:freeze"]
+    assert actions(task_set) == ["taskset.create", "taskset.freeze"]
     stored = TaskSet.objects.get(pk=task_set.pk)
     assert (stored.snapshot, stored.content_hash) == (frozen.snapshot, frozen.content_hash)
 
@@ -83,7 +83,7 @@ def test_a_frozen_set_refuses_changes_and_keeps_its_snapshot(curated, expert):
     assert taskset_export(task_set=task_set) == snapshot
     with pytest.raises(TaskSetError, match="changed since it was frozen"):
         taskset_export(task_set=task_set, include_history=True)
-    assert actions(task_set) == ["taskset:create", "taskset:freeze"]
+    assert actions(task_set) == ["taskset.create", "taskset.freeze"]
 
 
 def test_history_export_of_an_untouched_frozen_set(curated, expert):
@@ -108,7 +108,7 @@ def test_only_curated_tasks_may_be_frozen(curated, expert):
     taskset_update(task_set=task_set, tasks=[*curated, draft], actor=expert)
     pilot = taskset_freeze(task_set=task_set, actor=expert, allow_uncurated=True)
     assert pilot.is_frozen and pilot.pilot  # a draft went in: a pilot version
-    assert actions(task_set) == ["taskset:create", "taskset:update", "taskset:update", "taskset:freeze"]
+    assert actions(task_set) == ["taskset.create", "taskset.update", "taskset.update", "taskset.freeze"]
 
 
 def test_an_empty_set_cannot_be_frozen(expert):
@@ -126,7 +126,7 @@ def test_new_version_links_previous_and_copies_tasks(curated, expert):
 
     assert (second.name, second.version, second.previous, second.description) == ("core", 2, first, "d")
     assert set(second.tasks.all()) == set(curated) and not second.is_frozen
-    assert actions(second) == ["taskset:new_version"]
+    assert actions(second) == ["taskset.new_version"]
     assert taskset_get(name="core") == second and taskset_get(name="core", version=1) == first
     taskset_freeze(task_set=second, actor=expert)
     with pytest.raises(TaskSetError, match=r"not the latest version \(v2 is\)"):

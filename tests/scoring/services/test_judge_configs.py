@@ -28,8 +28,8 @@ def test_create_on_an_allowed_endpoint_stores_no_key_and_writes_a_revision(owner
                                  base_url="https://llm.example.org/v1")
     assert (config.base_url, config.temperature, config.repeats) == ("https://llm.example.org/v1", 0.0, 1)
     assert "lab-key-0001" not in str(JudgeConfig.objects.values().get(pk=config.pk))
-    assert _revisions(config) == ["judge_config:create"]
-    assert "lab-key-0001" not in str(AuditLog.objects.get(action="judge_config:create").after)
+    assert _revisions(config) == ["judge_config.create"]
+    assert "lab-key-0001" not in str(AuditLog.objects.get(action="judge_config.create").after)
 
 
 @pytest.mark.parametrize(
@@ -59,8 +59,8 @@ def test_fields_that_shape_verdicts_freeze_once_there_are_verdicts(owner):
     judge_config_update(config=config, actor=owner, name="renamed", max_concurrency=2, model="m2")
     config.refresh_from_db()
     assert (config.name, config.model, config.max_concurrency) == ("renamed", "m2", 2)
-    assert _revisions(config) == ["judge_config:create", "judge_config:update", "judge_config:update"]
-    last = AuditLog.objects.filter(action="judge_config:update").last()
+    assert _revisions(config) == ["judge_config.create", "judge_config.update", "judge_config.update"]
+    last = AuditLog.objects.filter(action="judge_config.update").last()
     assert last.before == {"name": "gpt", "max_concurrency": 8} and last.after == {"name": "renamed",
                                                                                    "max_concurrency": 2}
 

@@ -74,7 +74,7 @@ def llm_rows(model, **filters):
 
 def revisions_of(model, ids):
     return AuditLog.objects.filter(content_type=ContentType.objects.get_for_model(model), object_id__in=list(ids),
-                                   action="propose")
+                                   action="proposable.propose")
 
 
 def test_every_stage_stores_llm_proposals_with_revisions_calls_and_costs(fake_openai, config, task):
@@ -186,7 +186,7 @@ def test_an_imported_prompt_is_kept_and_an_own_unreviewed_proposal_is_revised(fa
     revised = propose(tasks=[task], stages=["question"], judge_config=config)
     prompt = TaskPrompt.objects.get(task=task)
     assert (revised.outcomes[0].revised, prompt.text, prompt.version) == (1, "A revised question.", 2)
-    assert AuditLog.objects.filter(object_id=prompt.pk, action="propose:revise").count() == 1
+    assert AuditLog.objects.filter(object_id=prompt.pk, action="proposable.revise").count() == 1
 
 
 def test_a_malformed_answer_stores_nothing_and_reports_the_reason(fake_openai, config, task):
@@ -311,6 +311,19 @@ def test_curated_tasks_and_missing_inputs_fail_before_any_call(fake_openai, conf
         propose(tasks=[bare], stages=["nuggets"], judge_config=config)
     with pytest.raises(ValueError, match="unknown stage"):
         propose(tasks=[bare], stages=["everything"], judge_config=config)
+
+
+def test_a_batch_the_broker_refuses_fails_naming_the_reason(config, task, monkeypatch,
+                                                             django_capture_on_commit_callbacks):
+    def down(batch_id):
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr("scoring.tasks.propose_batch.delay", down)
+    with django_capture_on_commit_callbacks(execute=True):
+        batch = proposal_batch_create(tasks=[task], stages=["question"], judge_config=config)
+    batch.refresh_from_db()
+    assert (batch.status, batch.error) == ("failed", "could not reach the task queue: connection refused")
+    assert batch.finished_at is not None
 
 
 def test_a_batch_is_enqueued_on_commit_and_keeps_its_summary(fake_openai, config, task, monkeypatch,
