@@ -43,6 +43,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from benchmark.models import Report
+from core.audit_actions import AuditAction
 from scoring.metrics.preference_design import bradley_terry_laplace, covariance_after, pair_information
 
 from ..models import AnnotationItem, AnnotationProject, PairwisePreference, ProjectMembership, ReportPair, Role
@@ -249,7 +250,7 @@ def adaptive_pairs_fill(*, project: AnnotationProject, actor=None) -> int:
         for offset, pair in enumerate(pairs)
     ])
     audit_record(
-        actor=actor, action="project.pairs_add", target_kind="annotation_project", target_id=project.pk,
+        actor=actor, action=AuditAction.PROJECT_PAIRS_ADD, target_kind="annotation_project", target_id=project.pk,
         project=project,
         after={"pairs": [pair.pk for pair in pairs], "labels_used": len(comparisons),
                "uniform": sum(is_uniform_turn(n, project.uniform_share) for n in range(created, created + len(pairs))),
