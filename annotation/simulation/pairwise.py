@@ -72,6 +72,19 @@ def strengths(comparisons, n_items: int) -> np.ndarray:
     return bradley_terry(data, n_items=n_items, ridge=PRIOR_PRECISION if separable else 0.0)
 
 
+def _ties_kept(theta: np.ndarray, tolerance: float = 1e-9) -> np.ndarray:
+    """Strengths within ``tolerance`` of the next lower one made equal to it. Systems with the same
+    data (SciSage and SurveyX here: the same record against every system, 5–5 with each other)
+    come out of the fit a last bit apart (2e-16), which Kendall's τ-b would count as an order, so
+    τ ≥ 0.9 would ask the estimate to put one of two equal systems above the other."""
+    theta = np.array(theta, dtype=float)
+    order = np.argsort(theta, kind="stable")
+    for lower, upper in zip(order, order[1:]):
+        if theta[upper] - theta[lower] <= tolerance:
+            theta[upper] = theta[lower]
+    return theta
+
+
 class _Study:
     def __init__(self, records: list[dict], truth: str = "frequencies") -> None:
         self.systems = sorted({r["left"] for r in records} | {r["right"] for r in records})
@@ -87,7 +100,7 @@ class _Study:
             total[j, i] += 1
         if (total + np.eye(self.n) == 0).any():
             raise ValueError("every pair of systems needs at least one preference for its frequency")
-        self.target = strengths(self.comparisons, self.n)
+        self.target = _ties_kept(strengths(self.comparisons, self.n))
         if truth == "frequencies":
             self.truth = wins / np.where(total > 0, total, 1.0)  # P(i beats j)
         elif truth == "bradley_terry":  # the fitted model itself: σ(θ_i − θ_j)
