@@ -28,8 +28,9 @@ def test_the_json_answer_has_the_pairwise_study(answer):
 
 @pytest.mark.xfail(strict=True, reason=(
     "issue 31's target is not met on the shipped SurveyLens preferences (docs/statistics.md, 'Adaptive pairwise"
-    " assignment'): the full-data ranking puts SurveyForge over Gemini on indirect evidence while Gemini wins"
-    " their head-to-head 6 of 10, so a design that asks the uncertain pair more often is pulled the other way"))
+    " assignment', with the designs tried): over 400 replications the ratio is 1.06 at seed 7 and 1.26 at seed 11;"
+    " most replications reach τ ≥ 0.9 by an early lucky hit before a design has data, and the rest hinge on"
+    " SurveyForge over Gemini, which the full data settle on indirect evidence against their head-to-head"))
 def test_adaptive_pairs_reach_the_ranking_with_at_most_70_percent_of_the_labels(answer):
     pairwise = answer["pairwise"]
     assert pairwise["labels_adaptive"] <= 0.7 * pairwise["labels_round_robin"], pairwise
