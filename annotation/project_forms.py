@@ -23,7 +23,8 @@ SERVICE_FIELDS = {
     "hold_duration": "hold_minutes", "label_set": "labels", "task_set": "task_set", "tasks": "tasks",
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
     "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
-    "role": "role", "user": "username",
+    "role": "role", "user": "username", "pair_choice": "pair_choice", "uniform_share": "uniform_share",
+    "pairs_budget": "pairs_budget",
 }
 
 
@@ -101,6 +102,13 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                              help_text="comma-separated; empty: the kind's labels (agreement: the judge's)")
     dimensions = forms.CharField(required=False, label="Dimensions (pairwise)",
                                  help_text="comma-separated; empty: organization, coverage, synthesis, citations")
+    pair_choice = forms.ChoiceField(choices=AnnotationProject.PairChoice.choices, required=False,
+                                    initial=AnnotationProject.PairChoice.ROUND_ROBIN, label="Pairs (pairwise)")
+    uniform_share = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.25,
+                                     label="Adaptive: share of uniform pairs",
+                                     help_text="0 to 1; these pairs are drawn at random, the rest by information")
+    pairs_budget = BoundedIntegerField(min_value=1, max_value=10**6, required=False, label="Adaptive: pairs in all",
+                                       help_text="empty: every ordered pair of reports (as many as the round-robin)")
 
     def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
         super().__init__(*args, task_filter=task_filter, **kwargs)
@@ -129,6 +137,9 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         if kind == Kind.PAIRWISE:
             arguments["component"] = data["component"] or "report"
             arguments["dimensions"] = _split(data["dimensions"]) or None
+            arguments["pair_choice"] = data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN
+            arguments["uniform_share"] = 0.25 if data["uniform_share"] is None else data["uniform_share"]
+            arguments["pairs_budget"] = data["pairs_budget"]
         if kind == Kind.AGREEMENT:
             arguments["judge_config"] = data["judge_config"]
             arguments["steps"] = data["steps"]

@@ -47,6 +47,7 @@ class AuditAction(models.TextChoices):
     PROJECT_UPDATE = "project.update", "project updated"
     PROJECT_POPULATE = "project.populate", "project populated"
     PROJECT_IMPORT_PREFERENCES = "project.import_preferences", "project made from imported preferences"
+    PROJECT_PAIRS_ADD = "project.pairs_add", "adaptive pairs added"
     MEMBERSHIP_SET = "membership.set", "member role set"
     MEMBERSHIP_REMOVE = "membership.remove", "member removed"
     GUIDELINES_SEEN = "guidelines.seen", "guidelines seen"

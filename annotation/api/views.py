@@ -96,7 +96,8 @@ class ProjectListApi(ListApi):
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "sampling", "my_role", "n_items", "n_settled", "created_at"]
+                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "my_role", "n_items",
+                      "n_settled", "created_at"]
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
@@ -135,6 +136,16 @@ class ProjectListApi(ListApi):
             help_text="agreement: every verdict ('all') or a random sample for calibrated scores")
         sample_size = BoundedIntegerSerializerField(required=False, allow_null=True, default=None, min_value=1,
                                                     help_text="agreement, sampled: how many verdicts")
+        pair_choice = serializers.ChoiceField(
+            choices=AnnotationProject.PairChoice.choices, required=False,
+            default=AnnotationProject.PairChoice.ROUND_ROBIN,
+            help_text="pairwise: 'round_robin' (every pair of reports, each side once) or 'adaptive' (the pairs whose"
+                      " Bradley–Terry outcome is least certain, chosen as labels come)")
+        uniform_share = serializers.FloatField(required=False, default=0.25, min_value=0, max_value=1,
+                                               help_text="adaptive: share of pairs drawn uniformly")
+        pairs_budget = BoundedIntegerSerializerField(required=False, allow_null=True, default=None, min_value=1,
+                                                     max_value=10**6, help_text="adaptive: pairs in all (default"
+                                                     " every ordered pair of reports)")
 
     filter_fields = {"kind": "kind", "status": "status", "task_set": "task_set_id"}
     ordering_fields = ("name", "created_at", "status")

@@ -6,6 +6,18 @@ from django.db.models import Q
 
 from benchmark.models import Report, Task, TimeStamped
 
+from ..signals import preferences_recorded
+
+
+class PreferenceQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """``QuerySet.bulk_create`` sends no ``post_save``; the rows' projects are announced by
+        ``preferences_recorded`` (adaptive pairwise projects choose their next pairs from them)."""
+        created = super().bulk_create(objs, *args, **kwargs)
+        if any(row.project_id is not None for row in created):
+            preferences_recorded.send(sender=self.model, preferences=created)
+        return created
+
 
 class PairwisePreference(TimeStamped):
     """One annotator's choice between two reports on the same task.
@@ -41,6 +53,8 @@ class PairwisePreference(TimeStamped):
     )
     label = models.OneToOneField("Label", null=True, blank=True, on_delete=models.SET_NULL, related_name="preference")
 
+    objects = PreferenceQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.CheckConstraint(condition=~Q(report_left=models.F("report_right")), name="preference_distinct_reports"),
@@ -51,6 +65,11 @@ class PairwisePreference(TimeStamped):
             ),
         ]
         ordering = ["-labeled_at"]
+
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        if self.project_id is not None:
+            preferences_recorded.send(sender=type(self), preferences=[self])
 
     def __str__(self) -> str:
         return f"{self.annotator}: {self.report_left.system} vs {self.report_right.system} → {self.choice}"

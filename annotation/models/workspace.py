@@ -103,6 +103,12 @@ class AnnotationProject(TimeStamped):
         STRATIFIED = "stratified", "Uniform random sample within each system and step"
         ADAPTIVE = "adaptive", "Random sample favouring uncertain verdicts (weighted)"
 
+    class PairChoice(models.TextChoices):
+        """How a pairwise project picks its pairs (``annotation.services.adaptive_pairs``)."""
+
+        ROUND_ROBIN = "round_robin", "Double round-robin: every pair of reports, once on each side"
+        ADAPTIVE = "adaptive", "Adaptive: the pairs whose Bradley–Terry outcome is least certain"
+
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
     guidelines = models.TextField(blank=True, help_text="markdown: what annotators read before and while labelling")
@@ -136,6 +142,11 @@ class AnnotationProject(TimeStamped):
         max_length=12, choices=Sampling.choices, default=Sampling.ALL,
         help_text="agreement: how the verdicts were chosen; a random sample records each item's inclusion probability",
     )
+    pair_choice = models.CharField(max_length=12, choices=PairChoice.choices, default=PairChoice.ROUND_ROBIN,
+                                   help_text="pairwise: how the next pair is chosen")
+    uniform_share = models.FloatField(default=0.25, help_text="adaptive pairwise: share of pairs chosen uniformly")
+    pairs_budget = models.PositiveIntegerField(
+        null=True, blank=True, help_text="adaptive pairwise: pairs to label in all; empty: every pair of reports")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 
     class Meta:
@@ -144,6 +155,8 @@ class AnnotationProject(TimeStamped):
             models.CheckConstraint(condition=Q(overlap__gte=1), name="project_overlap_positive"),
             models.CheckConstraint(condition=~Q(kind="verify") | Q(overlap__gte=2), name="project_verify_two_stage"),
             models.CheckConstraint(condition=Q(hold_duration__gt=timedelta(0)), name="project_hold_positive"),
+            models.CheckConstraint(condition=Q(uniform_share__gte=0, uniform_share__lte=1),
+                                   name="project_uniform_share_unit"),
         ]
 
     def __str__(self) -> str:

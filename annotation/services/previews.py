@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from ..blind import blind_overlap_warnings
+from .adaptive_pairs import adaptive_pairs_budget_clean
 from .projects import project_create
 
 
@@ -23,6 +24,8 @@ def project_preview(**arguments) -> dict:
             preview = {"items": project.items.count(), "tasks": project.tasks.count(),
                        "label_set": project.label_set, "overlap": project.overlap,
                        "warnings": blind_overlap_warnings(project)}
+            if project.pair_choice == project.PairChoice.ADAPTIVE:  # the first pairs; more as labels come
+                preview["pairs_budget"] = adaptive_pairs_budget_clean(project=project)
             raise _Discard
     except _Discard:
         pass

@@ -27,6 +27,7 @@ from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 from ..selectors.projects import project_role
 from ..calibration.sampling import RANDOM_DESIGNS, calibration_sample, sampling_check
+from .adaptive_pairs import adaptive_pairs_budget_clean, adaptive_pairs_fill, pair_design_clean
 from .audit import audit_record
 from .schedule import double_round_robin
 from .values import dimensions_clean, label_level_clean, label_set_clean, step_label_union
@@ -104,6 +105,8 @@ def _pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[t
 
 
 def _populate(project: AnnotationProject, *, actor, sample_size: int | None = None) -> int:
+    if project.kind == Kind.PAIRWISE and project.pair_choice == AnnotationProject.PairChoice.ADAPTIVE:
+        return adaptive_pairs_fill(project=project, actor=actor)  # a few pairs ahead, chosen as labels come
     task_ids = list(project.tasks.values_list("pk", flat=True))
     inclusion: dict[int, float] = {}
     if project.kind == Kind.VERIFY:
@@ -153,6 +156,8 @@ def _settings_view(project: AnnotationProject) -> dict:
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
         "sampling": project.sampling, "task_set_id": project.task_set_id,
         "guidelines_version": project.guidelines_version,
+        **({"pair_choice": project.pair_choice, "uniform_share": project.uniform_share,
+            "pairs_budget": project.pairs_budget} if project.kind == Kind.PAIRWISE else {}),
     }
 
 
@@ -211,6 +216,9 @@ def project_create(
     seed: int = 0,
     sampling: str = AnnotationProject.Sampling.ALL,
     sample_size: int | None = None,
+    pair_choice: str = AnnotationProject.PairChoice.ROUND_ROBIN,
+    uniform_share: float = 0.25,
+    pairs_budget: int | None = None,
 ) -> AnnotationProject:
     """Create a project, make its creator its curator, and populate its items in bulk.
 
@@ -219,7 +227,9 @@ def project_create(
     verify: the still-proposed rows of ``item_kinds`` (default all kinds) of the tasks, k ≥ 2
     (default 2: review, then cross-validation); their tasks go from draft to in review.
     pairwise: a double round-robin over each task's reports (of ``systems``, default all)
-    with swapped positions in the second leg. agreement: ``judge_config``'s first-repeat
+    with swapped positions in the second leg; or, ``pair_choice="adaptive"``, the pairs whose
+    Bradley–Terry outcome is least certain, a few at a time as labels come, ``uniform_share`` of
+    them uniform, up to ``pairs_budget`` pairs (``services.adaptive_pairs``). agreement: ``judge_config``'s first-repeat
     verdicts on the tasks' reports (of ``steps``, default all); the label set defaults to
     every label of those verdicts' steps (``step_label_union``), measured at ``label_level``
     (nominal by default; ordinal in the label set's order, interval for numeric labels: what
@@ -250,6 +260,8 @@ def project_create(
     if kind == Kind.AGREEMENT and judge_config is None:
         raise ValueError("judge_config: an agreement project labels the verdicts of one judge configuration")
     sampling_check(kind=kind, sampling=sampling, sample_size=sample_size)
+    pair_design = pair_design_clean(kind=kind, pair_choice=pair_choice, uniform_share=uniform_share,
+                                    pairs_budget=pairs_budget)
     task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
     project = project_row_new(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
@@ -258,7 +270,10 @@ def project_create(
         hold_duration=hold_duration, seed=seed, label_level=label_level, sampling=sampling,
         dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
         guidelines=_guidelines_clean(guidelines), guidelines_version=1 if _guidelines_clean(guidelines) else 0,
+        **pair_design,
     )
+    if project.pair_choice == AnnotationProject.PairChoice.ADAPTIVE:
+        adaptive_pairs_budget_clean(project=project)
     added = _populate(project, actor=created_by, sample_size=sample_size)
     audit_record(
         actor=created_by, action=AuditAction.PROJECT_CREATE, target_kind="annotation_project", target_id=project.pk,

@@ -14,6 +14,7 @@ Modules, by protocol:
 * :mod:`.deepscholar` — DeepScholar-bench retrieval, verifiability and synthesis metrics;
 * :mod:`.ranking` — Bradley–Terry, Elo, bootstrap intervals, ranks with intervals;
 * :mod:`.preference_ranking` — separation checks and a prior-regularised, cluster-bootstrapped Bradley–Terry;
+* :mod:`.preference_design` — the expected information of the next comparison (adaptive pairwise studies);
 * :mod:`.agreement` — percent agreement, Cohen's/Fleiss' κ, Krippendorff's α, Landis–Koch reading;
 * :mod:`.agreement_intervals` — observed agreement and bootstrap intervals over items for κ and α;
 * :mod:`.correlation` — Spearman, Kendall τ-b, pairwise concordance, paired t-test;
@@ -31,14 +32,15 @@ which the paper reports in percent.
 """
 
 from . import (
-    agreement, agreement_intervals, checklist, correlation, deepscholar, preference_ranking, ranking, references,
-    reportbench, surveylens,
+    agreement, agreement_intervals, checklist, correlation, deepscholar, preference_design, preference_ranking, ranking,
+    references, reportbench, surveylens,
 )
 from .agreement import *  # noqa: F403
 from .agreement_intervals import *  # noqa: F403
 from .checklist import *  # noqa: F403
 from .correlation import *  # noqa: F403
 from .deepscholar import *  # noqa: F403
+from .preference_design import *  # noqa: F403
 from .preference_ranking import *  # noqa: F403
 from .ranking import *  # noqa: F403
 from .references import *  # noqa: F403
@@ -54,6 +56,7 @@ __all__ = [
     *deepscholar.__all__,  # DeepScholar-bench
     *ranking.__all__,  # Bradley–Terry, Elo, bootstrap
     *preference_ranking.__all__,  # separation checks, weak prior, cluster bootstrap
+    *preference_design.__all__,  # expected information of the next comparison
     *agreement.__all__,  # inter-annotator agreement
     *agreement_intervals.__all__,  # bootstrap intervals over items for κ and α
     *correlation.__all__,  # rank correlation, paired t-test

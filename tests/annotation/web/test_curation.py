@@ -130,3 +130,25 @@ def test_project_list_offers_creation_to_curators_only(client, owner, alice):
     TaskFactory()
     assert 'id="new-project"' in _login(client, owner).get(reverse("annotation:project_list")).content.decode()
     assert 'id="new-project"' not in _login(client, alice).get(reverse("annotation:project_list")).content.decode()
+
+
+def test_the_form_creates_an_adaptive_pairwise_project_and_names_a_bad_budget(client, owner):
+    from tests.factories import ReportFactory
+
+    task = TaskFactory(protocol="surveylens")
+    for _ in range(3):
+        ReportFactory(task=task)
+    body = {"kind": "pairwise", "name": "Adaptive", "tasks": [task.pk], "hold_minutes": "15", "blind": "on",
+            "component": "report", "pair_choice": "adaptive", "uniform_share": "0.5", "action": "create"}
+    refused = _login(client, owner).post(reverse("annotation:new"), {**body, "pairs_budget": "7"})
+    assert refused.status_code == 400
+    assert "between 1 and 6" in refused.content.decode() and not AnnotationProject.objects.exists()
+    preview = client.post(reverse("annotation:new"), {**body, "pairs_budget": "5", "action": "preview"})
+    assert re.search(r'id="preview-items">4<', preview.content.decode())
+    assert "up to <strong>5</strong> pairs" in preview.content.decode()
+    created = client.post(reverse("annotation:new"), {**body, "pairs_budget": "5"})
+    assert created.status_code == 302, created.content.decode()[:2000]
+    project = AnnotationProject.objects.get()
+    assert (project.pair_choice, project.uniform_share, project.pairs_budget) == ("adaptive", 0.5, 5)
+    edit = client.get(reverse("annotation:edit", kwargs={"project_id": project.pk}))
+    assert "adaptive pairs (0.50 uniform, 5 pairs in all)" in edit.content.decode()

@@ -1,0 +1,90 @@
+"""The expected information of a comparison, against computations written here (NumPy/SciPy)."""
+
+import numpy as np
+import pytest
+from scipy import integrate, optimize
+from scipy.special import entr, expit
+
+from scoring.metrics.preference_design import bradley_terry_laplace, covariance_after, pair_information
+
+COMPARISONS = [(0, 1, 1), (0, 1, 1), (1, 0, 1), (1, 2, 1), (2, 1, 0.5), (0, 2, 1), (2, 0, 1), (3, 2, 1), (2, 3, 1),
+               (3, 0, 0)]
+RIDGE = 0.25
+
+
+def _by_hand(comparisons, n, ridge):
+    """The MAP by SciPy's optimiser and the inverse Hessian of the penalised NLL written out."""
+    c = np.asarray(comparisons, dtype=float)
+    i, j, y = c[:, 0].astype(int), c[:, 1].astype(int), c[:, 2]
+
+    def nll(theta):
+        d = theta[i] - theta[j]
+        return -np.sum(y * np.log(expit(d)) + (1 - y) * np.log(expit(-d))) + ridge / 2 * theta @ theta
+
+    theta = optimize.minimize(nll, np.zeros(n), method="BFGS", options={"gtol": 1e-10}).x
+    hess = ridge * np.eye(n)
+    for a, b in zip(i, j):
+        p = expit(theta[a] - theta[b])
+        x = np.zeros(n)
+        x[a], x[b] = 1, -1
+        hess += p * (1 - p) * np.outer(x, x)
+    return theta - theta.mean(), np.linalg.inv(hess)
+
+
+def _binary_entropy(p):
+    return entr(p) + entr(1 - p)
+
+
+def test_the_laplace_fit_is_the_map_and_its_inverse_hessian():
+    fit = bradley_terry_laplace(COMPARISONS, n_items=4, prior_precision=RIDGE)
+    theta, cov = _by_hand(COMPARISONS, 4, RIDGE)
+    assert np.allclose(fit["theta"], theta, atol=1e-5)
+    assert np.allclose(fit["covariance"], cov, atol=1e-5)
+
+
+def test_the_information_of_a_pair_is_the_mutual_information_of_its_outcome_and_strengths():
+    fit = bradley_terry_laplace(COMPARISONS, n_items=4, prior_precision=RIDGE)
+    found = pair_information(fit["theta"], fit["covariance"])
+    theta, cov = fit["theta"], fit["covariance"]
+    for a, b in [(0, 1), (0, 3), (1, 2), (2, 3)]:
+        mean, var = theta[a] - theta[b], cov[a, a] + cov[b, b] - 2 * cov[a, b]
+        sd = np.sqrt(var)
+
+        def density(d, mean=mean, sd=sd):
+            return np.exp(-((d - mean) ** 2) / (2 * sd * sd)) / (sd * np.sqrt(2 * np.pi))
+
+        low, high = mean - 12 * sd, mean + 12 * sd
+        predicted = integrate.quad(lambda d: expit(d) * density(d), low, high, epsabs=1e-12)[0]
+        left = integrate.quad(lambda d: _binary_entropy(expit(d)) * density(d), low, high, epsabs=1e-12)[0]
+        information = _binary_entropy(predicted) - left
+        assert found["predicted"][a, b] == pytest.approx(predicted, abs=1e-7)
+        assert found["variance"][a, b] == pytest.approx(var)
+        assert found["information"][a, b] == pytest.approx(information, abs=1e-7)
+        assert found["information"][b, a] == pytest.approx(information, abs=1e-7)
+    assert np.all(np.diag(found["information"]) == 0)
+
+
+def test_a_pair_known_to_be_a_coin_flip_is_worth_less_than_an_unknown_one():
+    # 0 and 1 met 200 times and split them; 2 and 3 met once.
+    comparisons = [(0, 1, k % 2) for k in range(200)] + [(2, 3, 1), (0, 2, 1), (2, 0, 1), (1, 3, 1), (3, 1, 1)]
+    fit = bradley_terry_laplace(comparisons, n_items=4)
+    info = pair_information(fit["theta"], fit["covariance"])["information"]
+    assert info[0, 1] < 0.01 < info[2, 3]
+    assert info[0, 1] < info[2, 3]
+
+
+def test_the_covariance_after_one_more_comparison_is_the_inverse_of_the_updated_hessian():
+    fit = bradley_terry_laplace(COMPARISONS, n_items=4, prior_precision=RIDGE)
+    theta, cov = fit["theta"], fit["covariance"]
+    p = expit(theta[1] - theta[3])
+    x = np.array([0.0, 1.0, 0.0, -1.0])
+    expected = np.linalg.inv(np.linalg.inv(cov) + p * (1 - p) * np.outer(x, x))
+    assert np.allclose(covariance_after(theta, cov, 1, 3), expected)
+    assert np.allclose(covariance_after(theta, cov, 3, 1), expected)
+    with pytest.raises(ValueError, match="itself"):
+        covariance_after(theta, cov, 2, 2)
+
+
+def test_no_comparison_yet_is_the_prior():
+    fit = bradley_terry_laplace(np.empty((0, 3)), n_items=3, prior_precision=0.5)
+    assert np.allclose(fit["theta"], 0) and np.allclose(fit["covariance"], 2 * np.eye(3))
