@@ -133,7 +133,7 @@ class JudgeConfigForm(forms.ModelForm):
         model = JudgeConfig
         fields = ["name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
                   "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
-                  "price_output_per_million", "embedding_backend"]
+                  "price_output_per_million", "batch", "batch_discount", "embedding_backend"]
         formfield_callback = bounded_formfield  # whole numbers within their column; the model's validators say the rest
 
     def __init__(self, *args, **kwargs):
