@@ -353,7 +353,7 @@ def _lines_read(text: str, answered: dict, failed: dict) -> None:
 
 def _calls_settle(batch: JudgeBatch, answered: dict, failed: dict) -> None:
     """The batch's calls answered or failed by its lines; the tokens go to the first row of a
-    ``custom_id`` only (the request was sent, and paid, once)."""
+    ``custom_id`` only (the request was sent, and paid, once). Calls no line names stay submitted."""
     rows = list(batch.calls.filter(status=Call.SUBMITTED).order_by("pk"))
     seen, now = set(), timezone.now()
     for row in rows:
@@ -362,11 +362,13 @@ def _calls_settle(batch: JudgeBatch, answered: dict, failed: dict) -> None:
             first = row.custom_id not in seen
             row.status, row.content, row.error = Call.ANSWERED, content, ""
             row.tokens_in, row.tokens_out = (tokens_in, tokens_out) if first else (0, 0)
+        elif row.custom_id in failed:
+            row.status, row.error = Call.FAILED, failed[row.custom_id]
         else:
-            row.status = Call.FAILED
-            row.error = failed.get(row.custom_id) or WHY_UNANSWERED.get(batch.status, "the batch did not answer it")
+            continue  # no line speaks of it: ``_batch_end`` fails it with the batch's reason
         seen.add(row.custom_id)
         row.updated_at = now
+    rows = [row for row in rows if row.status != Call.SUBMITTED]
     BatchCall.objects.bulk_update(rows, ["status", "content", "error", "tokens_in", "tokens_out", "updated_at"],
                                   batch_size=WRITE_CHUNK)
 
