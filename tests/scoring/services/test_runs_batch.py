@@ -308,3 +308,20 @@ def test_batch_lines_carry_what_an_online_request_carries(server, material):
     assert body["response_format"] == {"type": "json_object"}
     assert requested_items(body["messages"][-1]["content"])
     assert json.dumps(body)  # stored as JSON
+
+
+@pytest.mark.django_db
+def test_the_run_page_shows_the_waiting_jobs_the_batches_and_the_batch_price(server, material, client):
+    from django.urls import reverse
+
+    from tests.annotation_factories import curator
+
+    run = started(material, batch_config(server, batch_discount=0.5))
+    execute_pending(run)
+    run_batches_poll(run=run, enqueue=False)
+    batch = JudgeBatch.objects.get(run=run)
+    client.force_login(curator("cur"))
+    page = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'id="fig-waiting">6<' in page and 'id="run-batches"' in page and batch.batch_id in page
+    assert "12 in a batch" in page and "batch prices, −50%" in page
+    assert KEY not in page
