@@ -93,6 +93,7 @@ class ProgressSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
     running = serializers.IntegerField()
     cancelled = serializers.IntegerField()
+    waiting = serializers.IntegerField(help_text="batch mode: jobs whose judge calls are in a batch")
     eta_seconds = serializers.FloatField(allow_null=True)
     usage = UsageSerializer()
     failure_reasons = FailureReasonSerializer(many=True)

@@ -254,7 +254,9 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
     try:
         pipeline = pipeline_for(job.run.protocol)
         deadline_at = job.run.deadline_at.timestamp() if job.run.deadline_at else None
-        guard = GuardedJudge(judge or _judge_for(job.run.judge_config, job=job),
+        if judge is None:
+            judge = _batch_judge_for(job) if job.run.judge_config.batch else _judge_for(job.run.judge_config)
+        guard = GuardedJudge(judge,
                              stop_reason=lambda: _stop_reason(job.run_id), deadline_at=deadline_at)
         pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
     except TRANSIENT_DB_ERRORS:
@@ -330,15 +332,22 @@ def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> E
     return run
 
 
-def _judge_for(config: JudgeConfig, *, job: RunJob | None = None):
+def _batch_judge_for(job: RunJob):
+    """Batch mode: the judge that answers from the job's batches (``scoring.services.batches``)."""
+    from scoring.services.batches import batch_judge_for
+
+    try:
+        judge_config_runnable(job.run.judge_config)
+    except ValidationError as exc:
+        raise ImproperlyConfigured(" ".join(exc.messages)) from None
+    return batch_judge_for(job)
+
+
+def _judge_for(config: JudgeConfig):
     try:  # a row that breaks the value rules halts the run with the reason, not a crash per job
         judge_config_runnable(config)
     except ValidationError as exc:
         raise ImproperlyConfigured(" ".join(exc.messages)) from None
-    if config.batch and job is not None:
-        from scoring.services.batches import batch_judge_for
-
-        return batch_judge_for(job)
     try:
         from scoring.judges import judge_for
     except ImportError as exc:
