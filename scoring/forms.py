@@ -141,6 +141,11 @@ class JudgeConfigForm(forms.ModelForm):
         default = endpoints.default_url()
         others = [url for url in endpoints.allowed_urls() if url != default]
         self.fields["base_url"].choices = [("", f"default: {default}"), *((url, url) for url in others)]
+        self.fields["batch_discount"].required = False  # left empty: the configuration's (0.5 when new)
+
+    def clean_batch_discount(self):
+        value = self.cleaned_data.get("batch_discount")
+        return self.instance.batch_discount if value is None else value
 
     def validate_unique(self) -> None:  # the service names a taken name on the name field
         pass
