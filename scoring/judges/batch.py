@@ -29,7 +29,7 @@ from typing import Protocol
 
 from .base import JudgeAnswer, JudgeCall
 from .openai_judge import _NO_JSON_MODE, OpenAIJudge
-from .transport import GiveUp
+from .transport import GiveUp, client_key
 
 
 class BatchPending(Exception):
@@ -59,8 +59,11 @@ class BatchStore(Protocol):
 
 
 class BatchJudge(OpenAIJudge):
+    requests_online = False  # the batch poller's client sends the batches (``scoring.services.batches``)
+
     def __init__(self, config, store: BatchStore) -> None:
         super().__init__(config)
+        client_key(config)  # no key for OpenAI itself: the run halts now, as an online one would
         self.store = store
         self.discount = float(getattr(config, "batch_discount", 0.5) or 0.0)
 

@@ -98,6 +98,7 @@ class _Usage:
 
 class OpenAIJudge(Judge):
     heuristic = False
+    requests_online = True  # the batch judge reads its answers instead, and needs no client of its own
 
     def __init__(self, config) -> None:
         super().__init__(config)
@@ -108,7 +109,7 @@ class OpenAIJudge(Judge):
         self.limit = int(getattr(config, "max_concurrency", 1) or 1)
         self.policy = RetryPolicy.from_config(config)
         self.options = getattr(config, "options", None) or {}
-        self.client = make_client(config)
+        self.client = make_client(config) if self.requests_online else None
         self._rng = random.Random()
 
     def answer(self, call: JudgeCall) -> JudgeAnswer:

@@ -43,7 +43,8 @@ from datetime import timedelta
 
 import openai
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -73,43 +74,48 @@ WRITE_CHUNK = 1000
 
 
 class JobBatchStore:
-    """``BatchStore`` of one job: its own rows, and answered rows of the same configuration (any job,
-    any run) as a cache — an answer once paid for is not asked again."""
+    """``BatchStore`` of one job: its own rows (read once), and answered rows of the same configuration
+    (any job, any run) as a cache — an answer once paid for is not asked again. One query per call
+    the job has no row for, one insert per call it registers."""
 
     def __init__(self, job: RunJob) -> None:
         self.job = job
         self.config = job.run.judge_config
+        self.own = {row.custom_id: row for row in BatchCall.objects.filter(job=job).select_related("batch")}
+        self.in_batch: dict[str, BatchCall] = {}  # another job's row of the same call, in a batch now
 
     def result(self, custom_id: str) -> BatchResult | None:
-        own = BatchCall.objects.filter(job=self.job, custom_id=custom_id).select_related("batch").first()
-        if own is not None and own.status == Call.ANSWERED:
-            return _result(own)
-        if own is not None and own.status == Call.FAILED:
-            return BatchResult(error=own.error, fatal=own.error.startswith(_FATAL_PREFIXES),
-                               batch_id=own.batch.batch_id if own.batch else "")
+        own = self.own.get(custom_id)
         if own is not None:
-            return None  # still in a batch
-        cached = (BatchCall.objects.filter(judge_config=self.config, custom_id=custom_id, status=Call.ANSWERED)
-                  .select_related("batch").first())
-        if cached is not None:
-            found = _result(cached)
+            if own.status == Call.ANSWERED:
+                return _result(own)
+            if own.status == Call.FAILED:
+                return BatchResult(error=own.error, fatal=own.error.startswith(_FATAL_PREFIXES),
+                                   batch_id=own.batch.batch_id if own.batch else "")
+            return None  # still queued or in a batch
+        others = list(BatchCall.objects.filter(judge_config=self.config, custom_id=custom_id,
+                                               status__in=(Call.ANSWERED, Call.SUBMITTED))
+                      .select_related("batch").order_by("pk")[:20])
+        answered = next((row for row in others if row.status == Call.ANSWERED), None)
+        if answered is not None:
+            found = _result(answered)
             return BatchResult(content=found.content, batch_id=found.batch_id)  # paid once, by its own job
+        submitted = next((row for row in others if row.status == Call.SUBMITTED), None)
+        if submitted is not None:
+            self.in_batch[custom_id] = submitted
         return None
 
     def register(self, custom_id: str, body: dict) -> None:
-        """A queued row for this job; when another job's row of the same configuration is already in a
-        batch with this ``custom_id``, this one joins that batch instead of being sent again."""
-        sibling = (BatchCall.objects.filter(judge_config=self.config, custom_id=custom_id, status=Call.SUBMITTED)
-                   .exclude(job=self.job).first())
+        """A queued row for this job; when another job's row of the same call is in a batch now, this
+        one joins that batch instead of being sent again. A row an earlier execution of this job
+        registered is kept (the unique key; no error)."""
         row = BatchCall(run_id=self.job.run_id, job=self.job, judge_config=self.config, custom_id=custom_id,
                         body=body)
+        sibling = self.in_batch.pop(custom_id, None)
         if sibling is not None:
             row.batch_id, row.status = sibling.batch_id, Call.SUBMITTED
-        try:
-            with transaction.atomic():
-                row.save()
-        except IntegrityError:
-            pass  # registered by an earlier execution of this job
+        BatchCall.objects.bulk_create([row], ignore_conflicts=True)
+        self.own[custom_id] = row
 
 
 _FATAL_PREFIXES = tuple(f"HTTP {status}:" for status in sorted(FATAL_STATUS))
@@ -188,6 +194,10 @@ def batches_poll(*, run_id: int | None = None) -> dict[str, int]:
                 totals[key] += value if isinstance(value, int) else len(value)
         except openai.OpenAIError as exc:
             logger.warning("polling the batches of run %s: %s", run.pk, describe(exc))
+        except ImproperlyConfigured as exc:  # e.g. the key was unset since the run started
+            from .runs import run_halt
+
+            run_halt(run=run, reason=str(exc))
     return dict(totals)
 
 
