@@ -92,3 +92,11 @@ class JudgeBatchAdmin(admin.ModelAdmin):
     search_fields = ("batch_id",)
     readonly_fields = ("run", "status", "batch_id", "input_file_id", "provider_status", "requests", "error",
                        "submitted_at", "finished_at")
+
+
+@admin.register(models.BatchCall)
+class BatchCallAdmin(admin.ModelAdmin):
+    list_display = ("custom_id", "run", "job", "status", "tokens_in", "tokens_out", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("custom_id", "error")
+    raw_id_fields = ("run", "job", "judge_config", "batch")
