@@ -215,6 +215,9 @@ def run_batches_poll(*, run: EvaluationRun, enqueue: bool = True) -> dict:
     for batch in run.batches.filter(status=Batch.SUBMITTING).order_by("pk"):
         client = client or make_client(run.judge_config)
         submitted += _batch_send(client, batch, fresh=False)
+    # a row that joined another job's batch just as that batch was read back: forgotten, so its job
+    # reads the answer from the cache (or registers the call anew)
+    run.batch_calls.filter(status=Call.SUBMITTED).exclude(batch__status__in=JudgeBatch.OPEN).delete()
     if _submit_due(run):
         batch = _calls_take(run)
         if batch is not None:
