@@ -14,7 +14,7 @@ the verdicts of the calls that could be answered are stored as usual.
    and error files are read (``files.content``) into its calls: answered with the reply text and
    usage, or failed with the line's error; a call no line speaks of fails with the batch's end
    (failed, expired, cancelled);
-3. the queued calls are submitted as one batch — when no job of the run is still pending or
+3. the queued calls are submitted as batches of at most 50,000 lines and 190 MB — when no job of the run is still pending or
    running, or the oldest has waited ``BATCH_GATHER_SECONDS`` — in two steps: the ``JudgeBatch``
    row and its calls are committed first (``submitting``), then the JSONL file is uploaded
    (``files.create(purpose="batch")``), the batch created (``batches.create``, endpoint
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from collections import defaultdict
 from datetime import timedelta
 
@@ -66,6 +67,8 @@ WHY_UNANSWERED = {
     Batch.CANCELLED: "the batch was cancelled before answering this call",
 }
 OPEN_CALLS = (Call.QUEUED, Call.SUBMITTED)
+BATCH_MAX_LINES = 50_000  # OpenAI's limits of one batch
+BATCH_MAX_BYTES = 190 * 1024 * 1024  # of its 200 MB
 ADOPT_LOOKUP = 100  # the most recent batches searched for one a killed submitter created
 WRITE_CHUNK = 1000
 
@@ -218,11 +221,12 @@ def run_batches_poll(*, run: EvaluationRun, enqueue: bool = True) -> dict:
     # a row that joined another job's batch just as that batch was read back: forgotten, so its job
     # reads the answer from the cache (or registers the call anew)
     run.batch_calls.filter(status=Call.SUBMITTED).exclude(batch__status__in=JudgeBatch.OPEN).delete()
-    if _submit_due(run):
+    while _submit_due(run):
         batch = _calls_take(run)
-        if batch is not None:
-            client = client or make_client(run.judge_config)
-            submitted += _batch_send(client, batch, fresh=True)
+        if batch is None:
+            break
+        client = client or make_client(run.judge_config)
+        submitted += _batch_send(client, batch, fresh=True)
     return {"checked": checked, "submitted": submitted, "released": jobs_release(run=run, enqueue=enqueue)}
 
 
@@ -236,10 +240,21 @@ def _submit_due(run: EvaluationRun) -> bool:
 
 
 def _calls_take(run: EvaluationRun) -> JudgeBatch | None:
-    """The run's queued calls into a new ``submitting`` batch row, committed before anything is sent."""
+    """The run's queued calls, oldest first, as many as one batch may carry (``BATCH_MAX_LINES``
+    distinct lines, ``BATCH_MAX_BYTES`` of JSONL: OpenAI's limits are 50,000 and 200 MB), into a new
+    ``submitting`` batch row, committed before anything is sent."""
     with transaction.atomic():
-        ids = list(run.batch_calls.select_for_update(skip_locked=True).filter(status=Call.QUEUED)
-                   .values_list("pk", flat=True))
+        queued = (run.batch_calls.select_for_update(skip_locked=True).filter(status=Call.QUEUED).order_by("pk")
+                  .values_list("pk", "custom_id", "body"))
+        ids, lines, size = [], set(), 0
+        for pk, custom_id, body in queued.iterator(chunk_size=1000):
+            if custom_id not in lines:
+                length = len(_line(custom_id, body)) + 1
+                if lines and (len(lines) >= BATCH_MAX_LINES or size + length > BATCH_MAX_BYTES):
+                    break
+                lines.add(custom_id)
+                size += length
+            ids.append(pk)
         if not ids:
             return None
         batch = JudgeBatch.objects.create(run=run)
@@ -248,16 +263,23 @@ def _calls_take(run: EvaluationRun) -> JudgeBatch | None:
     return batch
 
 
-def request_lines(batch: JudgeBatch) -> bytes:
-    """The batch's JSONL input: one line per distinct ``custom_id`` of its calls."""
-    lines, seen = [], set()
-    for custom_id, body in batch.calls.order_by("pk").values_list("custom_id", "body"):
+def _line(custom_id: str, body: dict) -> bytes:
+    return json.dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body},
+                      ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def request_lines(batch: JudgeBatch):
+    """The batch's JSONL input, one line per distinct ``custom_id`` of its calls, in a temporary file
+    (in memory up to 8 MiB), rewound; and the number of lines."""
+    spool = tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024)
+    seen: set[str] = set()
+    for custom_id, body in batch.calls.order_by("pk").values_list("custom_id", "body").iterator(chunk_size=1000):
         if custom_id in seen:
             continue
         seen.add(custom_id)
-        lines.append(json.dumps({"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": body},
-                                ensure_ascii=False, separators=(",", ":")))
-    return ("\n".join(lines) + "\n").encode("utf-8")
+        spool.write(_line(custom_id, body) + b"\n")
+    spool.seek(0)
+    return spool, len(seen)
 
 
 def _batch_send(client, batch: JudgeBatch, *, fresh: bool) -> int:
@@ -271,14 +293,14 @@ def _batch_send(client, batch: JudgeBatch, *, fresh: bool) -> int:
         try:
             remote = None if fresh else _adopt(client, batch)
             if remote is None:
-                data = request_lines(batch)
-                uploaded = client.files.create(file=(f"studio-batch-{batch.pk}.jsonl", data, "application/jsonl"),
-                                               purpose="batch")
+                data, batch.requests = request_lines(batch)
+                with data:
+                    uploaded = client.files.create(
+                        file=(f"studio-batch-{batch.pk}.jsonl", data, "application/jsonl"), purpose="batch")
                 remote = client.batches.create(
                     input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window=WINDOW,
                     metadata={"studio_batch": str(batch.pk), "studio_run": str(batch.run_id)},
                 )
-                batch.requests = data.count(b"\n")
         except openai.APIStatusError as exc:
             if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
                 batch.error = describe(exc)

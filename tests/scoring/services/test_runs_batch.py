@@ -325,3 +325,18 @@ def test_the_run_page_shows_the_waiting_jobs_the_batches_and_the_batch_price(ser
     assert 'id="fig-waiting">6<' in page and 'id="run-batches"' in page and batch.batch_id in page
     assert "12 in a batch" in page and "batch prices, −50%" in page
     assert KEY not in page
+
+
+@pytest.mark.django_db
+def test_calls_beyond_one_batch_s_limit_go_out_in_several_batches(server, material, monkeypatch):
+    monkeypatch.setattr(batches, "BATCH_MAX_LINES", 5)
+    config = batch_config(server)
+    run = started(material, config)
+    execute_pending(run)
+    assert run_batches_poll(run=run, enqueue=False)["submitted"] == 3
+    assert sorted(len(lines) for lines in server.batch_lines.values()) == [2, 5, 5]
+    server.finish()
+    assert len(run_batches_poll(run=run, enqueue=False)["released"]) == 6
+    assert set(execute_pending(run)) == {"done"}
+    assert run_finalize(run=run).status == "finished"
+    assert Verdict.objects.filter(judge_config=config, error="").count() == VERDICTS
