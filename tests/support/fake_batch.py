@@ -52,9 +52,6 @@ class FakeBatchOpenAI(FakeOpenAI):
         with self._batch_lock:
             return [b for b, s in self.batches.items() if s["status"] in ("validating", "in_progress", "cancelling")]
 
-    def paths(self) -> list[str]:
-        return [f"{r.body.get('_method', 'POST')} {r.path}" for r in self.requests]
-
     # --- serving --------------------------------------------------------------------------------
 
     def start(self) -> "FakeBatchOpenAI":
