@@ -12,6 +12,10 @@ perhaps the one repair) is not requested but looked up in the job's ``BatchStore
 * not there yet: the request line (``custom_id`` = ``call_key``, the body an online request would
   carry) is handed to the store, and the call is *deferred*.
 
+A line refused with HTTP 400 or 422 while asking for JSON mode is asked again once without it
+(``<key>:plain``), as an online call is; once that works the endpoint is remembered as one without
+JSON mode for the rest of the process.
+
 A repair round goes out as a line of a follow-up batch (``<request hash>:repair``), sent once
 the first reply has been read. ``answer_as_completed`` hands over every answer it has and then
 raises ``BatchPending`` when some calls were deferred: the job waits for its batch and runs
@@ -28,8 +32,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .base import JudgeAnswer, JudgeCall
-from .openai_judge import _NO_JSON_MODE, OpenAIJudge
+from .openai_judge import _NO_JSON_MODE, _NO_JSON_MODE_LOCK, OpenAIJudge
 from .transport import GiveUp, client_key
+
+
+JSON_MODE_REFUSED = ("HTTP 400:", "HTTP 422:")  # how a line refused with response_format reads (``_lines_read``)
 
 
 class BatchPending(Exception):
@@ -69,10 +76,16 @@ class BatchJudge(OpenAIJudge):
 
     def _round(self, messages, usage, extra, deadline, *, custom_id: str) -> str:
         json_mode = self.endpoint not in _NO_JSON_MODE
-        found = self.store.result(custom_id)
-        if found is None:
-            self.store.register(custom_id, self.request_body(messages, json_mode))
-            raise BatchPending(1)
+        found = self._found(custom_id, messages, json_mode)
+        if found.error.startswith(JSON_MODE_REFUSED):
+            # as online: a line refused with JSON mode is asked again once without it (a ":plain" line;
+            # also when another call has meanwhile taught this process the endpoint has no JSON mode)
+            usage.requests += 1
+            found = self._found(f"{custom_id}:plain", messages, False)
+            json_mode = False
+            if not found.error:
+                with _NO_JSON_MODE_LOCK:
+                    _NO_JSON_MODE.add(self.endpoint)
         usage.tokens_in += found.tokens_in
         usage.tokens_out += found.tokens_out
         usage.requests += 1
@@ -81,6 +94,13 @@ class BatchJudge(OpenAIJudge):
         if found.error:
             raise GiveUp(found.error, 1, fatal=found.fatal)
         return found.content
+
+    def _found(self, custom_id: str, messages: list[dict], json_mode: bool) -> BatchResult:
+        found = self.store.result(custom_id)
+        if found is None:
+            self.store.register(custom_id, self.request_body(messages, json_mode))
+            raise BatchPending(1)
+        return found
 
     def _cost(self, usage) -> float:
         return super()._cost(usage) * (1.0 - self.discount)

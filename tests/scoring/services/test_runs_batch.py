@@ -340,3 +340,35 @@ def test_calls_beyond_one_batch_s_limit_go_out_in_several_batches(server, materi
     assert set(execute_pending(run)) == {"done"}
     assert run_finalize(run=run).status == "finished"
     assert Verdict.objects.filter(judge_config=config, error="").count() == VERDICTS
+
+
+@pytest.mark.django_db
+def test_lines_refused_for_json_mode_are_asked_again_without_it_as_online(server, material, monkeypatch):
+    remembered = set()  # this test's own memory of endpoints without JSON mode
+    monkeypatch.setattr("scoring.judges.openai_judge._NO_JSON_MODE", remembered)
+    monkeypatch.setattr("scoring.judges.batch._NO_JSON_MODE", remembered)
+
+    def no_json_mode(request):
+        if "response_format" in request.body:
+            return Reply.error(400, "response_format is not supported by this model")
+        return labelled_checklist_responder(request)
+
+    server.responder = no_json_mode
+    config = batch_config(server)
+    run = started(material, config)
+    execute_pending(run)
+    run_batches_poll(run=run, enqueue=False)
+    server.finish()
+    run_batches_poll(run=run, enqueue=False)
+    assert set(execute_pending(run)) == {"waiting"}
+    run_batches_poll(run=run, enqueue=False)
+    plain = JudgeBatch.objects.filter(run=run).order_by("-pk").first()
+    lines = server.batch_lines[plain.batch_id]
+    assert len(lines) == 12 and all(line["custom_id"].endswith(":plain") for line in lines)
+    assert not any("response_format" in line["body"] for line in lines)
+    server.finish()
+    run_batches_poll(run=run, enqueue=False)
+    assert set(execute_pending(run)) == {"done"}
+    assert run_finalize(run=run).status == "finished"
+    assert Verdict.objects.filter(judge_config=config, error="").count() == VERDICTS
+    assert remembered == {server.base_url}
