@@ -104,7 +104,11 @@ class Command(BaseCommand):
                 job_execute(job_id=job_id, enqueue=False)
                 bar.draw(run_progress(run=run))
             run.refresh_from_db(fields=["status"])
-            if run.status != run.Status.RUNNING or not run.jobs.filter(status=RunJob.Status.WAITING).exists():
+            if run.status != run.Status.RUNNING:
+                if run.batches.exists():
+                    run_batches_poll(run=run, enqueue=False)  # cancelled or halted meanwhile: cancel its batches
+                break
+            if not run.jobs.filter(status=RunJob.Status.WAITING).exists():
                 break
             job_ids = run_batches_poll(run=run, enqueue=False)["released"]
             if not job_ids:
