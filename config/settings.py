@@ -214,6 +214,9 @@ elif CELERY_BROKER_URL.startswith(("amqp://", "amqps://", "pyamqp://")):
 WORKER_HEARTBEAT_SECONDS = int(os.environ.get("WORKER_HEARTBEAT_SECONDS", "10"))
 # Every worker looks for jobs a dead worker left running this often (not only when it starts).
 JOB_RECOVERY_SECONDS = int(os.environ.get("JOB_RECOVERY_SECONDS", "60"))
+# Batch mode: queued judge calls wait this long for more before a batch goes out while the run's
+# jobs still execute (once none does, the batch goes out at once). Batches are polled at each recovery.
+BATCH_GATHER_SECONDS = int(os.environ.get("BATCH_GATHER_SECONDS", "60"))
 
 # --- Judges -------------------------------------------------------------------------------
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")

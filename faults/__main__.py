@@ -14,8 +14,10 @@ from pathlib import Path
 from .scenarios import (
     Row,
     annotators_web_kill,
+    batch_worker_kill,
     broker_cut,
     disk_full_export,
+    fake_batch_judge,
     fake_judge,
     postgres_restart,
     worker_kill,
@@ -23,7 +25,7 @@ from .scenarios import (
 from .services import MACHINE_RABBITMQ, Postgres, Redis, TcpProxy, answers, rabbitmq_url
 from .stack import Stack
 
-SCENARIOS = ("redis", "rabbitmq", "sqlite", "postgres-restart", "annotators")
+SCENARIOS = ("redis", "rabbitmq", "sqlite", "postgres-restart", "annotators", "batch")
 
 
 def attempt(rows: list[Row], scenario: str, broker: str, function, *args, **kwargs) -> None:
@@ -117,6 +119,13 @@ def main() -> int:
             stack = stack_up("pg-restart", own.database("ses_faults_restart"), redis.url(), web=False)
             attempt(rows, "PostgreSQL restarted mid-run", "Redis", postgres_restart, stack, "Redis", judge.base_url,
                     own)
+            stack.stop()
+        if "batch" in args.only:
+            batch_server = fake_batch_judge().start()
+            cleanup.append(batch_server.stop)
+            stack = stack_up("pg-batch", database("batch"), redis.url(), web=False)
+            attempt(rows, "worker kill -9 while a batch is pending", "Redis", batch_worker_kill, stack, "Redis",
+                    judge.base_url, batch_server)
             stack.stop()
         if "annotators" in args.only:
             stack = Stack(name="pg-web", database_url=database("web"), broker_url=redis.url(), work_dir=work_dir)

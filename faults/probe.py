@@ -24,13 +24,26 @@ def seed_reports(*, tasks: int) -> dict:
             "system_ids": [s.pk for s in pair]}
 
 
-def judge(*, name: str, base_url: str) -> dict:
-    """An OpenAI-compatible judge on the fake endpoint; one call at a time, so jobs take a while."""
+def judge(*, name: str, base_url: str, batch: bool = False) -> dict:
+    """An OpenAI-compatible judge on the fake endpoint; one call at a time, so jobs take a while.
+    ``batch``: in batch mode (its calls go through the fake's Batch API)."""
     from scoring.models import JudgeConfig
 
     config = JudgeConfig.objects.create(name=name, backend="openai", base_url=base_url, model="loopback",
-                                        max_concurrency=1, max_retries=2)
+                                        max_concurrency=1, max_retries=2, batch=batch)
     return {"id": config.pk}
+
+
+def batch_state(*, run_id: int) -> dict:
+    """A batch-mode run's batches (provider ids and states) and its batch calls by status."""
+    from django.db.models import Count
+
+    from scoring.models import EvaluationRun
+
+    run = EvaluationRun.objects.get(pk=run_id)
+    return {"batches": list(run.batches.order_by("pk").values_list("batch_id", "status")),
+            "calls": dict(run.batch_calls.values_list("status").annotate(n=Count("pk")).order_by()),
+            "jobs": dict(run.jobs.values_list("status").annotate(n=Count("pk")).order_by())}
 
 
 def curator_token() -> dict:
@@ -138,7 +151,8 @@ def labels_check(*, project_id: int, answered: list) -> dict:
             **overassignment(project_id=project_id)}
 
 
-ACTIONS = {f.__name__: f for f in (seed_reports, judge, curator_token, run_of, run_state, compare, seed_export,
+ACTIONS = {f.__name__: f for f in (seed_reports, judge, batch_state, curator_token, run_of, run_state, compare,
+                                   seed_export,
                                    export_state, seed_annotation, labels_check)}
 
 

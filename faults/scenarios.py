@@ -8,7 +8,10 @@
 * a full disk while a worker writes an export: the job fails saying so, no file is left;
 * 50 annotators over the API while the whole gunicorn process group is killed with -9 and
   started again: every label answered 201 is stored, no duplicate, nothing over-assigned, no
-  5xx outside the restart window.
+  5xx outside the restart window;
+* a batch-mode run whose every worker is killed with -9 while its batch is pending at the endpoint
+  (the orchestrator's in-process ``FakeBatchOpenAI``): once the batch ends, the next workers poll it,
+  read it back and finish the run — one batch, every call answered once, = uninterrupted run.
 """
 
 from __future__ import annotations
@@ -46,9 +49,9 @@ def seed_runs(stack: Stack) -> dict:
     return stack.seeded["reports"]
 
 
-def evaluate(stack: Stack, data: dict, judge_name: str, judge_url: str) -> int:
+def evaluate(stack: Stack, data: dict, judge_name: str, judge_url: str, *, batch: bool = False) -> int:
     """Create and start a run with the ``evaluate`` command (no waiting); its id."""
-    stack.probe("judge", name=judge_name, base_url=judge_url)
+    stack.probe("judge", name=judge_name, base_url=judge_url, batch=batch)
     done = stack.manage("evaluate", "--protocol", "deepsynth", "--judge", judge_name, "--systems",
                         ",".join(data["systems"]), "--tasks", ",".join(data["tasks"]), timeout=120)
     found = re.search(r"run #(\d+)", done.stdout + done.stderr)
@@ -116,6 +119,36 @@ def worker_kill(stack: Stack, broker: str, judge_url: str) -> list[Row]:
     ok, numbers = compared(stack, reference, run_id, status)
     numbers += f", finished {time.monotonic() - killed_at:.0f} s after the kill"
     return [Row("worker kill -9 mid-run", broker, "finishes alone; = uninterrupted run; 0 duplicates", numbers, ok)]
+
+
+def batch_worker_kill(stack: Stack, broker: str, judge_url: str, batch_server) -> list[Row]:
+    """Every worker killed with -9 while the run's batch is pending; two workers started again (one
+    under a dead one's name, as systemd would); then the batch ends at the endpoint."""
+    data = seed_runs(stack)
+    reference = reference_run(stack, data, judge_url)
+    run_id = evaluate(stack, data, f"batch-{stack.name}", batch_server.base_url, batch=True)
+
+    def pending_batch():
+        state = stack.probe("batch_state", run_id=run_id)
+        submitted = [b for b, status in state["batches"] if b and status == "in_progress"]
+        return state if submitted and state["jobs"].get("waiting") == TASKS * 2 else None
+
+    before = wait_until(pending_batch, 120, "the run's batch pending at the endpoint", step=0.5)
+    for hostname in list(stack.workers):
+        stack.kill_worker(hostname)
+    killed_at = time.monotonic()
+    stack.start_worker("w1@faults")
+    stack.start_worker("w3@faults")
+    batch_server.finish()
+    status, _ = wait_settled(stack, run_id)
+    after = stack.probe("batch_state", run_id=run_id)
+    ok, numbers = compared(stack, reference, run_id, status)
+    lines = sum(len(lines) for lines in batch_server.batch_lines.values())
+    once = len(batch_server.batches) == 1 and lines == TASKS * 2 * 2 and after["calls"] == {"answered": lines}
+    numbers += (f"; {len(batch_server.batches)} batch(es), {lines} request lines, calls {after['calls']} "
+                f"(before the kill: {before['calls']}), finished {time.monotonic() - killed_at:.0f} s after the kill")
+    return [Row("worker kill -9 while a batch is pending", broker,
+                "next workers poll it; one batch, each call once; = uninterrupted run", numbers, ok and once)]
 
 
 def postgres_restart(stack: Stack, broker: str, judge_url: str, postgres) -> list[Row]:
@@ -262,6 +295,16 @@ def annotators_web_kill(stack: Stack, broker: str, *, annotators: int = 50, seco
                f"{back - killed:.1f} s restart window ({len(inside)} failed requests inside it)")
     return [Row(f"{annotators} annotators, web kill -9", broker, "every 201 stored; 0 dup; 0 over-assigned; 0 5xx",
                 numbers, ok)]
+
+
+def fake_batch_judge():
+    """The Batch API fake of the test suite, in this process: its batches end when a scenario says."""
+    from tests.support.fake_batch import FakeBatchOpenAI
+    from tests.support.fake_openai import labelled_checklist_responder
+
+    server = FakeBatchOpenAI()
+    server.responder = labelled_checklist_responder
+    return server
 
 
 def fake_judge():

@@ -81,3 +81,22 @@ class ProposalBatchAdmin(admin.ModelAdmin):
     list_filter = ("status", "judge_config")
     search_fields = ("error", "tasks__key")
     filter_horizontal = ("tasks",)
+
+
+@admin.register(models.JudgeBatch)
+class JudgeBatchAdmin(admin.ModelAdmin):
+    """Batch mode's batches (``scoring.services.batches``): read here, steered through their run."""
+
+    list_display = ("__str__", "status", "provider_status", "requests", "submitted_at", "finished_at")
+    list_filter = ("status",)
+    search_fields = ("batch_id",)
+    readonly_fields = ("run", "status", "batch_id", "input_file_id", "provider_status", "requests", "error",
+                       "submitted_at", "finished_at")
+
+
+@admin.register(models.BatchCall)
+class BatchCallAdmin(admin.ModelAdmin):
+    list_display = ("custom_id", "run", "job", "status", "tokens_in", "tokens_out", "updated_at")
+    list_filter = ("status",)
+    search_fields = ("custom_id", "error")
+    raw_id_fields = ("run", "job", "judge_config", "batch")

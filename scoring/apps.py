@@ -12,7 +12,8 @@ class ScoringConfig(AppConfig):
         from core.jobs import JobKind, job_kind_register
 
         from .models import EvaluationRun, ProposalBatch, RunJob
-        from .services.runs import run_jobs_resend, runs_settled_finalize
+        from .services.batches import runs_recovered
+        from .services.runs import run_jobs_resend
         from .tasks import execute_job, propose_batch
         from .views_proposals import proposal_panel
 
@@ -21,5 +22,5 @@ class ScoringConfig(AppConfig):
         # Only the jobs of running runs; a marked run's pending jobs may never have reached the broker.
         job_kind_register(JobKind(
             RunJob, execute_job, scope=Q(run__status=EvaluationRun.Status.RUNNING), unsent=Q(run__jobs_unsent=True),
-            enqueue=run_jobs_resend, recovered=runs_settled_finalize,
+            enqueue=run_jobs_resend, recovered=runs_recovered,
         ))

@@ -133,7 +133,7 @@ class JudgeConfigForm(forms.ModelForm):
         model = JudgeConfig
         fields = ["name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
                   "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
-                  "price_output_per_million", "embedding_backend"]
+                  "price_output_per_million", "batch", "batch_discount", "embedding_backend"]
         formfield_callback = bounded_formfield  # whole numbers within their column; the model's validators say the rest
 
     def __init__(self, *args, **kwargs):
@@ -141,6 +141,11 @@ class JudgeConfigForm(forms.ModelForm):
         default = endpoints.default_url()
         others = [url for url in endpoints.allowed_urls() if url != default]
         self.fields["base_url"].choices = [("", f"default: {default}"), *((url, url) for url in others)]
+        self.fields["batch_discount"].required = False  # left empty: the configuration's (0.5 when new)
+
+    def clean_batch_discount(self):
+        value = self.cleaned_data.get("batch_discount")
+        return self.instance.batch_discount if value is None else value
 
     def validate_unique(self) -> None:  # the service names a taken name on the name field
         pass

@@ -44,6 +44,7 @@ PRICE_MAX = 1e6
 validate_temperature = FiniteRange(0.0, TEMPERATURE_MAX)
 validate_timeout = FiniteRange(0.0, TIMEOUT_MAX_SECONDS, above=True)
 validate_price = FiniteRange(0.0, PRICE_MAX)
+validate_discount = FiniteRange(0.0, 1.0)
 
 
 class JudgeConfig(TimeStamped):
@@ -73,6 +74,13 @@ class JudgeConfig(TimeStamped):
     embedding_backend = models.CharField(max_length=200, blank=True, help_text="'local:<model>' or 'openai:<model>'")
     options = models.JSONField(default=dict, blank=True, validators=[json_object],
                                help_text="a JSON object of per-step options, e.g. SurveyLens τ per component")
+    batch = models.BooleanField(
+        default=False, help_text="send a run's calls through the endpoint's Batch API (answers within 24 h, cheaper)"
+    )
+    batch_discount = models.FloatField(
+        default=0.5, validators=[validate_discount],
+        help_text="the share of the prices the Batch API takes off (0 to 1; OpenAI: 0.5)",
+    )
 
     class Meta:
         constraints = [
@@ -142,6 +150,8 @@ class RunJob(Job):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
+        # batch mode: its calls went to a batch (``BatchCall``); the batch poller makes it pending again
+        WAITING = "waiting", "Waiting for its batch"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
         CANCELLED = "cancelled", "Cancelled"
@@ -177,6 +187,67 @@ class LLMCall(models.Model):
     latency_ms = models.FloatField(default=0.0)
     cost_usd = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
+class JudgeBatch(TimeStamped):
+    """One Batch API batch of a run (``scoring.services.batches``): the provider's id is stored as soon
+    as the provider gave it, before the task that submitted it ends."""
+
+    class Status(models.TextChoices):
+        SUBMITTING = "submitting", "Being submitted"  # its calls are chosen; no provider id yet
+        IN_PROGRESS = "in_progress", "In progress"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+        EXPIRED = "expired", "Expired"
+        CANCELLED = "cancelled", "Cancelled"
+
+    OPEN = (Status.SUBMITTING, Status.IN_PROGRESS)
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="batches")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.SUBMITTING, db_index=True)
+    batch_id = models.CharField(max_length=200, blank=True, help_text="the provider's batch id")
+    input_file_id = models.CharField(max_length=200, blank=True)
+    provider_status = models.CharField(max_length=40, blank=True, help_text="as the provider last said")
+    requests = models.PositiveIntegerField(default=0, help_text="request lines sent")
+    error = models.TextField(blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"batch {self.batch_id or '(not yet submitted)'} of run #{self.run_id}"
+
+
+class BatchCall(models.Model):
+    """One request line a batch-mode job needs answered: ``custom_id`` is the call key (the
+    request hash; ``:repair`` for the repair round). Answered rows serve every job of the
+    configuration asking the same (a cache), so a call is not submitted twice."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        SUBMITTED = "submitted", "Submitted"
+        ANSWERED = "answered", "Answered"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="batch_calls")
+    job = models.ForeignKey(RunJob, on_delete=models.CASCADE, related_name="batch_calls")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="batch_calls")
+    custom_id = models.CharField(max_length=100)
+    body = models.JSONField(help_text="the request line's body (model, messages, ...)")
+    batch = models.ForeignKey(JudgeBatch, null=True, blank=True, on_delete=models.SET_NULL, related_name="calls")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    content = models.TextField(blank=True, help_text="the answer's text (redacted)")
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "custom_id"], name="batchcall_unique_per_job")]
+        indexes = [models.Index(fields=["judge_config", "custom_id"]), models.Index(fields=["run", "status"])]
 
 
 class Statement(TimeStamped):

@@ -14,7 +14,7 @@ from django.db.models.functions import Coalesce
 from scoring.metric_names import NOT_METRICS, PERCENT_PROTOCOLS, headline_metrics, is_headline_metric, metric_label
 from benchmark.models import Report, System, TaskSet
 
-from .models import EvaluationRun, LLMCall, RunJob, ScoreCard, Verdict
+from .models import BatchCall, EvaluationRun, LLMCall, RunJob, ScoreCard, Verdict
 
 Job = RunJob.Status
 
@@ -47,6 +47,7 @@ def run_progress(*, run: EvaluationRun) -> dict:
         "pending": pending,
         "running": running,
         "cancelled": counts.get(Job.CANCELLED, 0),
+        "waiting": counts.get(Job.WAITING, 0),  # batch mode: their calls are in a batch
         "eta_seconds": eta,
     }
 
@@ -297,3 +298,12 @@ def reports_missing(*, tasks, systems) -> list[tuple[str, list[str]]]:
         if absent:
             missing.append((task.key, absent))
     return missing
+
+
+def run_batches(*, run: EvaluationRun) -> dict:
+    """Batch mode, for the run page: its batches (newest first, at most 20), its batch calls by status
+    and the discount its costs were computed with (``scoring.services.batches``)."""
+    calls = {status: 0 for status in BatchCall.Status.values}
+    calls.update(dict(run.batch_calls.values_list("status").annotate(n=Count("pk")).order_by()))
+    return {"batches": list(run.batches.order_by("-pk")[:20]), "calls": calls,
+            "discount": run.judge_config.batch_discount}

@@ -2,13 +2,15 @@
 
 ``execute_job`` is enqueued per job by ``scoring.services.runs`` after the transaction
 commits (and by recovery, ``core.jobs``); ``finalize_run`` by the job that settles a run's
-last one; ``propose_batch`` per proposal batch.
+last one; ``propose_batch`` per proposal batch; ``poll_batches`` by recovery while some batch-mode
+run has batch work, and when a run's jobs all wait for their batch (``scoring.services.batches``).
 """
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from .models import EvaluationRun
+from .services.batches import batches_poll
 from .services.proposals import proposal_batch_execute
 from .services.runs import job_execute, run_finalize
 
@@ -38,3 +40,9 @@ def finalize_run(run_id: int) -> str:
 @shared_task(name="scoring.propose_batch", bind=True, **RETRY)
 def propose_batch(self, batch_id: int) -> str:
     return proposal_batch_execute(batch_id=batch_id, worker=self.request.hostname or "")
+
+
+@shared_task(name="scoring.poll_batches", **RETRY)
+def poll_batches(run_id: int | None = None) -> dict:
+    """One look at the batches of a run (or of every run with batch work); never sleeps waiting."""
+    return batches_poll(run_id=run_id)

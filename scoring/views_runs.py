@@ -90,8 +90,10 @@ def _live_context(request, run: EvaluationRun) -> dict:
     context = {
         "run": run,
         "progress": {**progress, **selectors.job_share(progress)},
-        "eta": _eta_label(progress["eta_seconds"]),
+        "eta": ("when its batch ends" if progress["waiting"] and not progress["pending"] + progress["running"]
+                else _eta_label(progress["eta_seconds"])),
         "usage": selectors.runs_usage(run_ids=[run.pk])[run.pk],
+        "batch": selectors.run_batches(run=run) if run.judge_config.batch or run.batches.exists() else None,
         "failed_jobs": list(selectors.run_job_errors(run=run, limit=FAILED_JOBS_SHOWN)) if progress["failed"] else [],
         # a run that ended "finished" had no failure to explain (else it ends "finished with failures")
         "failure_reasons": (selectors.run_failure_reasons(run=run)

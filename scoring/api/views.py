@@ -15,7 +15,7 @@ from benchmark.models import Protocol, System, Task, TaskSet
 from ..judges.endpoints import redact
 from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
 from ..selectors import run_failure_reasons, run_progress, run_score_cards, run_verdicts, runs_usage
-from ..services.judge_configs import judge_config_create
+from ..services.judge_configs import judge_config_create, judge_config_update
 from ..services.runs import run_cancel, run_launch, run_resume, run_start
 
 
@@ -46,8 +46,18 @@ class JudgeConfigListApi(ListApi):
 
 
 class JudgeConfigDetailApi(DetailApi):
+    InputSerializer = JudgeConfigListApi.InputSerializer
     OutputSerializer = JudgeConfigListApi.OutputSerializer
     queryset = JudgeConfig.objects.all()
+
+    @extend_schema(request=InputSerializer, responses={200: OutputSerializer})
+    def patch(self, request, pk: int):
+        """Change some fields of a configuration (e.g. ``batch``, ``batch_discount``); once it has verdicts,
+        what shapes a verdict is refused with 400 (make a new configuration)."""
+        config = self.get_object()
+        data = input_of(self, request, instance=config, partial=True)
+        config = judge_config_update(config=config, actor=request.user, **data)
+        return Response(self.OutputSerializer(config).data)
 
 
 class RunOutputSerializer(serializers.ModelSerializer):
@@ -83,6 +93,7 @@ class ProgressSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
     running = serializers.IntegerField()
     cancelled = serializers.IntegerField()
+    waiting = serializers.IntegerField(help_text="batch mode: jobs whose judge calls are in a batch")
     eta_seconds = serializers.FloatField(allow_null=True)
     usage = UsageSerializer()
     failure_reasons = FailureReasonSerializer(many=True)

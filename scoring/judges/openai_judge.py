@@ -69,6 +69,12 @@ def parse_json_object(content: str) -> tuple[dict | None, str]:
     return data, ""
 
 
+def call_key(request_hash: str, round_: str = "answer") -> str:
+    """The key of one round of a call: its request hash, with ``:repair`` for the repair round
+    (a batch request line's ``custom_id``)."""
+    return request_hash if round_ == "answer" else f"{request_hash}:{round_}"
+
+
 def _holds_item_list(step_name: str, data) -> bool:
     """An answer to a step that judges a list of items that does hold that list (its entries may be wrong)."""
     step = get_step(step_name)
@@ -92,6 +98,7 @@ class _Usage:
 
 class OpenAIJudge(Judge):
     heuristic = False
+    requests_online = True  # the batch judge reads its answers instead, and needs no client of its own
 
     def __init__(self, config) -> None:
         super().__init__(config)
@@ -102,7 +109,7 @@ class OpenAIJudge(Judge):
         self.limit = int(getattr(config, "max_concurrency", 1) or 1)
         self.policy = RetryPolicy.from_config(config)
         self.options = getattr(config, "options", None) or {}
-        self.client = make_client(config)
+        self.client = make_client(config) if self.requests_online else None
         self._rng = random.Random()
 
     def answer(self, call: JudgeCall) -> JudgeAnswer:
@@ -136,7 +143,8 @@ class OpenAIJudge(Judge):
         content = ""
         for round_ in ("answer", "repair"):
             try:  # redacted before it is parsed: nothing read from the answer can carry the key
-                content = redact(self._complete(messages, usage, extra, deadline))
+                content = redact(self._round(messages, usage, extra, deadline,
+                                             custom_id=call_key(extra["request_hash"], round_)))
             except GiveUp as failure:
                 if failure.fatal:
                     extra["fatal"] = True
@@ -155,6 +163,12 @@ class OpenAIJudge(Judge):
             messages = [*messages, {"role": "assistant", "content": content},
                         repair_message(problems, self.prompt_version)]
         raise AssertionError("unreachable")
+
+    def _round(self, messages: list[dict], usage: _Usage, extra: dict, deadline: float, *, custom_id: str) -> str:
+        """One round's reply text (the answer, then perhaps the repair); ``custom_id`` names the round
+        (``call_key``). Online: a completion now; the batch judge (``scoring.judges.batch``) reads it
+        from the batch that answered it instead."""
+        return self._complete(messages, usage, extra, deadline)
 
     def _complete(self, messages: list[dict], usage: _Usage, extra: dict, deadline: float) -> str:
         """One completion with retries; falls back to plain text mode if the endpoint rejects JSON mode."""
@@ -186,12 +200,17 @@ class OpenAIJudge(Judge):
             raise GiveUp("the endpoint returned no choices", requests)
         return choices[0].message.content or ""
 
-    def _request(self, messages: list[dict], json_mode: bool, deadline: float):
+    def request_body(self, messages: list[dict], json_mode: bool) -> dict:
+        """What a chat completion is asked with (online, and as a batch request line's body)."""
         kwargs = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         if self.options.get("max_tokens"):
             kwargs["max_tokens"] = int(self.options["max_tokens"])
+        return kwargs
+
+    def _request(self, messages: list[dict], json_mode: bool, deadline: float):
+        kwargs = self.request_body(messages, json_mode)
         return call_with_retries(lambda timeout: self.client.chat.completions.create(**kwargs, timeout=timeout),
                                  policy=self.policy, endpoint=self.endpoint, limit=self.limit, rng=self._rng,
                                  deadline=deadline)
@@ -202,4 +221,4 @@ class OpenAIJudge(Judge):
         return (usage.tokens_in * price_in + usage.tokens_out * price_out) / 1_000_000
 
 
-__all__ = ["OpenAIJudge", "parse_json_object"]
+__all__ = ["OpenAIJudge", "call_key", "parse_json_object"]

@@ -259,9 +259,9 @@ def endpoint_url(config) -> str:
     return normalize_url(getattr(config, "base_url", "")) or default_url()
 
 
-def make_client(config) -> openai.OpenAI:
-    """An SDK client for the configuration's endpoint with the SDK's own retries disabled. It carries
-    the key the settings bind to that endpoint, and no key at all for any other URL."""
+def client_key(config) -> str:
+    """The key a client for the configuration's endpoint carries (``key_for``); ``ImproperlyConfigured``
+    when OpenAI itself is the endpoint and no key is set."""
     base_url = endpoint_url(config)
     api_key = key_for(base_url)
     if not api_key:
@@ -271,6 +271,14 @@ def make_client(config) -> openai.OpenAI:
                 "(or OPENAI_BASE_URL) at an OpenAI-compatible server that needs no key"
             )
         api_key = "no-key"  # not a secret: the SDK insists on some key; keyless servers ignore it
+    return api_key
+
+
+def make_client(config) -> openai.OpenAI:
+    """An SDK client for the configuration's endpoint with the SDK's own retries disabled. It carries
+    the key the settings bind to that endpoint, and no key at all for any other URL."""
+    base_url = endpoint_url(config)
+    api_key = client_key(config)
     timeout = float(getattr(config, "timeout_seconds", 120.0))
     # Redirects are not followed (the SDK's client follows them, and httpx keeps the key on a
     # same-origin one): a 3xx is an error. The request hook is the rule itself: a request to any

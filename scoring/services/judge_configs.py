@@ -24,9 +24,9 @@ from ..models import JudgeConfig, Verdict
 
 FIELDS = ("name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
           "max_concurrency", "timeout_seconds", "max_retries", "price_input_per_million",
-          "price_output_per_million", "embedding_backend", "options")
+          "price_output_per_million", "embedding_backend", "options", "batch", "batch_discount")
 CHECKED_VALUES = ("temperature", "repeats", "max_concurrency", "timeout_seconds", "max_retries",
-                  "price_input_per_million", "price_output_per_million", "options")
+                  "price_input_per_million", "price_output_per_million", "options", "batch_discount")
 # What shapes a verdict: frozen once the configuration has verdicts.
 VERDICT_SHAPING = ("backend", "base_url", "model", "temperature", "prompt_version", "repeats", "embedding_backend",
                    "options")
@@ -68,6 +68,8 @@ def _apply(config: JudgeConfig, fields: dict) -> None:
         raise ValueError(f"name: a judge configuration called {config.name!r} already exists")
     if config.backend == JudgeConfig.Backend.OPENAI and not config.model:
         raise ValueError("model: an OpenAI-compatible judge needs the model name at its endpoint")
+    if config.batch and config.backend != JudgeConfig.Backend.OPENAI:
+        raise ValueError("batch: only an OpenAI-compatible endpoint has a Batch API; the offline judge answers at once")
     judge_config_values_check(config)
     judge_endpoint_check(backend=config.backend, base_url=config.base_url)
 

@@ -20,6 +20,10 @@ the broker cannot be reached the caller gets ``BrokerUnavailable`` (the run stay
 running, its jobs pending), and recovery sends them again: at every recovery for a marked
 run (the ``unsent`` of the job kind registered in ``scoring.apps``), and for every running
 run when a worker starts or is found lost.
+
+Batch mode (``JudgeConfig.batch``): a job whose calls went to a batch turns ``waiting`` (an active
+status that recovery leaves alone) and ``scoring.services.batches`` makes it pending again once
+its batch answered; cancelling a run cancels its batches, resuming it sends only the failed calls.
 """
 
 from __future__ import annotations
@@ -38,8 +42,9 @@ from benchmark.models import Report, System, Task, TaskSet
 from core.broker import BrokerUnavailable, broker_address
 from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, orphaned
 from scoring.judges.endpoints import redact
+from scoring.judges.batch import BatchPending
 from scoring.judges.guard import GuardedJudge, JudgeStopped
-from scoring.models import EvaluationRun, JudgeConfig, RunJob, ScoreCard
+from scoring.models import EvaluationRun, JudgeBatch, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
 from scoring.selectors import run_failure_account
 from scoring.services.judge_configs import judge_config_runnable
@@ -49,7 +54,7 @@ logger = logging.getLogger(__name__)
 
 Run = EvaluationRun.Status
 Job = RunJob.Status
-ACTIVE_JOB_STATUSES = (Job.PENDING, Job.RUNNING)
+ACTIVE_JOB_STATUSES = (Job.PENDING, Job.RUNNING, Job.WAITING)
 TRANSIENT_DB_ERRORS = (OperationalError, InterfaceError)
 
 
@@ -157,9 +162,13 @@ def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
     if run.status not in (Run.PENDING, Run.RUNNING):
         raise ValidationError(f"run #{run.pk} is {run.status}; only a pending or running run can be cancelled")
     now = timezone.now()
-    run.jobs.filter(status=Job.PENDING).update(status=Job.CANCELLED, finished_at=now, updated_at=now)
+    run.jobs.filter(status__in=(Job.PENDING, Job.WAITING)).update(status=Job.CANCELLED, finished_at=now, updated_at=now)
     run.status, run.finished_at = Run.CANCELLED, now
     run.save(update_fields=["status", "finished_at", "updated_at"])
+    if run.batches.filter(status__in=JudgeBatch.OPEN).exists():
+        from scoring.services.batches import poll_enqueue
+
+        poll_enqueue(run.pk)  # the poller cancels the run's batches at the provider
     return run
 
 
@@ -182,6 +191,10 @@ def run_resume(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
     now = timezone.now()
     RunJob.objects.filter(pk__in=retry).update(status=Job.PENDING, error="", worker="", finished_at=None,
                                                updated_at=now)
+    if run.judge_config.batch:
+        from scoring.services.batches import batch_calls_retry
+
+        batch_calls_retry(run=run)  # only the calls that failed are sent again
     run.status, run.finished_at, run.error, run.deadline_at = Run.RUNNING, None, "", _deadline(run)
     run.save(update_fields=["status", "finished_at", "error", "deadline_at", "updated_at"])
     if enqueue:
@@ -217,7 +230,8 @@ def runs_settled_finalize() -> dict[str, int]:
 def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = "") -> str:
     """Execute one job at most once at a time; idempotent. Returns what happened:
 
-    ``done`` / ``failed`` (executed; a failure's error is on the job), ``cancelled`` (its run
+    ``done`` / ``failed`` (executed; a failure's error is on the job), ``waiting`` (batch mode: some
+    calls wait for a batch, ``scoring.services.batches``), ``cancelled`` (its run
     was cancelled before it started), ``skipped`` (claimed already — another delivery executes
     it — or settled, or its run is not running), ``missing``.
 
@@ -239,12 +253,17 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
     try:
         pipeline = pipeline_for(job.run.protocol)
         deadline_at = job.run.deadline_at.timestamp() if job.run.deadline_at else None
-        guard = GuardedJudge(judge or _judge_for(job.run.judge_config),
+        if judge is None:
+            judge = _batch_judge_for(job) if job.run.judge_config.batch else _judge_for(job.run.judge_config)
+        guard = GuardedJudge(judge,
                              stop_reason=lambda: _stop_reason(job.run_id), deadline_at=deadline_at)
         pipeline.run_step(run=job.run, report=job.report, step=job.step, judge=guard)
     except TRANSIENT_DB_ERRORS:
         job_release(RunJob, job_id)
         raise
+    except BatchPending as pending:
+        _job_wait(job, deferred=pending.deferred, enqueue=enqueue)
+        return "waiting"
     except JudgeStopped as stop:
         if stop.halts_run:
             run_halt(run=job.run, job=job, reason=stop.reason)
@@ -296,7 +315,7 @@ def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> E
         )
     if run.status != Run.RUNNING:
         return run
-    run.jobs.filter(status=Job.PENDING).update(
+    run.jobs.filter(status__in=(Job.PENDING, Job.WAITING)).update(
         status=Job.FAILED, error=f"not started: the run stopped: {reason}", finished_at=now, updated_at=now
     )
     try:
@@ -310,6 +329,17 @@ def run_halt(*, run: EvaluationRun, reason: str, job: RunJob | None = None) -> E
     run.save(update_fields=["status", "error", "finished_at", "updated_at"])
     run_finished.send(sender=EvaluationRun, run=run)
     return run
+
+
+def _batch_judge_for(job: RunJob):
+    """Batch mode: the judge that answers from the job's batches (``scoring.services.batches``)."""
+    from scoring.services.batches import batch_judge_for
+
+    try:
+        judge_config_runnable(job.run.judge_config)
+    except ValidationError as exc:
+        raise ImproperlyConfigured(" ".join(exc.messages)) from None
+    return batch_judge_for(job)
 
 
 def _judge_for(config: JudgeConfig):
@@ -356,6 +386,21 @@ def _job_settle(job: RunJob, *, status: str, error: str, enqueue: bool) -> None:
         settled = run.status == Run.RUNNING and not run.jobs.filter(status__in=ACTIVE_JOB_STATUSES).exists()
         if settled and enqueue:  # unsent: recovery finalizes settled runs (``runs_settled_finalize``)
             jobs_enqueue_on_commit(finalize_run, [run.pk])
+
+
+def _job_wait(job: RunJob, *, deferred: int, enqueue: bool) -> None:
+    """Running → waiting for its batch (batch mode, ``scoring.services.batches``). The job that leaves
+    its run with nothing else to execute asks for a poll now, so the batch goes out at once."""
+    with transaction.atomic():
+        run = _lock_run(job.run)
+        now = timezone.now()
+        RunJob.objects.filter(pk=job.pk, status=Job.RUNNING).update(
+            status=Job.WAITING, error=f"waiting for a batch to answer {deferred} judge call(s)", updated_at=now)
+        idle = not run.jobs.filter(status__in=(Job.PENDING, Job.RUNNING)).exists()
+        if idle and enqueue:
+            from scoring.services.batches import poll_enqueue
+
+            poll_enqueue(run.pk)
 
 
 def _enqueue_jobs(job_ids: Sequence[int], *, run_ids: Iterable[int], raise_unsent: bool = True) -> None:

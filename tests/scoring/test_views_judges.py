@@ -55,3 +55,19 @@ def test_annotators_read_the_list_but_cannot_write(client):
     assert client.post(reverse("runs:judge_edit", args=[config.pk]), _body()).status_code == 403
     assert client.post(reverse("runs:judge_test", args=[config.pk])).status_code == 403
     assert JudgeConfig.objects.get().name == "offline"
+
+
+def test_the_form_turns_batch_mode_on_with_its_discount_and_refuses_a_discount_above_one(client):
+    client.force_login(curator())
+    refused = client.post(reverse("runs:judge_new"), _body(batch="on", batch_discount="1.5"))
+    assert refused.status_code == 400
+    assert 'id="errors-batch_discount"><li>' in refused.content.decode()
+    assert not JudgeConfig.objects.exists()
+    created = client.post(reverse("runs:judge_new"), _body(batch="on", batch_discount="0.4"))
+    assert created.status_code == 302
+    config = JudgeConfig.objects.get(name="lab-judge")
+    assert (config.batch, config.batch_discount) == (True, 0.4)
+    edited = client.post(reverse("runs:judge_edit", args=[config.pk]), _body())  # unticked, discount left out
+    assert edited.status_code == 302
+    config.refresh_from_db()
+    assert (config.batch, config.batch_discount) == (False, 0.4)

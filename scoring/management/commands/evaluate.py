@@ -6,7 +6,8 @@
 Jobs run on Celery workers. Without a live worker the command says so: without
 ``--wait`` the jobs stay queued until a worker starts; ``--wait`` refuses to start.
 ``--inline`` executes the jobs in this command's own process instead (explicitly, for
-a machine without a worker); the web process never runs jobs.
+a machine without a worker), and with a batch-mode judge polls its batches here too; the web
+process never runs jobs.
 
 With ``--wait`` or ``--inline`` the exit status says how the run ended: 0 finished, 3 finished
 with failures (some jobs or items failed; the scores are partial), 1 failed or cancelled.
@@ -23,6 +24,7 @@ from core.workers import live_workers
 from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES
 from scoring.selectors import run_failure_reasons, run_job_errors, run_progress, run_score_cards, runs_usage
+from scoring.services.batches import run_batches_poll
 from scoring.services.runs import BrokerUnavailable, job_execute, run_create, run_finalize, run_start
 
 NO_WORKER = (
@@ -50,7 +52,8 @@ class Command(BaseCommand):
             "--inline", action="store_true",
             help="execute the jobs in this command's own process instead of on Celery workers",
         )
-        parser.add_argument("--poll", type=float, default=2.0, help="seconds between progress updates with --wait")
+        parser.add_argument("--poll", type=float, default=2.0,
+                            help="seconds between progress updates with --wait (and between batch polls with --inline)")
 
     def handle(self, *args, protocol, judge, systems, task_set, tasks, name, wait, inline, poll, **options):
         config = JudgeConfig.objects.filter(name=judge).first()
@@ -77,7 +80,7 @@ class Command(BaseCommand):
         if config.is_heuristic:
             self.stdout.write(self.style.WARNING("the judge is the offline heuristic: scores are not LLM judgements"))
         if inline:
-            self._run_inline(run)
+            self._run_inline(run, poll)
         elif wait:
             self._wait(run, poll)
         else:
@@ -91,12 +94,25 @@ class Command(BaseCommand):
             code = EXIT_FINISHED_WITH_FAILURES if run.status == run.Status.FINISHED_WITH_FAILURES else 1
             raise CommandError(f"run #{run.pk} {run.get_status_display().lower()}", returncode=code)
 
-    def _run_inline(self, run) -> None:
+    def _run_inline(self, run, poll: float) -> None:
+        """Execute the pending jobs here; in batch mode, poll the run's batches here too (every ``poll``
+        seconds) and execute the jobs each answered batch releases, until none waits."""
         job_ids = list(run.jobs.filter(status=RunJob.Status.PENDING).order_by("pk").values_list("pk", flat=True))
         bar = ProgressBar(self.stdout)
-        for job_id in job_ids:
-            job_execute(job_id=job_id, enqueue=False)
-            bar.draw(run_progress(run=run))
+        while True:
+            for job_id in job_ids:
+                job_execute(job_id=job_id, enqueue=False)
+                bar.draw(run_progress(run=run))
+            run.refresh_from_db(fields=["status"])
+            if run.status != run.Status.RUNNING:
+                if run.batches.exists():
+                    run_batches_poll(run=run, enqueue=False)  # cancelled or halted meanwhile: cancel its batches
+                break
+            if not run.jobs.filter(status=RunJob.Status.WAITING).exists():
+                break
+            job_ids = run_batches_poll(run=run, enqueue=False)["released"]
+            if not job_ids:
+                time.sleep(poll)
         bar.close()
         run_finalize(run=run)
 
@@ -132,7 +148,8 @@ class ProgressBar:
         eta = "" if p["eta_seconds"] is None else f"  ETA {_duration(p['eta_seconds'])}"
         line = (
             f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {settled}/{p['total']} jobs"
-            f"  done {p['done']}  failed {p['failed']}  running {p['running']}  pending {p['pending']}{eta}"
+            f"  done {p['done']}  failed {p['failed']}  running {p['running']}  pending {p['pending']}"
+            + (f"  waiting for a batch {p['waiting']}" if p.get("waiting") else "") + eta
         )
         if line == self.last:
             return

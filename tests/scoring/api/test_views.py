@@ -99,3 +99,36 @@ def test_the_admin_form_refuses_an_endpoint_that_is_not_allowed(db, settings):
                             "price_output_per_million": 0, "options": "{}"})
     assert not form.is_valid()
     assert "not an allowed judge endpoint" in form.errors["base_url"][0]
+
+
+def test_batch_mode_is_set_on_create_and_changed_with_patch(api, settings):
+    settings.OPENAI_BASE_URL = "https://llm.internal.example/v1"
+    body = {"name": "batched", "backend": "openai", "model": "m", "batch": True}
+    response = api.post("/api/judge-configs/", body, format="json")
+    assert response.status_code == 201, response.content
+    created = response.json()
+    assert (created["batch"], created["batch_discount"]) == (True, 0.5)
+    response = api.patch(f"/api/judge-configs/{created['id']}/", {"batch": False, "batch_discount": 0.25}, format="json")
+    assert response.status_code == 200, response.content
+    config = JudgeConfig.objects.get(pk=created["id"])
+    assert (config.batch, config.batch_discount, config.name) == (False, 0.25, "batched")
+
+
+@pytest.mark.parametrize("fields, field, message", [
+    ({"batch_discount": 1.5}, "batch_discount", "at most 1"),
+    ({"batch_discount": -0.1}, "batch_discount", "at least 0"),
+    ({"batch_discount": "NaN"}, "batch_discount", ""),
+    ({"backend": "offline", "model": "", "batch": True}, "batch", "only an OpenAI-compatible endpoint"),
+])
+def test_bad_batch_settings_are_refused_naming_the_field(api, settings, fields, field, message):
+    settings.OPENAI_BASE_URL = "https://llm.internal.example/v1"
+    response = api.post("/api/judge-configs/", {"name": "b", "backend": "openai", "model": "m", **fields},
+                        format="json")
+    assert response.status_code == 400, response.content
+    assert message in " ".join(response.json()[field])
+    assert not JudgeConfig.objects.filter(name="b").exists()
+    config = JudgeConfig.objects.create(name="kept", backend="openai", model="m")
+    response = api.patch(f"/api/judge-configs/{config.pk}/", fields, format="json")
+    assert response.status_code == 400, response.content
+    config.refresh_from_db()
+    assert (config.backend, config.batch, config.batch_discount) == ("openai", False, 0.5)

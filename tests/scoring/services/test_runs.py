@@ -125,7 +125,7 @@ def test_progress_counts_and_eta_from_mean_job_duration(setup):
     run = run_start(run=create(setup), enqueue=False)
     assert run_progress(run=run) | {"eta_seconds": None} == {
         "status": "running", "total": 4, "done": 0, "failed": 0, "pending": 4, "running": 0, "cancelled": 0,
-        "eta_seconds": None,
+        "waiting": 0, "eta_seconds": None,
     }
     jobs = list(run.jobs.order_by("pk"))
     now = timezone.now()
