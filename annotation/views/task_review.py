@@ -18,7 +18,7 @@ from core.http import refuse
 from ..forms import VerifyEditForm
 from ..models import VERIFY_TARGETS, TargetKind
 from ..selectors.progress import task_curation_status, task_unsettled_proposals
-from ..services.review import task_curate
+from ..loop.settle import task_curate
 from ..services.solo_review import SoloReviewError, proposal_review_solo
 
 REVIEW_SHOWN = 40  # proposals listed at once; each decision brings the next one in

@@ -14,11 +14,11 @@ from core.models import AuditLog
 
 from ..models import AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference
 from ..selectors.targets import item_target
-from .audit import audit_record
-from .claims import claim_create, claim_release, item_has_free_slot
-from .errors import UndoRefusedError
-from .locking import item_lock
-from .review import task_uncurate
+from ..services.audit import audit_record
+from ..services.errors import UndoRefusedError
+from .claims import claims_create, claims_release_all, item_has_free_slot
+from .settle import task_uncurate
+from .store import item_lock
 
 
 def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment | None:
@@ -48,9 +48,9 @@ def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> 
     now = timezone.now()
     if project.status != AnnotationProject.Status.OPEN or not item_has_free_slot(item, now):
         return None
-    for held in Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.ACTIVE):
-        claim_release(assignment=held, user=annotator, now=now)
-    return claim_create(project=project, item=item, user=annotator, now=now)
+    claims_release_all(project=project, user=annotator, now=now)
+    claims = claims_create(project=project, items=[item], user=annotator, now=now)
+    return claims[0] if claims else None
 
 
 def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditLog:
