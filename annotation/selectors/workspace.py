@@ -12,6 +12,7 @@ from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
 from ..blind import item_revealed, status_shown, target_id_shown
 from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
 from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
+from ..rules import claim_live
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
 
@@ -44,7 +45,7 @@ _TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_GROUP] = _TASK_PANEL_PREFETCH[TargetKi
 
 
 def _claim_dict(claim: Assignment) -> dict | None:
-    if claim.status != Assignment.Status.ACTIVE or claim.expires_at <= timezone.now():
+    if not claim_live(status=claim.status, expires_at=claim.expires_at, now=timezone.now()):
         return None
     return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
 
