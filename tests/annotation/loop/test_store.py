@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from annotation import rules
 from annotation.loop import store
-from annotation.models import AnnotationItem, Assignment, Label
+from annotation.models import AnnotationItem, Assignment, Label, ProjectMembership, TargetKind
+from annotation.selectors.targets import item_target
 from tests.annotation_factories import agreement_project, annotator, checklist_task, verify_project
 
 N_ITEMS = 5
@@ -126,8 +127,8 @@ def test_the_claim_read_selects_what_the_rules_say_and_what_its_orm_twin_selects
         for row in found:  # an expired claim still marked active is found on the way
             assert bool(row.stale) == item_of(rows, row.pk).assignments.filter(status=ACTIVE,
                                                                                expires_at__lte=now).exists()
-            if project.kind == "verify":
-                assert row.target_row == row.target_row.__class__.objects.get(pk=row.target_id)
+            if project.kind == "verify":  # its benchmark row rides along, every column as the ORM reads it
+                assert _columns(row.target_row) == _columns(item_target(row))
 
     _in_savepoint(check)
 
@@ -264,3 +265,31 @@ def test_the_labels_insert_ending_claims_writes_what_bulk_create_and_bulk_update
     _in_savepoint(write("statement"))
     _in_savepoint(write("twin"))
     assert written["statement"] == written["twin"]
+
+
+@given(subset=st.lists(st.integers(0, N_ITEMS - 1), min_size=1, unique=True), member=st.booleans(),
+       remembered=st.sampled_from([None, *TargetKind.values]))
+@PROPERTY
+def test_the_locked_items_read_reads_what_its_orm_twin_reads(loop, subset, member, remembered):
+    """Each item with its project, the user's membership role and guidelines seen, and its target
+    row, whatever kind this process remembers for it (a wrong memory costs a second read)."""
+    project, users, items, now = loop
+
+    def check():
+        user = users[0]
+        if not member:
+            ProjectMembership.objects.filter(project=project, user=user).delete()
+        asked = [items[n] for n in subset]
+        if remembered is not None:
+            store.kinds_remember([type("Row", (), {"pk": item.pk, "target_kind": remembered}) for item in asked])
+        found = store.locked_items(item_ids=[item.pk for item in asked], annotator=user)
+        assert sorted(found) == sorted(item.pk for item in asked)
+        membership = ProjectMembership.objects.filter(project=project, user=user).first()
+        for pk, row in found.items():
+            twin = AnnotationItem.objects.select_related("project").get(pk=pk)
+            assert _columns(row) == _columns(twin) and _columns(row.project) == _columns(twin.project)
+            assert row.my_role == (membership.role if membership else None)
+            assert row.my_guidelines_seen == (membership.guidelines_seen if membership else None)
+            assert _columns(row.target_row) == _columns(item_target(twin))
+
+    _in_savepoint(check)
