@@ -82,8 +82,3 @@ def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = 
         return True
     return judge_label is not None and any(value["label"] != judge_label for value in values)
 
-
-def item_key(item: Any) -> tuple[int, int, int, int]:
-    """``claim_order`` of an ``AnnotationItem`` row."""
-    return claim_order(labels_needed=item.labels_needed, labels_done=item.labels_done, position=item.position,
-                       pk=item.pk)

@@ -1,6 +1,6 @@
 """Undoing the annotator's last label or skip (``label_undo_last``).
 
-A label is final once submitted (``services.labels``); to correct a mistake the annotator
+A label is final once submitted (``loop.labels``); to correct a mistake the annotator
 undoes their last action while nothing depends on it yet, then labels again — except in blind
 projects, where committing revealed what was hidden and the label stays final.
 """

@@ -1,7 +1,7 @@
 """The task page's curation card (a panel registered with ``benchmark.views``): the task's status,
 what keeps it from "curated", and the action — a solo review of its open proposals (accept, edit,
 reject) and "mark curated" once nothing is left. Curators only; the rules are the services'
-(``services.solo_review``, ``services.review.task_curate``)."""
+(``services.solo_review``, ``loop.settle.task_curate``)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required

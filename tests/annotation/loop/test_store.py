@@ -87,7 +87,9 @@ def _claimable_by_rules(items, user, now, passed_over, limit) -> list[int]:
             held=item.pk in passed_over,
         )
     ]
-    return [item.pk for item in sorted(allowed, key=rules.item_key)][:limit]
+    order = [rules.claim_order(labels_needed=item.labels_needed, labels_done=item.labels_done,
+                               position=item.position, pk=item.pk) for item in allowed]
+    return [pk for *_, pk in sorted(order)][:limit]
 
 
 def _claimable_twin(project, user, now, passed_over, limit) -> list[int]:
