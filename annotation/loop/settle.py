@@ -7,15 +7,11 @@ item waits in the adjudication queue for a curator's ``GoldLabel``. After every 
 decision the item's task becomes curated once every proposable of the task is settled.
 """
 
-from functools import reduce
-from operator import or_
-
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db import transaction
 from django.utils import timezone
 
-from benchmark.models import SETTLED_STATUSES, Task
+from benchmark.models import Task
 from benchmark.services.history import (
     ProposableEdit,
     StaleEditError,
@@ -35,6 +31,7 @@ from ..services.audit import audit_record
 from ..services.errors import ItemNotOpenError, ReviewConflictError
 from ..services.values import DECISION_STATUS, value_clean
 from ..services.webhooks import webhooks_fire_task_curated
+from . import store
 from .store import item_lock
 
 
@@ -193,45 +190,17 @@ def _task_set_curated(*, task: Task, actor, project) -> None:
     webhooks_fire_task_curated(task=task, actor=actor)
 
 
-def _proposables(kind: str, *, unsettled: bool) -> Exists:
-    """Whether the task row of the outer query has proposables of ``kind`` (not settled,
-    ``unsettled``), along the kind's path to its task (``VERIFY_TARGETS``)."""
-    model, path = VERIFY_TARGETS[kind]
-    rows = model.objects.filter(**{path: OuterRef("pk")})
-    return Exists(rows.exclude(review_status__in=SETTLED_STATUSES) if unsettled else rows)
-
-
-def _any_of(kinds, *, unsettled: bool) -> Exists | None:
-    """Whether the outer task has proposables of any of ``kinds`` (not settled, ``unsettled``);
-    None for no kind."""
-    parts = [_proposables(kind, unsettled=unsettled) for kind in kinds]
-    return reduce(or_, parts) if parts else None
-
-
 def task_curate_if_settled(*, task_id: int, actor, project=None, kind: str = "") -> bool:
     """Mark the task curated when all its proposables are settled (inside the caller's transaction).
 
     The task row is locked before counting, so two reviewers settling a task's last two items
-    at once cannot both see the other's item still proposed: the count is a statement of its
-    own, since one that waited for the lock would count from before the wait (PostgreSQL
-    reads a statement's snapshot when it starts). On SQLite the IMMEDIATE transaction is the
-    lock. ``kind``: the kind of proposal just settled; while another of that kind is unsettled
-    (the usual case in the workspace) the task's read answers alone, else every kind is checked
-    in one more query. Runs for every agreed review: two or three queries.
+    at once cannot both see the other's item still proposed (``store.task_settlement``). On
+    SQLite the IMMEDIATE transaction is the lock. ``kind``: the kind of proposal just settled.
     """
-    tasks = Task.objects.filter(pk=task_id)
-    if connection.features.has_select_for_update:  # SQLite: the IMMEDIATE transaction is the lock
-        list(tasks.select_for_update(no_key=True).values_list("pk"))
-    same_kind = _any_of([kind] if kind in VERIFY_TARGETS else [], unsettled=True)
-    task = (tasks.annotate(kind_unsettled=same_kind) if same_kind is not None else tasks).get()
+    task, settled = store.task_settlement(task_id=task_id, kind=kind)
     if task.status in (Task.Status.CURATED, Task.Status.RETIRED):
         return task.status == Task.Status.CURATED
-    if getattr(task, "kind_unsettled", False):
-        return False
-    settled = tasks.annotate(present=_any_of(VERIFY_TARGETS, unsettled=False),
-                             unsettled=_any_of(VERIFY_TARGETS, unsettled=True)).values_list("present", "unsettled")
-    present, unsettled = settled.get()
-    if not present or unsettled:
+    if not settled:
         return False
     _task_set_curated(task=task, actor=actor, project=project)
     return True

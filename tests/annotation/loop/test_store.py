@@ -5,6 +5,8 @@ user's own labels and skips."""
 
 import uuid
 from datetime import timedelta
+from functools import reduce
+from operator import or_
 
 import pytest
 from django.db import transaction
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 
 from annotation import rules
 from annotation.loop import store
-from annotation.models import AnnotationItem, Assignment, Label, ProjectMembership, TargetKind
+from annotation.models import VERIFY_TARGETS, AnnotationItem, Assignment, Label, ProjectMembership, TargetKind
 from annotation.selectors.targets import item_target
 from tests.annotation_factories import agreement_project, annotator, checklist_task, verify_project
 
@@ -293,5 +295,57 @@ def test_the_locked_items_read_reads_what_its_orm_twin_reads(loop, subset, membe
             assert row.my_role == (membership.role if membership else None)
             assert row.my_guidelines_seen == (membership.guidelines_seen if membership else None)
             assert _columns(row.target_row) == _columns(item_target(twin))
+
+    _in_savepoint(check)
+
+
+REVIEW_STATUSES = ["proposed", "accepted", "edited", "rejected"]
+
+
+@given(statuses=st.lists(st.tuples(st.sampled_from(["checklist_group", "checklist_item", "gold_reference"]),
+                                   st.sampled_from(REVIEW_STATUSES)), max_size=5),
+       kind=st.sampled_from(["", "checklist_item", "gold_reference", "checklist_group"]),
+       task_status=st.sampled_from(["in_review", "curated", "retired"]))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_task_settlement_reads_what_its_orm_twin_reads(db, statuses, kind, task_status):
+    """A task's proposables of every kind at random review statuses: settled when it has one
+    and none is unsettled; while one of the kind just settled is unsettled, not."""
+    from benchmark.models import SETTLED_STATUSES, Task
+    from tests.factories import ChecklistGroupFactory, ChecklistItemFactory, GoldReferenceFactory, TaskFactory
+
+    def check():
+        task = TaskFactory(status=task_status)
+        group = None
+        for what, status in statuses:
+            if what == "checklist_group" or group is None:
+                group = ChecklistGroupFactory(task=task, review_status=status if what == "checklist_group"
+                                              else "accepted")
+            if what == "checklist_item":
+                ChecklistItemFactory(group=group, review_status=status)
+            elif what == "gold_reference":
+                GoldReferenceFactory(task=task, review_status=status)
+        found, settled = store.task_settlement(task_id=task.pk, kind=kind)
+        assert _columns(found) == _columns(Task.objects.get(pk=task.pk))
+
+        def exists(kinds, *, unsettled):  # the ORM twin named in the docstring
+            parts = []
+            for name in kinds:
+                model, path = VERIFY_TARGETS[name]
+                rows = model.objects.filter(**{path: OuterRef("pk")})
+                parts.append(Exists(rows.exclude(review_status__in=SETTLED_STATUSES) if unsettled else rows))
+            return reduce(or_, parts)
+
+        twin = Task.objects.filter(pk=task.pk)
+        if kind:
+            assert found.kind_unsettled == twin.annotate(k=exists([kind], unsettled=True)).values_list("k", flat=True)[0]
+        present, unsettled = twin.annotate(p=exists(VERIFY_TARGETS, unsettled=False),
+                                           u=exists(VERIFY_TARGETS, unsettled=True)).values_list("p", "u")[0]
+        expected = present and not unsettled
+        if found.status in ("curated", "retired") or (kind and found.kind_unsettled):
+            assert settled is False  # the caller needs no more (a curated or retired task: its status)
+        else:
+            assert settled == expected
+        if kind and found.kind_unsettled:
+            assert not expected  # the shortcut never says "not settled" of a settled task
 
     _in_savepoint(check)
