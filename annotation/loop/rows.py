@@ -46,3 +46,8 @@ def instance(model: type[Model], values, omit: tuple[str, ...] = ()) -> Model:
             value = convert(value, column, wrapper)
         converted.append(value)
     return model.from_db(wrapper.alias, attnames, converted)
+
+
+def instances(model: type[Model], rows: list, omit: tuple[str, ...] = ()) -> list[Model]:
+    """``instance`` of each row's raw column values."""
+    return [instance(model, values, omit) for values in rows]

@@ -35,7 +35,7 @@ from ..models import (
     ReportPair,
     TargetKind,
 )
-from .rows import fields_of, instance
+from .rows import fields_of, instance, instances
 
 # --- Locks ----------------------------------------------------------------------------------------
 
@@ -89,12 +89,10 @@ def _rows(model: type[Model], sql: str, params: list) -> list:
     own = [where[field.column] for field in model._meta.concrete_fields]
     taken = set(own)
     extra = [(index, name) for index, name in enumerate(names) if index not in taken]
-    out = []
-    for row in found:
-        obj = instance(model, [row[index] for index in own])
+    out = instances(model, [[row[index] for index in own] for row in found])
+    for obj, row in zip(out, found):
         for index, name in extra:
             setattr(obj, name, row[index])
-        out.append(obj)
     return out
 
 
@@ -350,12 +348,11 @@ def _union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(branches), params)
         found = cursor.fetchall()
-    out: list[list] = [[] for _ in parts]
+    values: list[list] = [[] for _ in parts]
     for row in found:
-        part = row[0]
-        start = 1 + sum(widths[:part])
-        out[part].append(instance(parts[part][0], row[start:start + widths[part]]))
-    return out
+        start = 1 + sum(widths[:row[0]])
+        values[row[0]].append(row[start:start + widths[row[0]]])
+    return [instances(model, part) for (model, _, _), part in zip(parts, values)]
 
 
 def _written_by_database(model: type[Model], fields) -> list[str]:
