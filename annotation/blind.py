@@ -38,7 +38,6 @@ from collections import defaultdict
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
 from benchmark.models import Report
-from core import rawsql
 from core.accounts import is_global_curator
 from scoring.models import Verdict
 
@@ -80,13 +79,7 @@ def item_revealed(*, item: AnnotationItem, role: str | None, user, holds_claim: 
         return True
     if holds_claim or not revealed(project=project, role=role, status=item.status, labelled=True):
         return False
-    # Part 2 as plain SQL: this is the annotator loop's hot path, where building the same
-    # query through the ORM costs more than the database takes to answer it (``rawsql``).
-    (labelled,) = rawsql.scalar_row(
-        f"SELECT EXISTS (SELECT 1 FROM {rawsql.table(Label)} WHERE item_id = %s AND annotator_id = %s)",
-        [item.pk, user.pk],
-    )
-    return bool(labelled)
+    return Label.objects.filter(item_id=item.pk, annotator_id=user.pk).exists()
 
 
 def labeller_revealed(project: AnnotationProject) -> bool:

@@ -89,7 +89,7 @@ def token() -> str:
 
 def label_all(item, users, *values):
     """Each user labels ``item`` (one value for all, or one per user); returns the refreshed item."""
-    from annotation.services.labels import label_submit
+    from annotation.loop.labels import label_submit
 
     for n, user in enumerate(users):
         label_submit(item=item, annotator=user, value=values[min(n, len(values) - 1)], client_token=token())

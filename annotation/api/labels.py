@@ -11,12 +11,12 @@ from core.bounded import BoundedIntegerSerializerField
 from core.converters import MAX_ID
 from core.parsers import BoundedJSONField
 
-from ..assignment import MAX_CLAIMS, assignment_skip, claim_next_items, label_submit_and_claim
+from ..loop.claims import MAX_CLAIMS, assignment_skip, claim_next_items
 from ..blind import label_value_shown, labeller_revealed, visible_gold_labels, visible_labels, visible_preferences
 from ..models import AnnotationProject, Assignment
 from ..selectors.targets import item_targets
 from ..selectors.workspace import item_context_for
-from ..services.labels import Submission, label_submit_many
+from ..loop.labels import Submission, label_submit_and_claim, label_submit_many
 from .views import AssignmentOutputSerializer, ContextSerializer, LabellerApi, member_project
 
 

@@ -30,7 +30,7 @@ from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
 from ..selectors.workspace import item_context_for
 from ..services.projects import membership_add, membership_remove, project_create, project_update
-from ..services.review import item_adjudicate
+from ..loop.settle import item_adjudicate
 
 
 def member_project(request, pk: int) -> tuple[AnnotationProject, str]:

@@ -5,12 +5,11 @@ from collections import Counter, defaultdict
 
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Max, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
-from core import rawsql
 
 from ..blind import revealed_unlabelled
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
@@ -19,32 +18,27 @@ from .projects import LABELLING_ROLES, project_role, projects_for
 
 def labelling_counts(*, project_ids: list[int], user=None) -> dict[tuple[int, int], Counter]:
     """(project id, user id) → the user's ``labels``, ``skips`` and unexpired ``active_claims``
-    in the project, for everyone or for ``user`` alone: one query, in plain SQL as the
-    workspace's progress line reads it on every request (``rawsql``). Users with none of these
-    have no entry."""
+    in the project, for everyone or for ``user`` alone: one query (the workspace's progress line
+    reads it on every request). Users with none of these have no entry."""
     if not project_ids:
         return {}
-    marks = ", ".join(["%s"] * len(project_ids))
-    label_user = assignment_user = ""
-    label_params: list = [*project_ids]
-    assignment_params: list = [Assignment.Status.SKIPPED, Assignment.Status.ACTIVE, timezone.now(), *project_ids]
-    if user is not None:
-        label_user, assignment_user = " AND annotator_id = %s", " AND user_id = %s"
-        label_params.append(user.pk)
-        assignment_params.append(user.pk)
-    rows = rawsql.value_rows(
-        f"SELECT project_id, annotator_id, COUNT(*), 0, 0 FROM {rawsql.table(Label)}"
-        f" WHERE project_id IN ({marks}){label_user} GROUP BY project_id, annotator_id"
-        " UNION ALL"
-        " SELECT project_id, user_id, 0, SUM(CASE WHEN status = %s THEN 1 ELSE 0 END),"
-        " SUM(CASE WHEN status = %s AND expires_at > %s THEN 1 ELSE 0 END)"
-        f" FROM {rawsql.table(Assignment)} WHERE project_id IN ({marks}){assignment_user}"
-        " AND status IN (%s, %s) GROUP BY project_id, user_id",
-        [*label_params, *assignment_params, Assignment.Status.SKIPPED, Assignment.Status.ACTIVE],
+    mine_labels = {} if user is None else {"annotator_id": user.pk}
+    mine_claims = {} if user is None else {"user_id": user.pk}
+    labels = (
+        Label.objects.filter(project_id__in=project_ids, **mine_labels).order_by()
+        .values_list("project_id", "annotator_id")
+        .annotate(labels=Count("pk"), skips=Value(0), active=Value(0))
+    )
+    claims = (
+        Assignment.objects.filter(project_id__in=project_ids, status__in=[Assignment.Status.SKIPPED,
+                                                                          Assignment.Status.ACTIVE], **mine_claims)
+        .order_by().values_list("project_id", "user_id")
+        .annotate(labels=Value(0), skips=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
+                  active=Count("pk", filter=Q(status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now())))
     )
     counts: dict[tuple[int, int], Counter] = defaultdict(Counter)
-    for project_id, user_id, labels, skips, active in rows:
-        counts[project_id, user_id].update(labels=labels, skips=skips, active_claims=active)
+    for project_id, user_id, n_labels, skips, active in labels.union(claims, all=True):
+        counts[project_id, user_id].update(labels=n_labels, skips=skips, active_claims=active)
     return counts
 
 

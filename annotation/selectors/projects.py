@@ -3,12 +3,10 @@
 from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from core import rawsql
 from core.accounts import is_global_curator
 
 from ..models import AnnotationItem, AnnotationProject, ProjectMembership, Role
-
-LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)
+from ..rules import LABELLING_ROLES  # noqa: F401 (re-exported: the roles that label)
 
 
 def project_role(*, project: AnnotationProject, user) -> str | None:
@@ -29,14 +27,11 @@ def project_with_role(*, project_id: int, user) -> tuple[AnnotationProject, str 
     role once per request with this and pass it down."""
     if not getattr(user, "is_authenticated", False):
         return AnnotationProject.objects.get(pk=project_id), None
-    membership = f"FROM {rawsql.table(ProjectMembership)} m WHERE m.project_id = p.id AND m.user_id = %s"
-    project = rawsql.first_row(
-        AnnotationProject,
-        f"SELECT p.*, (SELECT m.role {membership}) AS my_role,"
-        f" (SELECT m.guidelines_seen {membership}) AS my_guidelines_seen"
-        f" FROM {rawsql.table(AnnotationProject)} p WHERE p.id = %s",
-        [user.pk, user.pk, project_id],
-    )
+    membership = ProjectMembership.objects.filter(project=OuterRef("pk"), user=user)
+    project = AnnotationProject.objects.annotate(
+        my_role=Subquery(membership.values("role")[:1]),
+        my_guidelines_seen=Subquery(membership.values("guidelines_seen")[:1]),
+    ).filter(pk=project_id).first()
     if project is None:
         raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
     if project.my_role:

@@ -6,9 +6,8 @@ from typing import Any
 
 from django.db.models import Case, OuterRef, QuerySet, Subquery, When
 
-from benchmark.models import BibEntry, GoldReference, ReviewStatus, TaskPrompt
+from benchmark.models import GoldReference, ReviewStatus, TaskPrompt
 from benchmark.services.history import snapshot
-from core import rawsql
 from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
 
@@ -57,74 +56,11 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
     return out
 
 
-# An item's target kind never changes, so each process remembers those it has seen (items it
-# claimed or locked to label): the query that locks items to label them then joins only their
-# kinds' tables. PostgreSQL takes ~2 ms to plan a join of every kind's table, ~0.4 ms for one.
-_KINDS_SEEN: dict[int, str] = {}
-_KINDS_SEEN_MAX = 100_000  # ~10 MiB; forgotten all at once when full (an unknown kind costs only time)
-
-
-def kinds_remember(items) -> None:
-    """Remember the target kinds of ``items`` (``AnnotationItem`` rows)."""
-    if len(_KINDS_SEEN) > _KINDS_SEEN_MAX:
-        _KINDS_SEEN.clear()
-    for item in items:
-        _KINDS_SEEN[item.pk] = item.target_kind
-
-
-def kinds_of(item_ids) -> list[str]:
-    """The target kinds of the items ``item_ids`` as far as this process remembers them; every
-    kind when one is unknown."""
-    kinds = {_KINDS_SEEN.get(pk) for pk in item_ids}
-    return list(TargetKind.values) if None in kinds else sorted(kinds)
-
-
-def _joined_model(kind: str) -> tuple[type, tuple[str, ...]]:
-    """The model of a kind's target row as ``target_join`` reads it, and its fields left unread."""
-    if kind == TargetKind.REPORT_PAIR:
-        return ReportPair, ()
-    if kind == TargetKind.VERDICT:
-        return Verdict, ("raw_response",)  # the judge's whole answer: what labelling reads is the label
-    return VERIFY_TARGETS[kind][0], ()
-
-
-def target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
-    """What reads the target rows of items of ``kinds`` in the items' own query: the select
-    list to add, the ``LEFT JOIN`` clauses (after the FROM's tables) and their params.
-    Any kind: the verify kinds (a gold reference with its bib entry) whole as the workspace
-    shows them, a bare ``ReportPair`` and ``Verdict`` (their reports and judge are not joined),
-    which is what a label needs. ``joined_target`` reads the row back."""
-    selects, joins, params = [], [], []
-    for kind in sorted(set(kinds)):
-        model, omit = _joined_model(kind)
-        alias = f"t_{kind}"
-        selects.append(rawsql.joined_columns(model, alias, omit=omit))
-        joins.append(f" LEFT JOIN {rawsql.table(model)} {alias} ON {item}.target_kind = %s"
-                     f" AND {alias}.id = {item}.target_id")
-        params.append(kind)
-        if model is GoldReference:  # what its ``str()`` reads
-            selects.append(rawsql.joined_columns(BibEntry, f"{alias}_bib"))
-            joins.append(f" LEFT JOIN {rawsql.table(BibEntry)} {alias}_bib ON {alias}_bib.id = {alias}.bib_entry_id")
-    return "".join(f", {s}" for s in selects), "".join(joins), params
-
-
-def joined_target(row: AnnotationItem) -> Any:
-    """The target row that ``target_join`` read along with the item ``row`` (None: deleted)."""
-    model, omit = _joined_model(row.target_kind)
-    alias = f"t_{row.target_kind}"
-    if getattr(row, f"{alias}__id") is None:
-        return None
-    target = rawsql.joined_row(row, model, alias, omit=omit)
-    if model is GoldReference:
-        target.bib_entry = rawsql.joined_row(row, BibEntry, f"{alias}_bib")
-    return target
-
-
 def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
     """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
     model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
     if model is not None and model is not GoldReference:  # a plain row: no related row to read along
-        return rawsql.by_pk(model, item.target_id)
+        return model.objects.filter(pk=item.target_id).first()
     return item_targets([item], with_text=with_text)[item.pk]
 
 

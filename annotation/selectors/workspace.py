@@ -7,12 +7,12 @@ from django.db.models import Prefetch, Q, prefetch_related_objects
 from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
-from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Survey, Task
-from core import rawsql
+from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
 
 from ..blind import item_revealed, status_shown, target_id_shown
 from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
 from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
+from ..rules import claim_live
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
 
@@ -45,7 +45,7 @@ _TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_GROUP] = _TASK_PANEL_PREFETCH[TargetKi
 
 
 def _claim_dict(claim: Assignment) -> dict | None:
-    if claim.status != Assignment.Status.ACTIVE or claim.expires_at <= timezone.now():
+    if not claim_live(status=claim.status, expires_at=claim.expires_at, now=timezone.now()):
         return None
     return {"id": claim.pk, "claimed_at": claim.claimed_at, "expires_at": claim.expires_at}
 
@@ -68,13 +68,10 @@ def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
     workspace asks for it: most proposals never need it, and it is the bulk of the panel."""
     if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
         return None
-    # Hand-written: every verify item the workspace shows reads it.
-    task = rawsql.first_row(
-        Task, f"SELECT t.*, {rawsql.joined_columns(Survey, 's', omit=_SURVEY_UNREAD)} FROM {rawsql.table(Task)} t"
-              f" JOIN {rawsql.table(Survey)} s ON s.id = t.survey_id WHERE t.id = %s", [item.task_id])
+    task = Task.objects.select_related("survey").defer(*(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(
+        pk=item.task_id).first()
     if task is None:
         return None
-    task.survey = rawsql.joined_row(task, Survey, "s", omit=_SURVEY_UNREAD)
     prefetch_related_objects([task], *_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
     return task
 

@@ -32,8 +32,8 @@ from core.audit_actions import AuditAction
 
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from .audit import audit_record
-from .labels import require_labeller
-from .review import task_uncurate
+from ..loop.claims import require_labeller
+from ..loop.settle import task_uncurate
 
 # What a reviewer may add, and the fields each kind takes (a gold reference: its publication).
 BIB_FIELDS = ("title", "authors", "year", "venue", "doi", "arxiv_id", "url")

@@ -13,7 +13,7 @@ from ..models import (AnnotationItem, AnnotationProject, Label, PairwisePreferen
                       TargetKind)
 from .audit import audit_record
 from .projects import BATCH, Kind, project_row_new
-from .review import labels_disagree
+from ..rules import labels_disagree
 from .values import value_clean
 
 

@@ -14,7 +14,7 @@ from benchmark.services.history import proposable_review
 from core.accounts import is_global_curator
 
 from ..models import VERIFY_TARGETS
-from .review import task_curate_if_settled
+from ..loop.settle import task_curate_if_settled
 from .values import DECISION_STATUS
 
 

@@ -4,8 +4,6 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 
-from core.rawsql import by_pk
-
 from ..models import AnnotationItem, AnnotationProject
 from ..selectors.projects import project_with_role
 
@@ -25,8 +23,8 @@ def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
 
 
 def item_in(project: AnnotationProject, item_id: int) -> AnnotationItem:
-    item = by_pk(AnnotationItem, item_id)
-    if item is None or item.project_id != project.pk:
+    item = AnnotationItem.objects.filter(pk=item_id, project_id=project.pk).first()
+    if item is None:
         raise Http404("No such item in this project")
     item.project = project
     return item

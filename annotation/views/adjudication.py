@@ -10,7 +10,7 @@ from ..forms import AdjudicationForm, service_error_attach
 from ..models import AnnotationProject, Role, TargetKind
 from ..selectors.workspace import adjudication_queue, item_context_for
 from ..services.errors import AnnotationError, ReviewConflictError
-from ..services.review import item_adjudicate
+from ..loop.settle import item_adjudicate
 from . import display
 from core.http import refuse
 from .access import item_in, project_for

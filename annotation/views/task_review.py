@@ -1,7 +1,7 @@
 """The task page's curation card (a panel registered with ``benchmark.views``): the task's status,
 what keeps it from "curated", and the action — a solo review of its open proposals (accept, edit,
 reject) and "mark curated" once nothing is left. Curators only; the rules are the services'
-(``services.solo_review``, ``services.review.task_curate``)."""
+(``services.solo_review``, ``loop.settle.task_curate``)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,7 +18,7 @@ from core.http import refuse
 from ..forms import VerifyEditForm
 from ..models import VERIFY_TARGETS, TargetKind
 from ..selectors.progress import task_curation_status, task_unsettled_proposals
-from ..services.review import task_curate
+from ..loop.settle import task_curate
 from ..services.solo_review import SoloReviewError, proposal_review_solo
 
 REVIEW_SHOWN = 40  # proposals listed at once; each decision brings the next one in

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
-from ..assignment import assignment_skip, claim_next_items, label_submit_and_claim, skips_revisit
+from ..loop.claims import assignment_skip, claim_next_items, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..middleware import ranking_refusal
 from ..models import AnnotationItem, AnnotationProject, TargetKind
@@ -24,9 +24,9 @@ from ..selectors.targets import item_target
 from ..selectors.workspace import item_context_for, label_form_context, task_material
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
-from ..services.labels import Submission, label_submit_many
+from ..loop.labels import Submission, label_submit_and_claim, label_submit_many
 from ..services.projects import guidelines_seen_record
-from ..services.undo import label_undo_last, undo_target_item
+from ..loop.undo import label_undo_last, undo_target_item
 from . import display
 from core.audit_actions import AuditAction
 from core.http import refuse

@@ -7,11 +7,11 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
-from django.db.models import Q
+from django.db import connection, models, transaction
+from django.db.models import Case, Q, Value, When
+from django.db.models.functions import Cast
 from django.utils import timezone
 
-from core import rawsql
 from core.audit import audit_log_record, audit_log_rows
 from core.audit_actions import AuditAction
 from core.models import AuditLog
@@ -139,9 +139,7 @@ def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict]
     for edit in edits:
         by_model[type(edit.row)].append(edit)
     for model, group in by_model.items():
-        written = rawsql.update_rows(model, [edit.row for edit in group],
-                                     sorted({f for edit in group for f in edit.fields}),
-                                     as_read=("version", {edit.row.pk: edit.read_version for edit in group}))
+        written = _update_as_read(model, group)
         if written != len(group):
             raise ProposableMovedError(
                 f"{written} of {len(group)} {model._meta.verbose_name_plural} were still as read; not written")
@@ -149,6 +147,25 @@ def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict]
     for edit, row in zip(edits, rows):
         edit.row.latest_revision = row
     return rows[len(edits):]
+
+
+def _update_as_read(model: type[models.Model], group: list[ProposableEdit]) -> int:
+    """Write each edited row's changed fields in one UPDATE (``bulk_update``'s ``CASE``), only
+    where the row is still at the version its edit was read at; how many rows it wrote."""
+    as_read = Q()
+    for edit in group:
+        as_read |= Q(pk=edit.row.pk, version=edit.read_version)
+    values = {}
+    for name in sorted({f for edit in group for f in edit.fields}):
+        field = model._meta.get_field(name)
+        if len(group) == 1:
+            values[field.attname] = getattr(group[0].row, field.attname)
+            continue
+        case = Case(*[When(pk=edit.row.pk, then=Value(getattr(edit.row, field.attname), output_field=field))
+                      for edit in group], output_field=field)
+        values[field.attname] = Cast(case, output_field=field) if connection.features.requires_casted_case_in_updates \
+            else case
+    return model.objects.filter(as_read).update(**values)
 
 
 @transaction.atomic

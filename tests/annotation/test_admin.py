@@ -1,8 +1,8 @@
 import pytest
 from django.urls import reverse
 
-from annotation.assignment import claim_next_item
-from annotation.services.labels import label_submit
+from annotation.loop.claims import claim_next_item
+from annotation.loop.labels import label_submit
 from tests.annotation_factories import agreement_project, token
 
 pytestmark = pytest.mark.django_db

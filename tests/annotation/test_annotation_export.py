@@ -12,7 +12,7 @@ from annotation.exporters import LABEL_COLUMNS, annotation_export_scope, csv_val
 from core.models import AuditLog
 from annotation.models import AnnotationItem, AnnotationProject, GoldLabel, Label
 from annotation.services.projects import membership_remove
-from annotation.services.review import item_adjudicate
+from annotation.loop.settle import item_adjudicate
 from annotation.models import ExportJob
 from annotation.services.exports import annotations_bundle_write, export_file, export_get, export_request
 from annotation.tasks import run_export

@@ -3,11 +3,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from annotation.assignment import assignment_release, assignment_skip, claim_next_item, skips_revisit
+from annotation.loop.claims import assignment_release, assignment_skip, claim_next_item, skips_revisit
 from core.models import AuditLog
 from annotation.models import Assignment
 from annotation.services.errors import ClaimLostError, ProjectNotOpenError
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import project_set_status
 from tests.annotation_factories import agreement_project, annotator, token
 from tests.factories import UserFactory
@@ -161,8 +161,9 @@ def test_skipping_by_item_looks_up_the_users_claim(owner, alice, bob):
 def test_label_and_next_keeps_the_label_audit_row_while_another_claim_is_held(owner, alice):
     # Before: with a usable claim held, the next claim returned early and the label's deferred
     # audit row was never written.
-    from annotation.assignment import claim_next_items, label_submit_and_claim
-    from annotation.services.labels import Submission
+    from annotation.loop.claims import claim_next_items
+    from annotation.loop.labels import label_submit_and_claim
+    from annotation.loop.labels import Submission
 
     project = agreement_project(owner, [alice], labels=["correct"] * 3)
     first, second = claim_next_items(project=project, user=alice, count=2)

@@ -3,7 +3,7 @@
 
 import pytest
 
-from annotation.assignment import claim_next_item
+from annotation.loop.claims import claim_next_item
 from annotation.blind import blind_items, blind_labelling_projects, item_revealed, revealed, revealed_unlabelled
 from annotation.models import AnnotationItem, AnnotationProject, Role
 from tests.annotation_factories import agreement_project, label_all

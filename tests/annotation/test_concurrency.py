@@ -9,11 +9,11 @@ from django.db import connection
 from django.db.models import Count, F, Q
 from django.utils import timezone
 
-from annotation.assignment import claim_next_item, claim_next_items
+from annotation.loop.claims import claim_next_item, claim_next_items
 from core.models import AuditLog
 from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference
 from annotation.services.errors import ClaimLostError
-from annotation.services.labels import Submission, label_submit, label_submit_many
+from annotation.loop.labels import Submission, label_submit, label_submit_many
 from tests.annotation_factories import annotator, curator, pairwise_project
 
 ANNOTATORS = 20
@@ -138,7 +138,7 @@ def test_two_reviewers_settling_a_tasks_last_two_items_at_once_curate_it(monkeyp
     """Reviewer 1 settles item A and checks the task while holding its lock; reviewer 2 settles
     item B meanwhile and waits for that lock. Once reviewer 1 commits, reviewer 2 must count A as
     settled: the count may not come from before the wait."""
-    from annotation.services import review
+    from annotation.loop import settle as review
     from tests.annotation_factories import checklist_task, label_all, verify_project
 
     owner, first, second, third = curator(), annotator("first"), annotator("second"), annotator("third")

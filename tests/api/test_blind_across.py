@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from annotation.models import AnnotationItem, AnnotationProject, ReportPair, Role
 from annotation.services.projects import membership_add, project_update
-from annotation.services.review import item_adjudicate
+from annotation.loop.settle import item_adjudicate
 from scoring.models import Verdict
 from tests.annotation_factories import (
     PreferenceFactory,

@@ -7,7 +7,7 @@ from django.urls import reverse
 from annotation.models import Label
 from core.accounts import is_global_curator
 from annotation.services.projects import membership_add
-from annotation.services.review import item_adjudicate
+from annotation.loop.settle import item_adjudicate
 from tests.annotation_factories import agreement_project, annotator, label_all
 from tests.api.conftest import client_for
 

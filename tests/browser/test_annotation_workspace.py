@@ -6,9 +6,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.assignment import claim_next_item
+from annotation.loop.claims import claim_next_item
 from annotation.models import AnnotationItem, GoldLabel, Label, PairwisePreference, ReportPair, Role
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import membership_add, project_create
 from benchmark.models import Nugget
 from scoring.models import Verdict

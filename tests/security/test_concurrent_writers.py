@@ -17,7 +17,7 @@ from django.db.models import Count
 
 from annotation.models import AnnotationItem, Label, PairwisePreference
 from annotation.services.errors import AlreadyLabelledError, ClaimLostError, ItemNotOpenError
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from benchmark.models import ChecklistItem
 from benchmark.services.history import StaleEditError, proposable_update
 from core.models import AuditLog

@@ -6,7 +6,7 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import AnnotationItem, AnnotationProject, Role
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import membership_add
 from tests.annotation_factories import token
 from tests.security.test_xss import plant

@@ -301,7 +301,7 @@ def test_a_census_project_warns_until_complete_then_counts_every_label(owner):
 @pytest.mark.django_db
 def test_disagreeing_annotators_wait_for_adjudication(owner):
     from annotation.calibration.selectors import calibrated_scores
-    from annotation.services.review import item_adjudicate
+    from annotation.loop.settle import item_adjudicate
 
     judge, task, _, run = _judged(10)
     project = _project(owner, judge, task, size=8, overlap=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from annotation.models import AnnotationItem
-from annotation.services.review import item_adjudicate
+from annotation.loop.settle import item_adjudicate
 from benchmark.models import Report
 from scoring.models import EvaluationRun, ScoreCard
 from tests.annotation_factories import (

@@ -17,7 +17,7 @@ LABELS = ("correct", "omitted", "incorrect")
 
 def test_the_section_shows_when_figures_were_computed_and_updates_by_itself(
         page, live_server, login, screenshot, monkeypatch):
-    from annotation.services.labels import label_submit
+    from annotation.loop.labels import label_submit
 
     monkeypatch.setattr(iaa, "INLINE_LABELS", 0)  # a large project: its figures are a worker's
     # the test is the worker: it runs the task itself when it wants the figures stored

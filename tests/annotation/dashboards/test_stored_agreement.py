@@ -14,8 +14,8 @@ from annotation.dashboards.agreement import curated_projects, project_ratings, r
 from annotation.dashboards.selectors import jsonable
 from annotation.models import AnnotationItem, AnnotationProject, ProjectStatistics, Role
 from annotation.services.agreement import DEBOUNCE_SECONDS, agreement_statistics_settle
-from annotation.services.labels import label_submit
-from annotation.services.undo import label_undo_last
+from annotation.loop.labels import label_submit
+from annotation.loop.undo import label_undo_last
 from annotation.services.values import label_numbers
 from annotation.tasks import refresh_project_agreement
 from core.models import WorkerHeartbeat

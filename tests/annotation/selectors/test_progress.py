@@ -1,9 +1,9 @@
 import pytest
 
-from annotation.assignment import assignment_skip, claim_next_item
+from annotation.loop.claims import assignment_skip, claim_next_item
 from annotation.selectors.progress import project_progress
 from annotation.selectors.projects import projects_for
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import membership_add
 from tests.annotation_factories import agreement_project, token
 from tests.factories import UserFactory

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotation.assignment import assignment_skip, claim_next_item
+from annotation.loop.claims import assignment_skip, claim_next_item
 from annotation.models import Label
 from annotation.selectors.progress import project_progress
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from tests.annotation_factories import agreement_project, pairwise_project, token
 
 pytestmark = pytest.mark.django_db

@@ -1,8 +1,8 @@
 import pytest
 
-from annotation.assignment import claim_next_item
+from annotation.loop.claims import claim_next_item
 from annotation.selectors.workspace import adjudication_queue, item_context_for
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import project_update
 from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
 from tests.factories import UserFactory

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from annotation.assignment import claim_next_item
+from annotation.loop.claims import claim_next_item
 from annotation.models import AnnotationItem, AnnotationProject, Label, ReportPair
 from annotation.services.adaptive_pairs import AHEAD_MIN, is_uniform_turn, pairs_ahead, pairs_choose
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import project_create
 from core.models import AuditLog
 from scoring.metrics.preference_design import bradley_terry_laplace, covariance_after, pair_information

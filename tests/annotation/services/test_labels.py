@@ -2,18 +2,19 @@ import uuid
 
 import pytest
 
-from annotation.assignment import assignment_skip, claim_next_item
+from annotation.loop.claims import assignment_skip, claim_next_item
 from annotation.services.audit import audit_kind
 from core.audit_actions import AuditAction
 from core.models import AuditLog
 from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference
-from annotation.services import labels as labels_module
+from annotation.loop import labels as labels_module
+from annotation.loop import store
 from annotation.services.audit import audit_record
 from annotation.services.errors import AlreadyLabelledError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
-from annotation.services.labels import label_submit
-from annotation.services.undo import label_undo_last
+from annotation.loop.labels import label_submit
+from annotation.loop.undo import label_undo_last
 from annotation.services.projects import project_set_status
-from annotation.services.review import item_adjudicate
+from annotation.loop.settle import item_adjudicate
 from benchmark.models import ChecklistItem
 from scoring.models import Verdict
 from tests.annotation_factories import (
@@ -57,9 +58,9 @@ def test_a_token_racing_in_for_another_item_is_refused_and_nothing_of_it_is_stor
     first, second = project.items.order_by("position")[:2]
     form = token()
     label_submit(item=first, annotator=alice, value={"label": "correct"}, client_token=form)
-    read = labels_module._labels_and_claims_read
+    read = store.labels_and_claims
     # the race's blind spot: the labels read under the lock miss the other item's label
-    monkeypatch.setattr(labels_module, "_labels_and_claims_read", lambda **kwargs: ([], read(**kwargs)[1]))
+    monkeypatch.setattr(store, "labels_and_claims", lambda **kwargs: ([], read(**kwargs)[1]))
     with pytest.raises(ValueError, match="already used for another label"):
         label_submit(item=second, annotator=alice, value={"label": "correct"}, client_token=form)
     second.refresh_from_db()
@@ -421,7 +422,7 @@ def test_an_item_kind_remembered_wrongly_still_finds_the_items_target(owner, ali
     second read, never the target."""
     from types import SimpleNamespace
 
-    from annotation.selectors.targets import kinds_remember
+    from annotation.loop.store import kinds_remember
 
     task, (checklist_item,) = checklist_task(1)
     project = verify_project(owner, [alice, bob], tasks=[task])

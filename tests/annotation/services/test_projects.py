@@ -165,7 +165,7 @@ def test_agreement_label_set_must_offer_a_choice(owner):
 
 
 def test_removing_a_member_releases_their_claims(owner, alice):
-    from annotation.assignment import claim_next_item
+    from annotation.loop.claims import claim_next_item
 
     project = pairwise_project(owner, [alice])
     claim = claim_next_item(project=project, user=alice)

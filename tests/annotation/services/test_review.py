@@ -6,8 +6,8 @@ from annotation.models import AnnotationItem, GoldLabel
 from annotation.selectors.progress import task_curation_status
 from annotation.selectors.workspace import adjudication_queue
 from annotation.services.errors import ItemNotOpenError, ReviewConflictError
-from annotation.services.labels import label_submit
-from annotation.services.review import item_adjudicate, task_curate
+from annotation.loop.labels import label_submit
+from annotation.loop.settle import item_adjudicate, task_curate
 from benchmark.models import ChecklistItem
 from benchmark.services.history import proposable_update
 from tests.annotation_factories import (
@@ -215,15 +215,15 @@ def test_edits_are_checked_when_applied_by_a_curator(owner, alice, bob):
 def _joined_then(monkeypatch, meanwhile):
     """The label loop reads a verify item's benchmark row with the item, without its lock;
     ``meanwhile(row)`` runs right after that read, as a concurrent transaction would."""
-    from annotation.services import labels
+    from annotation.loop import store
 
-    read = labels.joined_target
+    read = store.joined_target
 
     def joined_target(row):
         target = read(row)
         return meanwhile(target) or target
 
-    monkeypatch.setattr(labels, "joined_target", joined_target)
+    monkeypatch.setattr(store, "joined_target", joined_target)
 
 
 def test_a_row_edited_after_the_last_review_read_it_is_not_overwritten(owner, alice, bob, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from annotation.models import AnnotationProject, Webhook, WebhookDelivery
-from annotation.services.review import task_curate, task_curate_if_settled
+from annotation.loop.settle import task_curate, task_curate_if_settled
 from annotation.services.webhooks import webhooks_fire
 from benchmark.models import ChecklistItem
 from scoring.services.runs import job_execute, run_create, run_finalize, run_start

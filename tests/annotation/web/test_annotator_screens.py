@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.assignment import assignment_skip, claim_next_item
+from annotation.loop.claims import assignment_skip, claim_next_item
 from annotation.models import Assignment
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.views import display
 from tests.annotation_factories import agreement_project, checklist_task, pairwise_project, token, verify_project
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference, Role
-from annotation.services.labels import label_submit
+from annotation.loop.labels import label_submit
 from annotation.services.projects import membership_add
 from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
 from tests.factories import ReportFactory

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from annotation.models import AnnotationItem, ExportJob, GoldLabel, Label
 from annotation.services.exports import export_file, export_request
 from annotation.services.projects import membership_add
-from annotation.services.review import item_adjudicate
+from annotation.loop.settle import item_adjudicate
 from annotation.tasks import run_export
 from benchmark.services.tasksets import taskset_create, taskset_freeze
 from tests.annotation_factories import agreement_project, annotator, checklist_task, curator, label_all, verify_project

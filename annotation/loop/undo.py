@@ -1,6 +1,6 @@
 """Undoing the annotator's last label or skip (``label_undo_last``).
 
-A label is final once submitted (``services.labels``); to correct a mistake the annotator
+A label is final once submitted (``loop.labels``); to correct a mistake the annotator
 undoes their last action while nothing depends on it yet, then labels again — except in blind
 projects, where committing revealed what was hidden and the label stays final.
 """
@@ -15,11 +15,11 @@ from core.models import AuditLog
 
 from ..models import AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference
 from ..selectors.targets import item_target
-from .audit import audit_record
-from .claims import claim_create, claim_release, item_has_free_slot
-from .errors import UndoRefusedError
-from .locking import item_lock
-from .review import task_uncurate
+from ..services.audit import audit_record
+from ..services.errors import UndoRefusedError
+from .claims import claims_create, claims_release_all, item_has_free_slot
+from .settle import task_uncurate
+from .store import item_lock
 
 
 def _last_action(*, annotator, project: AnnotationProject) -> Label | Assignment | None:
@@ -49,9 +49,9 @@ def _reclaim(*, item: AnnotationItem, annotator, project: AnnotationProject) -> 
     now = timezone.now()
     if project.status != AnnotationProject.Status.OPEN or not item_has_free_slot(item, now):
         return None
-    for held in Assignment.objects.filter(project=project, user=annotator, status=Assignment.Status.ACTIVE):
-        claim_release(assignment=held, user=annotator, now=now)
-    return claim_create(project=project, item=item, user=annotator, now=now)
+    claims_release_all(project=project, user=annotator, now=now)
+    claims = claims_create(project=project, items=[item], user=annotator, now=now)
+    return claims[0] if claims else None
 
 
 def _skip_undo(*, skip: Assignment, annotator, project: AnnotationProject) -> AuditLog:

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from benchmark.models import SETTLED_STATUSES, Task
+from benchmark.models import Task
 from benchmark.services.history import (
     ProposableEdit,
     StaleEditError,
@@ -20,19 +20,20 @@ from benchmark.services.history import (
     proposable_review,
     review_changes,
 )
-from core import rawsql
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, GoldLabel, Label, Role
+from ..rules import labels_disagree
 from ..selectors.progress import task_curation_status
 from ..selectors.projects import project_role
 from ..selectors.targets import item_target
-from .audit import audit_record
-from .errors import ItemNotOpenError, ReviewConflictError
-from .locking import item_lock, lock_clause
-from .values import DECISION_STATUS, consensus_key, value_clean
-from .webhooks import webhooks_fire_task_curated
+from ..services.audit import audit_record
+from ..services.errors import ItemNotOpenError, ReviewConflictError
+from ..services.values import DECISION_STATUS, value_clean
+from ..services.webhooks import webhooks_fire_task_curated
+from . import store
+from .store import item_lock
 
 
 def review_apply(*, item: AnnotationItem, target, value: dict, actor, note: str, expected_version: int) -> None:
@@ -74,14 +75,6 @@ def review_check(*, target, value: dict, actor, note: str, expected_version: int
         raise ReviewConflictError(f"the decision was not applied: {'; '.join(messages)}") from exc
 
 
-def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = None) -> bool:
-    """Whether a complete item goes to adjudication: its labels differ (``consensus_key``), or,
-    agreement projects, any label differs from the judge's."""
-    if len({consensus_key(kind, value) for value in values}) > 1:
-        return True
-    return judge_label is not None and any(value["label"] != judge_label for value in values)
-
-
 _UNREAD = object()
 
 # The item fields ``item_complete`` (with ``review_apply``) may change: what its caller saves.
@@ -100,9 +93,7 @@ def item_complete(
     (``review_edits_save``); else it is written here (``review_apply``)."""
     project = item.project
     if labels is None:
-        labels = rawsql.rows(
-            Label, f"SELECT * FROM {rawsql.table(Label)} WHERE item_id = %s ORDER BY created_at, id", [item.pk]
-        )
+        labels = list(Label.objects.filter(item_id=item.pk).order_by("created_at", "id"))
     if target is _UNREAD:
         target = item_target(item)
     judge_label = target.label if project.kind == AnnotationProject.Kind.AGREEMENT and target is not None else None
@@ -200,62 +191,17 @@ def _task_set_curated(*, task: Task, actor, project) -> None:
     webhooks_fire_task_curated(task=task, actor=actor)
 
 
-def _proposables_of(kind: str, task: str, *, unsettled: bool) -> tuple[str, list]:
-    """An ``EXISTS`` over the proposables of ``kind`` of the task row aliased ``task`` (those not
-    settled, ``unsettled``), walking the kind's path to its task (``VERIFY_TARGETS``) as joins."""
-    model, path = VERIFY_TARGETS[kind]
-    table, joins, alias = rawsql.table(model), [], "x"
-    for step, name in enumerate(path.split("__")):
-        field = model._meta.get_field(name)
-        if field.related_model is Task:
-            break
-        joins.append(f" JOIN {rawsql.table(field.related_model)} x{step} ON x{step}.id = {alias}.{field.column}")
-        model, alias = field.related_model, f"x{step}"
-    settled = sorted(SETTLED_STATUSES) if unsettled else []
-    status = f" AND x.review_status NOT IN ({', '.join(['%s'] * len(settled))})" if unsettled else ""
-    return f"EXISTS (SELECT 1 FROM {table} x{''.join(joins)} WHERE {alias}.{field.column} = {task}.id{status})", settled
-
-
-def _any_of(kinds, *, unsettled: bool) -> tuple[str, list]:
-    """Whether the task row aliased ``t`` has proposables of any of ``kinds`` (not settled,
-    ``unsettled``): an SQL expression and its params (false for no kind)."""
-    parts = [_proposables_of(kind, "t", unsettled=unsettled) for kind in kinds]
-    if not parts:
-        return "1 = 0", []
-    return "(" + " OR ".join(sql for sql, _ in parts) + ")", [p for _, params in parts for p in params]
-
-
-def _task_fully_settled(task_id: int) -> bool:
-    """Whether the task has proposables and every one is settled: one query (an ``EXISTS``
-    per kind) where ``task_curation_status`` counts each kind."""
-    (present, present_params), (unsettled, unsettled_params) = (
-        _any_of(VERIFY_TARGETS, unsettled=flag) for flag in (False, True))
-    has_any, has_unsettled = rawsql.scalar_row(
-        f"SELECT {present}, {unsettled} FROM {rawsql.table(Task)} t WHERE t.id = %s",
-        [*present_params, *unsettled_params, task_id])
-    return bool(has_any) and not has_unsettled
-
-
 def task_curate_if_settled(*, task_id: int, actor, project=None, kind: str = "") -> bool:
     """Mark the task curated when all its proposables are settled (inside the caller's transaction).
 
     The task row is locked before counting, so two reviewers settling a task's last two items
-    at once cannot both see the other's item still proposed: the count is a statement of its
-    own, since one that waited for the lock would count from before the wait (PostgreSQL
-    reads a statement's snapshot when it starts). On SQLite the IMMEDIATE transaction is the
-    lock. ``kind``: the kind of proposal just settled; while another of that kind is unsettled
-    (the usual case in the workspace) the count answers alone, else every kind is checked in
-    one more query. Hand-written SQL: this runs for every agreed review.
+    at once cannot both see the other's item still proposed (``store.task_settlement``). On
+    SQLite the IMMEDIATE transaction is the lock. ``kind``: the kind of proposal just settled.
     """
-    lock, task_table = lock_clause(), rawsql.table(Task)
-    if lock:
-        rawsql.value_rows(f"SELECT id FROM {task_table} WHERE id = %s {lock}", [task_id])
-    unsettled, params = _any_of([kind] if kind in VERIFY_TARGETS else [], unsettled=True)
-    task = rawsql.first_row(
-        Task, f"SELECT t.*, {unsettled} AS kind_unsettled FROM {task_table} t WHERE t.id = %s", [*params, task_id])
+    task, settled = store.task_settlement(task_id=task_id, kind=kind)
     if task.status in (Task.Status.CURATED, Task.Status.RETIRED):
         return task.status == Task.Status.CURATED
-    if task.kind_unsettled or not _task_fully_settled(task_id):
+    if not settled:
         return False
     _task_set_curated(task=task, actor=actor, project=project)
     return True
