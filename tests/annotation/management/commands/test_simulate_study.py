@@ -10,9 +10,11 @@ from annotation.simulation.pairwise import pairwise_simulation, preference_recor
 
 
 @pytest.fixture(scope="module")
-def answer() -> dict:
+def answer(django_db_setup, django_db_blocker) -> dict:
+    # the PPI study reads the database for expert labels on the demo judge's verdicts (none here)
     out = io.StringIO()
-    call_command("simulate_study", "--seed", "7", "--json", stdout=out)
+    with django_db_blocker.unblock():
+        call_command("simulate_study", "--seed", "7", "--json", stdout=out)
     return json.loads(out.getvalue())
 
 
@@ -26,6 +28,16 @@ def test_the_json_answer_has_the_pairwise_study(answer):
     assert pairwise["ratio"] == pytest.approx(pairwise["labels_adaptive"] / pairwise["labels_round_robin"])
 
 
+def test_the_json_answer_has_the_ppi_study_and_meets_its_targets(answer):
+    ppi = answer["ppi"]
+    assert ppi["simulations"] >= 1000 and ppi["seed"] == 7
+    assert ppi["coverage"] >= 0.93, ppi  # nominal 95 %
+    assert ppi["width_ratio"] < 1, ppi
+    # the headline is the worst of the noise models, each of which is reported
+    assert ppi["coverage"] == min(m["coverage"] for m in ppi["noise_models"].values())
+    assert ppi["width_ratio"] == max(m["width_ratio"] for m in ppi["noise_models"].values())
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "issue 31's target is not met on the shipped SurveyLens preferences (docs/statistics.md, 'Adaptive pairwise"
     " assignment', with the designs tried): over 400 replications the ratio is 1.06 at seed 7 and 1.26 at seed 11;"
@@ -36,12 +48,14 @@ def test_adaptive_pairs_reach_the_ranking_with_at_most_70_percent_of_the_labels(
     assert pairwise["labels_adaptive"] <= 0.7 * pairwise["labels_round_robin"], pairwise
 
 
+@pytest.mark.django_db
 def test_the_table_names_each_measure():
     out = io.StringIO()
     call_command("simulate_study", "--seed", "3", stdout=out)
     text = out.getvalue()
     assert "labels to τ ≥ 0.9, round-robin" in text and "labels to τ ≥ 0.9, adaptive" in text
     assert text.count("| pairwise |") == 8
+    assert text.count("| ppi      |") == 5 and "PPI coverage at nominal 95 %" in text
 
 
 def test_the_truth_is_the_shipped_preferences():
