@@ -331,6 +331,23 @@ def labels_and_claims(
     return sorted(labels, key=lambda label: (label.created_at, label.pk)), claims
 
 
+def own_counts(*, project_id: int, user_id: int) -> tuple[int, int]:
+    """The workspace's progress line, on every request: the user's labels and skips in the
+    project, in one statement of two counts.
+
+    ORM twin: ``labelling_counts(project_ids=[project_id], user=user)`` (``annotation.selectors.
+    progress``: a ``union()`` of two aggregates), its ``labels`` and ``skips``. Hand-written:
+    compiling that union costs ~0.8 ms of CPU per request, the statement itself ~0.05 ms."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT COUNT(*) FROM {_table(Label)} WHERE project_id = %s AND annotator_id = %s),"
+            f" (SELECT COUNT(*) FROM {_table(Assignment)} WHERE project_id = %s AND user_id = %s AND status = %s)",
+            [project_id, user_id, project_id, user_id, Assignment.Status.SKIPPED],
+        )
+        labels, skips = cursor.fetchone()
+    return labels, skips
+
+
 def _union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:
     """Per ``(model, where, params)`` part, the ``model`` instances whose rows match ``where``,
     read in one ``UNION ALL`` in which each branch fills its own model's columns and leaves the

@@ -1,5 +1,6 @@
-"""Counts: per project for the project list, per annotator for a project, the workspace's
-progress line, and the review status of a task's proposals."""
+"""Counts: per project for the project list, per annotator for a project, the project's item
+totals that the workspace's progress line shows (its own counts: ``annotation.loop.progress``),
+and the review status of a task's proposals."""
 
 from collections import Counter, defaultdict
 
@@ -18,8 +19,9 @@ from .projects import LABELLING_ROLES, project_role, projects_for
 
 def labelling_counts(*, project_ids: list[int], user=None) -> dict[tuple[int, int], Counter]:
     """(project id, user id) → the user's ``labels``, ``skips`` and unexpired ``active_claims``
-    in the project, for everyone or for ``user`` alone: one query (the workspace's progress line
-    reads it on every request). Users with none of these have no entry."""
+    in the project, for everyone or for ``user`` alone: one query. Users with none of these have
+    no entry. The workspace's progress line, on every request, reads its twin
+    ``annotation.loop.store.own_counts``."""
     if not project_ids:
         return {}
     mine_labels = {} if user is None else {"annotator_id": user.pk}
@@ -180,7 +182,8 @@ PROGRESS_TOTALS_SECONDS = 5
 def project_item_totals(*, project: AnnotationProject) -> dict:
     """``items`` and ``settled`` (not open) of the project, cached for a few seconds: counting
     every item of a large project costs more than the rest of a workspace request, and other
-    annotators move the figure all the time anyway. Exact figures: ``project_progress``."""
+    annotators move the figure all the time anyway. Exact figures: ``project_progress``. The
+    workspace's progress line: ``annotation.loop.progress.own_progress``."""
     key = f"annotation:item-totals:{project.pk}"
     totals = cache.get(key)
     if totals is None:
@@ -190,13 +193,6 @@ def project_item_totals(*, project: AnnotationProject) -> dict:
         totals = {"items": counts["items"], "settled": counts["items"] - counts["open"]}
         cache.set(key, totals, PROGRESS_TOTALS_SECONDS)
     return totals
-
-
-def own_progress(*, project: AnnotationProject, user) -> dict:
-    """The workspace's progress line: the user's own labels and skips in the project
-    (``mine``, exact) and the project's ``project_item_totals``."""
-    counts = labelling_counts(project_ids=[project.pk], user=user).get((project.pk, user.pk), Counter())
-    return {"mine": {"labels": counts["labels"], "skips": counts["skips"]}, **project_item_totals(project=project)}
 
 
 def task_curation_status(*, task: Task) -> dict:

@@ -60,7 +60,7 @@ def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
     """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
     model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
     if model is not None and model is not GoldReference:  # a plain row: no related row to read along
-        return model.objects.filter(pk=item.target_id).first()
+        return next(iter(model.objects.filter(pk=item.target_id)[:1]), None)  # first()'s ORDER BY: compiling only
     return item_targets([item], with_text=with_text)[item.pk]
 
 

@@ -61,15 +61,20 @@ def _pair_task(pair: ReportPair) -> dict:
 _SURVEY_UNREAD = ("full_text",)  # megabytes the panel never shows
 
 
-def _verify_task(item: AnnotationItem, target: Any) -> Task | None:
+def _verify_task(item: AnnotationItem, target: Any, *, known: Task | None = None) -> Task | None:
     """The proposal's task with its survey and what the panel shows of the proposal's own
     kind (its checklist group, its gold reference); None for discipline-wide rubric criteria
     and deleted targets. Every sibling proposal (``task_material``) is read only when the
-    workspace asks for it: most proposals never need it, and it is the bulk of the panel."""
+    workspace asks for it: most proposals never need it, and it is the bulk of the panel.
+    ``known``: a task this request already read this way (the panel's other item); used when it
+    is the item's (a prefetch it already holds is not read again)."""
     if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
         return None
-    task = Task.objects.select_related("survey").defer(*(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(
-        pk=item.task_id).first()
+    if known is not None and known.pk == item.task_id:
+        task = known
+    else:
+        task = next(iter(Task.objects.select_related("survey").defer(
+            *(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(pk=item.task_id)[:1]), None)
     if task is None:
         return None
     prefetch_related_objects([task], *_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
@@ -100,7 +105,7 @@ def label_form_context(*, item: AnnotationItem, project: AnnotationProject, targ
 
 def item_context_for(
     *, item: AnnotationItem, user, with_task: bool = False, role: str | None = None, claim: Assignment | None = None,
-    project: AnnotationProject | None = None, target: Any = None,
+    project: AnnotationProject | None = None, target: Any = None, task: Task | None = None,
 ) -> dict:
     """Everything the workspace may show ``user`` about ``item``.
 
@@ -126,7 +131,9 @@ def item_context_for(
     request: neither is read again); else the item is read afresh. ``target``: the item's
     target row when the caller read it in this request (``item_targets``, for a batch); else
     the row read along with the item (``item.target_row``: ``claim_next_items`` joins a verify
-    item's), else it is read here.
+    item's), else it is read here. ``task``: with ``with_task``, a task this request already
+    read for the panel's other item (``context["task"]`` of it): not read again when it is this
+    item's.
     """
     if target is None:
         target = getattr(item, "target_row", None)
@@ -166,7 +173,7 @@ def item_context_for(
         "other_labels": [label_view(label) for label in labels if label is not own] if revealed else None,
         "judge": None,
         "gold": gold_view(item) if revealed else None,
-        "task": _verify_task(item, target) if with_task else None,
+        "task": _verify_task(item, target, known=task) if with_task else None,
     }
     if target is not None and item.target_kind == TargetKind.REPORT_PAIR:
         context["target"]["task"] = _pair_task(target if hasattr(target, "task_prompt") else

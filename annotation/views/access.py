@@ -23,7 +23,7 @@ def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
 
 
 def item_in(project: AnnotationProject, item_id: int) -> AnnotationItem:
-    item = AnnotationItem.objects.filter(pk=item_id, project_id=project.pk).first()
+    item = next(iter(AnnotationItem.objects.filter(pk=item_id, project_id=project.pk)[:1]), None)  # no ORDER BY
     if item is None:
         raise Http404("No such item in this project")
     item.project = project

@@ -18,13 +18,13 @@ from ..forms import ProposableAddForm, add_error_attach, label_form_for, service
 from ..middleware import ranking_refusal
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from ..selectors.my_work import my_work as my_work_rows
-from ..selectors.progress import own_progress
 from ..selectors.projects import LABELLING_ROLES
 from ..selectors.targets import item_target
 from ..selectors.workspace import item_context_for, label_form_context, task_material
 from ..services.additions import addable_kinds, proposable_add
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from ..loop.labels import Submission, label_submit_and_claim, label_submit_many
+from ..loop.progress import own_progress
 from ..services.projects import guidelines_seen_record
 from ..loop.undo import label_undo_last, undo_target_item
 from . import display
@@ -84,9 +84,11 @@ def _error_summary(form) -> list[dict]:
     return rows
 
 
-def _item_page(request, project, role, *, item, claim=None, form=None, add_form=None, add_kind="") -> dict:
-    """What the panel shows of ``item`` (``_item.html``): its context, form and display."""
-    context = item_context_for(item=item, user=request.user, with_task=True, role=role, claim=claim, project=project)
+def _item_page(request, project, role, *, item, claim=None, form=None, add_form=None, add_kind="", task=None) -> dict:
+    """What the panel shows of ``item`` (``_item.html``): its context, form and display.
+    ``task``: the task the panel's other item showed (``item_context_for``)."""
+    context = item_context_for(item=item, user=request.user, with_task=True, role=role, claim=claim, project=project,
+                               task=task)
     page = {"ctx": context}
     can_label = (
         context["own_label"] is None
@@ -124,10 +126,11 @@ def _prefetches(project) -> bool:
     return project.kind != Kind.AGREEMENT and project.status == AnnotationProject.Status.OPEN
 
 
-def _after_html(request, project, role, after) -> str:
-    """The prefetched item's section (``after``: its claim), for the panel's template."""
+def _after_html(request, project, role, after, *, task=None) -> str:
+    """The prefetched item's section (``after``: its claim), for the panel's template.
+    ``task``: the task of the item shown before it, if read (neighbours mostly share one)."""
     page = {"project": project, "material_lazy": True,
-            **_item_page(request, project, role, item=after.item, claim=after)}
+            **_item_page(request, project, role, item=after.item, claim=after, task=task)}
     return render_to_string("annotation/_item.html", page, request=request)
 
 
@@ -148,7 +151,7 @@ def _render(
         page.update(_item_page(request, project, role, item=item, claim=claim, form=form, add_form=add_form,
                                add_kind=add_kind))
         if after is not None:
-            page["after_html"] = _after_html(request, project, role, after)
+            page["after_html"] = _after_html(request, project, role, after, task=page["ctx"]["task"])
     page["progress"] = own_progress(project=project, user=request.user)
     if not request.htmx:  # the page's top menu: Runs and Dashboards answer 403 to whoever labels blind
         page["hide_rankings"] = bool(ranking_refusal(request.user))

@@ -199,6 +199,26 @@ def test_the_union_read_reads_what_its_orm_twin_reads(loop, state, with_held, ow
     _in_savepoint(check)
 
 
+@given(state=loop_state)
+@PROPERTY
+def test_the_progress_counts_count_what_their_orm_twin_counts(loop, state):
+    """``own_counts`` against ``labelling_counts`` (its twin, the oracle) for every user of a
+    random state: labels, skips among claims of every status, nothing of another project."""
+    from annotation.selectors.progress import labelling_counts
+
+    project, users, items, now = loop
+
+    def check():
+        _apply(state, project, users, items, now)
+        for user in users:
+            twin = labelling_counts(project_ids=[project.pk], user=user).get((project.pk, user.pk), {})
+            counted = store.own_counts(project_id=project.pk, user_id=user.pk)
+            assert counted == (twin.get("labels", 0), twin.get("skips", 0))
+        assert store.own_counts(project_id=project.pk + 1000, user_id=users[0].pk) == (0, 0)
+
+    _in_savepoint(check)
+
+
 def _columns(row) -> dict:
     return {field.attname: getattr(row, field.attname) for field in row._meta.concrete_fields}
 

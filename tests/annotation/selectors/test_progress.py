@@ -70,7 +70,8 @@ def test_one_count_serves_the_project_list_the_project_page_and_the_workspace(ow
     from django.utils import timezone
 
     from annotation.models import Assignment, Label
-    from annotation.selectors.progress import labelling_counts, own_progress, projects_progress_for
+    from annotation.loop.progress import own_progress
+    from annotation.selectors.progress import labelling_counts, projects_progress_for
 
     first = agreement_project(owner, [alice, bob], name="first", labels=["correct"] * 4, overlap=2)
     second = agreement_project(owner, [alice, bob], name="second", labels=["correct"] * 3, overlap=2)
