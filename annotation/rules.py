@@ -17,7 +17,6 @@ tests hold each SQL statement to these functions on random states.
 
 import enum
 from datetime import datetime
-from typing import Any
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Role
 from .services.values import consensus_key
