@@ -16,6 +16,7 @@ from scoring.signals import run_finished
 from .blind import hidden_reports, visible_verdicts
 from .models import AnnotationProject, ExportJob, PairwisePreference
 from .services.adaptive_pairs import adaptive_pairs_refill
+from .services.agreement import agreement_statistics_refresh_due
 from .services.webhooks import webhooks_fire_run_finished
 from .signals import preferences_recorded
 from .tasks import run_export
@@ -54,4 +55,5 @@ def connect() -> None:
     importer_register(Importer(
         "surveylens-annotations", "annotation.importers.surveylens_annotations:import_surveylens_annotations",
         "SurveyLens human pairwise label files (outline object, content and reference lists) or a folder"))
-    job_kind_register(JobKind(ExportJob, run_export))
+    # Each recovery also asks for the agreement figures of large projects whose labels changed.
+    job_kind_register(JobKind(ExportJob, run_export, recovered=agreement_statistics_refresh_due))

@@ -273,9 +273,10 @@ def project_ratings(project: dict, *, expected: int = 0) -> Ratings:
     return Ratings(units.values(), coders.values(), coded.values(), keys)
 
 
-def curated_projects(user, *, with_fingerprint: bool = False, only: int | None = None) -> list[dict]:
+def curated_projects(user, *, with_fingerprint: bool = False, only: int | None = None,
+                     everyone: bool = False) -> list[dict]:
     """Projects whose agreement ``user`` may see: all for global curators, else those they curate
-    (or just project ``only``, for a worker).
+    (or just project ``only``, for a worker; or, with ``everyone``, all: a worker's recovery).
 
     ``with_fingerprint`` adds the stored inter-annotator figures (``stored__version``, ...:
     ``STORED_FIELDS`` of ``ProjectStatistics``, None when there are none), ``n_labels`` (the
@@ -289,7 +290,7 @@ def curated_projects(user, *, with_fingerprint: bool = False, only: int | None =
     projects = AnnotationProject.objects.order_by("name")
     if only is not None:  # one project, whoever asks (a worker's refresh)
         projects = projects.filter(pk=only)
-    elif not is_global_curator(user):
+    elif not everyone and not is_global_curator(user):
         projects = projects.filter(pk__in=ProjectMembership.objects.filter(user=user, role=Role.CURATOR).values("project"))
     fields = ["id", "name", "kind", "judge_config_id", "label_level", "label_set"]
     if not with_fingerprint:

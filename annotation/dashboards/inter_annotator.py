@@ -16,6 +16,9 @@ On a read (``inter_annotator``):
   they are of and when they were computed, and the page polls until new ones are stored. At
   1M labels a computation takes tens of seconds and some 60 MiB: never inside a request
   unless a curator asks for it (the page's "compute here now" when no worker is alive).
+
+Workers also look for large projects whose labels changed at each recovery
+(``services.agreement.agreement_statistics_refresh_due``), so new figures do not wait for a reader.
 """
 
 from __future__ import annotations

@@ -76,6 +76,26 @@ def agreement_statistics_settle(iaa: dict) -> dict:
     return iaa
 
 
+def agreement_statistics_refresh_due() -> dict[str, int]:
+    """After each recovery of a worker (``core.jobs``, every ``JOB_RECOVERY_SECONDS``): ask for new
+    figures of every project too large to compute in a request whose labels changed since its
+    figures were computed, so that a worker computes them when labels change (debounced as
+    above), not only once somebody opens the page. A small project is computed when it is read."""
+    from ..dashboards.agreement import curated_projects
+    from ..dashboards.inter_annotator import INLINE_LABELS, inputs_version
+
+    waiting = []
+    for project in curated_projects(None, with_fingerprint=True, everyone=True):
+        if (project["n_labels"] or 0) <= INLINE_LABELS:
+            continue
+        if project["stored__values"] is not None and project["stored__version"] == inputs_version(project):
+            continue
+        waiting.append({"project_id": project["id"], "stored": project["stored__id"] is not None,
+                        "computed_at": project["stored__computed_at"],
+                        "requested_at": project["stored__requested_at"]})
+    return {"agreement_figures_asked": len(agreement_statistics_request(waiting=waiting))}
+
+
 def project_agreement_refresh(*, project_id: int) -> dict | None:
     """Compute one project's figures from its labels now and store them (a worker's task, or a
     curator's "compute here now"); None when there is no such project. The inputs' version is

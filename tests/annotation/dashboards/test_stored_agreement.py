@@ -169,6 +169,35 @@ def test_many_labels_cost_one_computation(db, large, sent, client):
     assert len(sent) == 3
 
 
+def test_a_workers_recovery_asks_for_the_figures_once_labels_change_without_a_page_view(db, large, sent):
+    from core.jobs import jobs_recover
+
+    owner = curator("r-boss")
+    users = [annotator(f"r-{n}") for n in range(2)]
+    late = annotator("r-late")
+    project, items = _project(owner, users, name="recovered")
+    members_add(project, owner, [late])
+    assert jobs_recover(lost=[])["agreement_figures_asked"] == 1  # never computed: asked for
+    assert [project_id for project_id, _ in sent] == [project.pk]
+    assert jobs_recover(lost=[])["agreement_figures_asked"] == 0  # pending: no second message
+    refresh_project_agreement(project.pk)
+    assert jobs_recover(lost=[])["agreement_figures_asked"] == 0  # current: nothing to do
+
+    _label(items[0], late)  # nobody opens the page
+    assert jobs_recover(lost=[])["agreement_figures_asked"] == 1
+    (project_id, countdown) = sent[-1]
+    assert project_id == project.pk and DEBOUNCE_SECONDS - 5 < countdown <= DEBOUNCE_SECONDS
+    refresh_project_agreement(project.pk)
+    assert ProjectStatistics.objects.get(project=project).values == _oracle(project)
+
+
+def test_a_small_projects_figures_are_left_to_its_reader(db, sent):
+    from core.jobs import jobs_recover
+
+    _project(curator("s-boss"), [annotator("s-1"), annotator("s-2")], name="small")
+    assert jobs_recover(lost=[])["agreement_figures_asked"] == 0 and sent == []
+
+
 def test_a_broker_that_refuses_leaves_the_page_serving_and_asks_again(db, large, monkeypatch, client):
     owner = curator("b-boss")
     project, _ = _project(owner, [annotator("b-1"), annotator("b-2")])
