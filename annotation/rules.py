@@ -6,7 +6,8 @@ tests hold each SQL statement to these functions on random states.
 
 - who may label: ``labeller_refusal``;
 - a live claim: ``claim_live`` (active and not expired; an expired one still reads ``active``
-  until someone marks it);
+  until someone marks it), and as filters on claim rows for the ORM reads outside the loop's
+  hand-written statements: ``claims_live`` and ``claims_lapsed`` (active but expired);
 - a free slot: ``has_free_slot`` (an open item whose labels plus live claims are below k);
 - who may claim an item: ``may_claim`` (a free slot, and the user has neither labelled nor
   skipped it, nor holds it already);
@@ -17,6 +18,8 @@ tests hold each SQL statement to these functions on random states.
 
 import enum
 from datetime import datetime
+
+from django.db.models import Q
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Role
 from .services.values import consensus_key
@@ -48,6 +51,17 @@ def labeller_refusal(*, role: str | None, blind: bool, project_status: str) -> R
 def claim_live(*, status: str, expires_at: datetime, now: datetime) -> bool:
     """A claim holds a slot while it is active and has not expired."""
     return status == Assignment.Status.ACTIVE and expires_at > now
+
+
+def claims_live(now: datetime, *, via: str = "") -> Q:
+    """``claim_live`` as a filter on ``Assignment`` rows (``via``: the lookup path to them, e.g.
+    ``"assignments__"`` from an item). A value, not a query: nothing is read here."""
+    return Q(**{f"{via}status": Assignment.Status.ACTIVE, f"{via}expires_at__gt": now})
+
+
+def claims_lapsed(now: datetime) -> Q:
+    """Claims still marked active whose time is up: no longer live (``claim_live``), not yet marked expired."""
+    return Q(status=Assignment.Status.ACTIVE, expires_at__lte=now)
 
 
 def has_free_slot(*, item_status: str, labels_done: int, labels_needed: int, live_claims: int) -> bool:

@@ -127,7 +127,7 @@ def claims_create(
     first (``stale``, a column ``store.claimable_items`` carries), one UPDATE when there are any."""
     stale = [item.pk for item in items if getattr(item, "stale", True)]
     if stale:
-        Assignment.objects.filter(item_id__in=stale, status=Assignment.Status.ACTIVE, expires_at__lte=now).update(
+        Assignment.objects.filter(rules.claims_lapsed(now), item_id__in=stale).update(
             status=Assignment.Status.EXPIRED, ended_at=now
         )
     claims = store.claims_insert(project=project, items=items, user=user, now=now)

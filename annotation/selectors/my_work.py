@@ -6,6 +6,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from ..models import AnnotationProject, Assignment, Label
+from ..rules import claims_lapsed
 
 LIMIT = 500  # the newest rows of each list; the page says when more exist
 
@@ -22,7 +23,7 @@ def my_work(*, project: AnnotationProject, user, limit: int = LIMIT) -> dict:
                  .exclude(Exists(labelled)).select_related("item").order_by("-ended_at", "-id")[:limit + 1])
     expired = list(
         Assignment.objects.filter(project=project, user=user)
-        .filter(Q(status=Assignment.Status.EXPIRED) | Q(status=Assignment.Status.ACTIVE, expires_at__lte=now))
+        .filter(Q(status=Assignment.Status.EXPIRED) | claims_lapsed(now))
         .exclude(Exists(labelled)).select_related("item").order_by("-expires_at", "-id")[:limit + 1]
     )
     more = {name: len(rows) > limit for name, rows in (("labels", labels), ("skips", skips), ("expired", expired))}

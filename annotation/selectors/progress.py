@@ -14,6 +14,7 @@ from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
 
 from ..blind import revealed_unlabelled
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
+from ..rules import claims_live
 from .projects import LABELLING_ROLES, project_role, projects_for
 
 
@@ -36,7 +37,7 @@ def labelling_counts(*, project_ids: list[int], user=None) -> dict[tuple[int, in
                                                                           Assignment.Status.ACTIVE], **mine_claims)
         .order_by().values_list("project_id", "user_id")
         .annotate(labels=Value(0), skips=Count("pk", filter=Q(status=Assignment.Status.SKIPPED)),
-                  active=Count("pk", filter=Q(status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now())))
+                  active=Count("pk", filter=claims_live(timezone.now())))
     )
     counts: dict[tuple[int, int], Counter] = defaultdict(Counter)
     for project_id, user_id, n_labels, skips, active in labels.union(claims, all=True):

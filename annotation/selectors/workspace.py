@@ -12,7 +12,7 @@ from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
 from ..blind import item_revealed, status_shown, target_id_shown
 from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
 from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
-from ..rules import claim_live
+from ..rules import claim_live, claims_live
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
 
@@ -20,7 +20,7 @@ from .targets import gold_view, item_target, item_targets, judge_view, judged_in
 def _claim_view(*, item: AnnotationItem, user) -> dict | None:
     """The user's unexpired claim on the item, for the workspace's countdown."""
     return (
-        Assignment.objects.filter(item=item, user=user, status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now())
+        Assignment.objects.filter(claims_live(timezone.now()), item=item, user=user)
         .values("id", "claimed_at", "expires_at")
         .first()
     )
