@@ -96,7 +96,8 @@ class ProjectListApi(ListApi):
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "my_role", "n_items",
+                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale", "my_role",
+                      "n_items",
                       "n_settled", "created_at"]
 
     class InputSerializer(serializers.Serializer):
@@ -129,6 +130,13 @@ class ProjectListApi(ListApi):
         label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")
         dimensions = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                            allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
+        criteria = serializers.ListField(child=serializers.CharField(max_length=100), required=False, allow_null=True,
+                                         help_text="rating: the criteria every report is rated on (default: each"
+                                                   " task's rubric criteria of the component)")
+        scale = serializers.DictField(required=False, allow_null=True,
+                                      help_text='rating: {"min": 1, "max": 5} by default (0–100 allowed), "anchors":'
+                                                ' {point: meaning}, "adjudicate_beyond": the score distance that goes'
+                                                " to a curator (default a quarter of the scale)")
         seed = BoundedIntegerSerializerField(required=False, default=0)
         sampling = serializers.ChoiceField(
             choices=[c for c in AnnotationProject.Sampling.choices if c[0] != AnnotationProject.Sampling.CHOSEN],
