@@ -86,6 +86,14 @@ def _ratings_from_units(units: dict[Any, dict[Any, Any]]) -> tuple[Ratings, list
     return Ratings(arr[:, 0], arr[:, 1], arr[:, 2], [label for _, label in categories]), list(coder_ids)
 
 
+def numeric_ratings(units: Sequence[int], coders: Sequence[int], values: Sequence[float]) -> Ratings:
+    """Numeric scores (one per unit and coder) as ``Ratings``: each distinct value a category,
+    ``categories`` the values themselves (what ``ratings_stats`` compares at the interval level)."""
+    distinct, code = np.unique(np.asarray(values, dtype=float), return_inverse=True)
+    return Ratings(np.asarray(units, dtype=np.int64), np.asarray(coders, dtype=np.int64), code.ravel(),
+                   [float(v) for v in distinct])
+
+
 N_RESAMPLES = 1000
 LARGE_SAMPLE = 100_000  # items: above this a bootstrap uses fewer resamples (a worker computes it)
 
