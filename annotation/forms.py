@@ -153,6 +153,7 @@ class VerifyForm(LabelForm):
 
 
 class PairwiseForm(LabelForm):
+    places_seconds = True  # its template puts ``seconds_taken`` in the decision bar
     choice = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick A, B or tie."})
     reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     # No report ids: the choice names a side of the item, and the server resolves it to the
@@ -218,8 +219,44 @@ class AgreementForm(LabelForm):
         }
 
 
+class RatingForm(LabelForm):
+    """One number per criterion on the project's scale (typed: digits, Tab to the next
+    criterion), and a rationale. The service checks the scale and the criteria again."""
+
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project: dict, target: dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        scale = project.get("scale") or {"min": 1, "max": 5}
+        self.scale = scale
+        self.criteria = list(target.get("criteria") or project.get("criteria") or ())
+        whole = float(scale["min"]).is_integer() and float(scale["max"]).is_integer()
+        for position, name in enumerate(self.criteria):
+            self.fields[f"score_{position}"] = forms.FloatField(
+                label=_humanize(name), min_value=scale["min"], max_value=scale["max"],
+                widget=forms.NumberInput(attrs={"step": "1" if whole else "any", "min": scale["min"],
+                                                "max": scale["max"], "inputmode": "decimal",
+                                                "data-score": name, "autocomplete": "off"}),
+                error_messages={"required": f"Score {name} from {scale['min']:g} to {scale['max']:g}."},
+            )
+
+    def rows(self) -> list[dict]:
+        return [{"name": name, "field": self[f"score_{position}"]} for position, name in enumerate(self.criteria)]
+
+    def anchors(self) -> list[tuple[str, str]]:
+        return sorted((self.scale.get("anchors") or {}).items(), key=lambda pair: float(pair[0]))
+
+    def value(self) -> dict:
+        data = self.cleaned_data
+        scores = {}
+        for position, name in enumerate(self.criteria):
+            score = data[f"score_{position}"]
+            scores[name] = int(score) if float(score).is_integer() else score
+        return {"scores": scores, "rationale": data["rationale"]}
+
+
 LABEL_FORMS: dict[str, type[LabelForm]] = {
-    Kind.VERIFY: VerifyForm, Kind.PAIRWISE: PairwiseForm, Kind.AGREEMENT: AgreementForm,
+    Kind.VERIFY: VerifyForm, Kind.PAIRWISE: PairwiseForm, Kind.AGREEMENT: AgreementForm, Kind.RATING: RatingForm,
 }
 
 
@@ -294,7 +331,7 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         return {self.MAIN_FIELD[self.kind]: data["custom"]}
 
 
-_SERVICE_FIELD = re.compile(r"^value\.(?P<field>\w+)(?:\.(?P<sub>\w+))?:\s*(?P<message>.*)$", re.S)
+_SERVICE_FIELD = re.compile(r"^value\.(?P<field>\w+)(?:\.(?P<sub>[^:]+))?:\s*(?P<message>.*)$", re.S)
 
 
 def service_error_attach(form: forms.Form, exc: ValueError) -> None:
@@ -307,6 +344,9 @@ def service_error_attach(form: forms.Form, exc: ValueError) -> None:
         if field == "edits" and sub and isinstance(form, VerifyForm) and sub in form.edit_form.fields:
             form.edit_form.add_error(sub, match["message"])
             form.add_error(None, f"{form.edit_form[sub].label}: {match['message']}")
+            return
+        if field == "scores" and isinstance(form, RatingForm) and sub in form.criteria:
+            form.add_error(f"score_{form.criteria.index(sub)}", match["message"])
             return
         if field == "dimensions" and sub and f"dim_{sub}" in form.fields:
             form.add_error(f"dim_{sub}", match["message"])

@@ -56,6 +56,7 @@ class Agreement(AnnotationKind):
         " judge's verdict and any other annotator's label; ask a curator to correct it"
     )
     dashboard_sections = ("progress", "inter_annotator", "judge_agreement", "calibration")
+    shows_after_label = True  # the judge's verdict, which is what the study audits
     export_columns = ("label", "judge_correct", "correction", "note")
 
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:

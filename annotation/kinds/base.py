@@ -22,7 +22,7 @@ from ..models import AnnotationProject
 # required (``tests/annotation/kinds/test_registry.py`` checks each registered kind has them all).
 ATTRIBUTES = (
     "name", "main_field", "target_kinds", "default_overlap", "min_overlap", "default_reveal", "key_fields",
-    "blind_fields", "undo_refused", "dashboard_sections", "export_columns", "applies_to_benchmark", "value_fields",
+    "blind_fields", "undo_refused", "shows_after_label", "dashboard_sections", "export_columns", "applies_to_benchmark", "value_fields",
 )
 METHODS = (
     "label_set_defaults", "settings_clean", "targets", "value_clean", "consensus_key", "judge_label",
@@ -47,17 +47,14 @@ class AnnotationKind(abc.ABC):
     dashboard_sections: ClassVar[tuple[str, ...]]  # the dashboards that show this kind's projects
     export_columns: ClassVar[tuple[str, ...]]  # the value's columns in flat exports
     applies_to_benchmark: ClassVar[bool] = False  # completing an agreed item writes the benchmark row
+    shows_after_label: ClassVar[bool] = False  # the panel stays on the item after a label (to show what it hid)
     settings_fields: ClassVar[tuple[str, ...]] = ()  # the project's fields only this kind reads (audited)
 
     @property
-    def form_template(self) -> str:
-        """The label form in the workspace (``templates/annotation/kinds/<kind>/form.html``)."""
-        return f"annotation/kinds/{self.name}/form.html"
-
-    @property
-    def panel_template(self) -> str:
-        """What the workspace shows of the item beside the form (``.../<kind>/panel.html``)."""
-        return f"annotation/kinds/{self.name}/panel.html"
+    def item_template(self) -> str:
+        """The workspace's panel of an item: what it shows of the target, the label form, and
+        after the label what the item revealed (``templates/annotation/kinds/<kind>/item.html``)."""
+        return f"annotation/kinds/{self.name}/item.html"
 
     @abc.abstractmethod
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:

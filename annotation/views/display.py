@@ -143,25 +143,43 @@ def sides_of(kind: str, target: dict) -> dict | None:
     return {"left": left} if left is not None else None
 
 
-def value_summary(kind: str, value: dict, *, sides: dict | None = None) -> str:
-    """One line describing a label value, for the adjudication queue and the reveal."""
-    if kind == Kind.VERIFY:
-        decision = DECISION_LABELS.get(value.get("decision"), value.get("decision", ""))
-        if value.get("decision") == "reject":
-            decision += f" — {REASON_LABELS.get(value.get('reason'), value.get('reason') or 'no reason')}"
-        if value.get("edits"):
-            decision += ": " + "; ".join(f"{name} → {new!r}" for name, new in value["edits"].items())
-        return decision
-    if kind == Kind.PAIRWISE:
-        choice = value.get("choice", "")
-        if choice in ("left", "right") and sides:
-            # A is the left report of this page; the annotator may have seen the pair swapped.
-            position = "A" if value.get(f"{choice}_report_id") == sides.get("left") else "B"
-            seen = "A" if choice == "left" else "B"
-            return f"{position} is better" + ("" if position == seen else f" (shown to them as {seen})")
-        return CHOICE_LABELS.get(choice, choice)
+def _verify_summary(value: dict, sides: dict | None) -> str:
+    decision = DECISION_LABELS.get(value.get("decision"), value.get("decision", ""))
+    if value.get("decision") == "reject":
+        decision += f" — {REASON_LABELS.get(value.get('reason'), value.get('reason') or 'no reason')}"
+    if value.get("edits"):
+        decision += ": " + "; ".join(f"{name} → {new!r}" for name, new in value["edits"].items())
+    return decision
+
+
+def _pairwise_summary(value: dict, sides: dict | None) -> str:
+    choice = value.get("choice", "")
+    if choice in ("left", "right") and sides:
+        # A is the left report of this page; the annotator may have seen the pair swapped.
+        position = "A" if value.get(f"{choice}_report_id") == sides.get("left") else "B"
+        seen = "A" if choice == "left" else "B"
+        return f"{position} is better" + ("" if position == seen else f" (shown to them as {seen})")
+    return CHOICE_LABELS.get(choice, choice)
+
+
+def _agreement_summary(value: dict, sides: dict | None) -> str:
     label = str(value.get("label", ""))
     return label.replace("_", " ").capitalize() + (f" — {value['correction']}" if value.get("correction") else "")
+
+
+def _rating_summary(value: dict, sides: dict | None) -> str:
+    scores = " · ".join(f"{name} {score:g}" for name, score in (value.get("scores") or {}).items())
+    return scores + (f" — {value['rationale']}" if value.get("rationale") else "")
+
+
+# One line describing a label value, per kind (``value_summary``).
+SUMMARIES = {Kind.VERIFY: _verify_summary, Kind.PAIRWISE: _pairwise_summary, Kind.AGREEMENT: _agreement_summary,
+             Kind.RATING: _rating_summary}
+
+
+def value_summary(kind: str, value: dict, *, sides: dict | None = None) -> str:
+    """One line describing a label value, for the adjudication queue and the reveal."""
+    return SUMMARIES[kind](value, sides)
 
 
 # --- The proposal under review (verify) --------------------------------------------------------
@@ -265,20 +283,17 @@ def _judged_part(part: dict) -> dict:
     return {**part, "html": safe_markdown(part["text"])}
 
 
-def kind_view(context: dict, *, task=None) -> dict:
-    """What the item panel shows for the project's kind (``task``: the verify proposal's task)."""
-    kind, target = context["project"]["kind"], context["target"]
-    if target.get("missing"):
-        return {}
-    if kind == Kind.VERIFY:
-        return verify_view(context, task)
-    if kind == Kind.PAIRWISE:
-        sides = (("left", "A"), ("right", "B"))
-        return {"sides": [
-            {"key": side, "name": name, **target[side],
-             "view": report_view(target[side]["text"], anchor=f"ref-{side}")}
-            for side, name in sides
-        ]}
+def _pairwise_view(context: dict, task) -> dict:
+    target = context["target"]
+    sides = (("left", "A"), ("right", "B"))
+    return {"sides": [
+        {"key": side, "name": name, **target[side], "view": report_view(target[side]["text"], anchor=f"ref-{side}")}
+        for side, name in sides
+    ]}
+
+
+def _agreement_view(context: dict, task) -> dict:
+    target = context["target"]
     report = report_view(target["report_text"], anchor="ref-report")
     parts = [_judged_part(part) for part in (target.get("judged_input") or {}).get("parts", [])]
     # Where a judged statement sits in the report, with what it cites (its sentence, found by text).
@@ -293,6 +308,22 @@ def kind_view(context: dict, *, task=None) -> dict:
         "judged_label": (target["judged_kind"] or "item").replace("_", " ").capitalize(),
         "judged_text": judged_text(target), "parts": parts,
     }
+
+
+def _rating_view(context: dict, task) -> dict:
+    return {"report": report_view(context["target"]["text"], anchor="ref-report")}
+
+
+# What the item panel shows, per kind (``kind_view``).
+VIEWS = {Kind.VERIFY: lambda context, task: verify_view(context, task), Kind.PAIRWISE: _pairwise_view,
+         Kind.AGREEMENT: _agreement_view, Kind.RATING: _rating_view}
+
+
+def kind_view(context: dict, *, task=None) -> dict:
+    """What the item panel shows for the project's kind (``task``: the verify proposal's task)."""
+    if context["target"].get("missing"):
+        return {}
+    return VIEWS[context["project"]["kind"]](context, task)
 
 
 def labels_view(context: dict) -> dict:
