@@ -16,21 +16,13 @@ from benchmark.models import BibEntry, GoldReference
 from core.bounded import BoundedIntegerField, IdChoiceField, bounded_formfield
 from core.converters import MAX_ID
 
+from .kinds import kind_of
+from .kinds.pairwise import CHOICE_LABELS  # the words of each kind's values live with the kind
+from .kinds.verify import DECISION_LABELS, REASON_LABELS
 from .models import VERIFY_TARGETS, AnnotationProject, TargetKind
 from .services.additions import ADD_FIELDS, BIB_FIELDS
 
 Kind = AnnotationProject.Kind
-
-REASON_LABELS = {
-    "over_specified": "Over-specified",
-    "ambiguous": "Ambiguous",
-    "unverifiable": "Unverifiable from the source",
-    "factually_wrong": "Factually wrong",
-    "duplicate": "Duplicate",
-    "other": "Other (add a note)",
-}
-DECISION_LABELS = {"accept": "Accept", "edit": "Edit", "reject": "Reject"}
-CHOICE_LABELS = {"left": "A is better", "right": "B is better", "tie": "Tie"}
 
 
 def _humanize(value: str) -> str:
@@ -270,8 +262,6 @@ def label_form_for(context: dict, data=None) -> LabelForm:
 class AdjudicationForm(OptionsMixin, forms.Form):
     """The gold label: one of the labels given (or the judge's), or another value of the label set."""
 
-    MAIN_FIELD = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}
-
     pick = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick the gold label."})
     custom = forms.ChoiceField(required=False, widget=forms.RadioSelect)
     reason = forms.ChoiceField(required=False, widget=forms.RadioSelect)
@@ -283,16 +273,16 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         super().__init__(*args, **kwargs)
         self.kind = kind
         self.candidates = {candidate["key"]: candidate for candidate in candidates}
-        main = self.MAIN_FIELD[kind]
-        labels = {Kind.VERIFY: DECISION_LABELS, Kind.PAIRWISE: CHOICE_LABELS}.get(kind)
+        main = kind_of(kind).main_field
+        labels = {**DECISION_LABELS, **CHOICE_LABELS}
         self.fields["pick"].choices = [(c["key"], c["summary"]) for c in candidates] + [("custom", "Something else")]
         # A verify gold label may accept the proposal with the curator's own edit of its fields.
         self.edit_form = None
-        if kind == Kind.VERIFY and target and target.get("kind") in VERIFY_TARGETS:
+        if target and target.get("kind") in VERIFY_TARGETS:
             self.edit_form = VerifyEditForm(*args[:1], prefix=f"{self.prefix}-edit" if self.prefix else "edit",
                                             target_kind=target["kind"], current=target.get("fields", {}))
         self.fields["custom"].choices = _choices(
-            [v for v in label_set.get(main, ()) if not (v == "edit" and kind == Kind.VERIFY and not self.edit_form)],
+            [v for v in label_set.get(main, ()) if not (v == "edit" and main == "decision" and not self.edit_form)],
             labels,
         )
         self.fields["reason"].choices = _choices(label_set.get("reason", ()), REASON_LABELS)
@@ -321,14 +311,14 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         data = self.cleaned_data
         if data["pick"] != "custom":
             return dict(self.candidates[data["pick"]]["value"])
-        if self.kind == Kind.VERIFY:
+        if kind_of(self.kind).applies_to_benchmark:
             rejected = data["custom"] == "reject"
             # The curator's note explains a reject for reason "other" (the service requires one).
             value = {"decision": data["custom"], "reason": data["reason"] if rejected else "", "note": data["note"]}
             if data["custom"] == "edit":
                 value["edits"] = self.edit_form.edits()
             return value
-        return {self.MAIN_FIELD[self.kind]: data["custom"]}
+        return {kind_of(self.kind).main_field: data["custom"]}
 
 
 _SERVICE_FIELD = re.compile(r"^value\.(?P<field>\w+)(?:\.(?P<sub>[^:]+))?:\s*(?P<message>.*)$", re.S)

@@ -14,6 +14,7 @@ from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerField, IdCho
 from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
+from .kinds import kind_of
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
 
 Kind = AnnotationProject.Kind
@@ -24,8 +25,9 @@ SERVICE_FIELDS = {
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
     "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
     "role": "role", "user": "username", "pair_choice": "pair_choice", "uniform_share": "uniform_share",
-    "pairs_budget": "pairs_budget",
+    "pairs_budget": "pairs_budget", "criteria": "criteria", "component": "component",
 }
+_SCALE_FIELDS = {"min": "scale_min", "max": "scale_max", "anchors": "anchors", "adjudicate_beyond": "adjudicate_beyond"}
 
 
 GUIDELINES_HELP = ("markdown; shown in every workspace of the project, open on an annotator's first item and"
@@ -40,15 +42,46 @@ class ServiceErrorForm(forms.Form):
     def attach_service_error(self, exc: ValueError) -> None:
         """Put ``"field: why"`` on the field it names (``label_set.label`` on ``labels``), else on the form."""
         field, _, why = str(exc).partition(": ")
-        name = SERVICE_FIELDS.get(field.split(".")[0])
+        parts = field.split(".")
+        name = _SCALE_FIELDS.get(parts[1]) if parts[0] == "scale" and len(parts) > 1 else SERVICE_FIELDS.get(parts[0])
         if why and name in self.fields:
             self.add_error(name, why)
         else:
             self.add_error(None, str(exc))
 
 
+def _anchors(raw: str) -> dict:
+    """``"1=poor, 3=adequate, 5=excellent"`` as ``{point: meaning}`` (the service checks the points)."""
+    anchors = {}
+    for part in _split(raw):
+        point, _, meaning = part.partition("=")
+        anchors[point.strip()] = meaning.strip()
+    return anchors
+
+
+def _scale(data: dict) -> dict:
+    scale = {"min": 1 if data["scale_min"] is None else data["scale_min"],
+             "max": 5 if data["scale_max"] is None else data["scale_max"], "anchors": _anchors(data["anchors"])}
+    if data["adjudicate_beyond"] is not None:
+        scale["adjudicate_beyond"] = data["adjudicate_beyond"]
+    return scale
+
+
+# How a field of the form becomes an argument of ``project_create`` (others: as cleaned).
+_ARGUMENTS = {
+    "systems": lambda data: list(data["systems"]),
+    "component": lambda data: data["component"] or "report",
+    "dimensions": lambda data: _split(data["dimensions"]) or None,
+    "pair_choice": lambda data: data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN,
+    "uniform_share": lambda data: 0.25 if data["uniform_share"] is None else data["uniform_share"],
+    "sampling": lambda data: data["sampling"] or AnnotationProject.Sampling.ALL,
+    "criteria": lambda data: _split(data["criteria"]) or None,
+    "scale": _scale,
+}
+
+
 class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
-    kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
+    kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.choices[0][0])
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     guidelines = forms.CharField(
@@ -109,6 +142,17 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                                      help_text="0 to 1; these pairs are drawn at random, the rest by information")
     pairs_budget = BoundedIntegerField(min_value=1, max_value=10**6, required=False, label="Adaptive: pairs in all",
                                        help_text="empty: every ordered pair of reports (as many as the round-robin)")
+    criteria = forms.CharField(required=False, label="Criteria (rating)",
+                               help_text="comma-separated, e.g. coverage, structure, relevance; empty: each task's"
+                                         " rubric criteria of the component")
+    scale_min = forms.FloatField(required=False, initial=1, min_value=0, max_value=100, label="Scale from (rating)")
+    scale_max = forms.FloatField(required=False, initial=5, min_value=0, max_value=100, label="Scale to (rating)",
+                                 help_text="1–5 by default; up to 0–100")
+    anchors = forms.CharField(required=False, label="Anchors (rating)",
+                              help_text="what points mean, comma-separated: 1=poor, 3=adequate, 5=excellent")
+    adjudicate_beyond = forms.FloatField(required=False, min_value=0, label="Adjudicate beyond (rating)",
+                                         help_text="scores of a criterion further apart go to a curator; empty: a"
+                                                   " quarter of the scale")
 
     def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
         super().__init__(*args, task_filter=task_filter, **kwargs)
@@ -122,29 +166,16 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         chosen = list(data["tasks"])
         tasks = chosen or (list(self.matching) if self.task_filter.is_filtering and not data["task_set"] else [])
         labels = _split(data["labels"])
-        field = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}[kind]
+        annotation_kind = kind_of(kind)
         arguments = {
             "name": data["name"], "kind": kind, "description": data["description"],
             "guidelines": data["guidelines"], "tasks": tasks,
             "task_set": data["task_set"], "overlap": data["overlap"], "blind": data["blind"],
-            "reveal": data["reveal"] or None,
-            "hold_duration": timedelta(minutes=data["hold_minutes"]), "label_set": {field: labels} if labels else None,
+            "reveal": data["reveal"] or None, "hold_duration": timedelta(minutes=data["hold_minutes"]),
+            "label_set": {annotation_kind.main_field: labels} if labels else None,
         }
-        if kind == Kind.VERIFY:
-            arguments["item_kinds"] = data["item_kinds"]
-        if kind in (Kind.PAIRWISE, Kind.AGREEMENT):
-            arguments["systems"] = list(data["systems"])
-        if kind == Kind.PAIRWISE:
-            arguments["component"] = data["component"] or "report"
-            arguments["dimensions"] = _split(data["dimensions"]) or None
-            arguments["pair_choice"] = data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN
-            arguments["uniform_share"] = 0.25 if data["uniform_share"] is None else data["uniform_share"]
-            arguments["pairs_budget"] = data["pairs_budget"]
-        if kind == Kind.AGREEMENT:
-            arguments["judge_config"] = data["judge_config"]
-            arguments["steps"] = data["steps"]
-            arguments["sampling"] = data["sampling"] or AnnotationProject.Sampling.ALL
-            arguments["sample_size"] = data["sample_size"]
+        for name in annotation_kind.create_fields:  # the kind's own settings, as project_create takes them
+            arguments[name] = _ARGUMENTS.get(name, lambda data, name=name: data[name])(data)
         return arguments
 
 

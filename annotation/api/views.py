@@ -25,7 +25,8 @@ from core.parsers import BoundedJSONField
 from scoring.models import JudgeConfig
 
 from ..blind import blind_overlap_warnings, status_shown, target_id_shown, with_revealed
-from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
+from ..models import (DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership,
+                      Role, TargetKind)
 from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
 from ..selectors.workspace import item_context_for
@@ -335,8 +336,7 @@ class ItemSideApi(GenericApi):
         system = serializers.CharField(allow_null=True)
         system_label = serializers.CharField(allow_null=True)
 
-    SIDES = {"left": AnnotationProject.Kind.PAIRWISE, "right": AnnotationProject.Kind.PAIRWISE,
-             "report": AnnotationProject.Kind.AGREEMENT}
+    SIDES = {"left": TargetKind.REPORT_PAIR, "right": TargetKind.REPORT_PAIR, "report": TargetKind.VERDICT}
 
     @extend_schema(operation_id="annotation_items_side_retrieve", responses={200: OutputSerializer})
     def get(self, request, pk: int, side: str):
@@ -347,7 +347,7 @@ class ItemSideApi(GenericApi):
         member_project(request, item.project_id)
         context = item_context_for(item=item, user=request.user)
         target = context["target"]
-        if self.SIDES.get(side) != context["project"]["kind"] or target.get("missing"):
+        if self.SIDES.get(side) != context["item"]["target_kind"] or target.get("missing"):
             raise Http404(f"No side {side!r} of this item")
         if side == "report":
             shown = {"text": target["report_text"], "report_id": target["report_id"], "system": None,

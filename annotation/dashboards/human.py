@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.db.models import Count
 
 from annotation.models import AnnotationProject, PairwisePreference
+from annotation.kinds import kinds_with
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
 from benchmark.naming import system_label
@@ -92,7 +93,7 @@ def scope_options() -> dict:
     return {
         "protocols": Protocol.choices,
         "task_sets": list(TaskSet.objects.order_by("name", "-version").values("id", "name", "version")[:100]),
-        "projects": list(AnnotationProject.objects.filter(kind=AnnotationProject.Kind.PAIRWISE).order_by("name")
+        "projects": list(AnnotationProject.objects.filter(kind__in=kinds_with("human_ranking")).order_by("name")
                          .values("id", "name")[:100]),
         "sources": preference_sources(),
         "disciplines": sorted(d for d in prefs.values_list("task__survey__discipline__name", flat=True).distinct() if d),

@@ -26,4 +26,9 @@ def kind_of(project: Any) -> AnnotationKind:
         raise ValueError(f"kind: {name!r} is not one of {', '.join(KINDS)}") from None
 
 
-__all__ = ["KINDS", "AnnotationKind", "kind_of"]
+def kinds_with(section: str) -> list[str]:
+    """The kinds whose projects a dashboard section shows (``AnnotationKind.dashboard_sections``)."""
+    return [name for name, kind in KINDS.items() if section in kind.dashboard_sections]
+
+
+__all__ = ["KINDS", "AnnotationKind", "kind_of", "kinds_with"]

@@ -51,6 +51,8 @@ class Agreement(AnnotationKind):
     value_fields = ("label", "judge_correct", "correction", "note")
     target_kinds = (TargetKind.VERDICT,)
     key_fields = ("label",)
+    # what project_create takes for this kind beyond the common fields
+    create_fields = ("systems", "judge_config", "steps", "sampling", "sample_size")
     undo_refused = (
         "your label on item {position} is final: this project is blind, and committing it showed you the"
         " judge's verdict and any other annotator's label; ask a curator to correct it"
@@ -99,6 +101,10 @@ class Agreement(AnnotationKind):
 
     def judge_label(self, target) -> str | None:
         return target.label if target is not None else None
+
+    def summary(self, value: dict, *, sides: dict | None = None) -> str:
+        label = str(value.get("label", ""))
+        return label.replace("_", " ").capitalize() + (f" — {value['correction']}" if value.get("correction") else "")
 
     def statistics(self, project: dict) -> dict | None:
         return None  # judge vs people: ``dashboards.agreement.judge_agreement``; calibrated: ``calibration``

@@ -22,11 +22,12 @@ from ..models import AnnotationProject
 # required (``tests/annotation/kinds/test_registry.py`` checks each registered kind has them all).
 ATTRIBUTES = (
     "name", "main_field", "target_kinds", "default_overlap", "min_overlap", "default_reveal", "key_fields",
-    "blind_fields", "undo_refused", "shows_after_label", "dashboard_sections", "export_columns", "applies_to_benchmark", "value_fields",
+    "blind_fields", "undo_refused", "shows_after_label", "dashboard_sections", "export_columns",
+    "applies_to_benchmark", "value_fields", "create_fields", "settings_fields", "item_template",
 )
 METHODS = (
     "label_set_defaults", "settings_clean", "targets", "value_clean", "consensus_key", "judge_label",
-    "labels_disagree", "statistics",
+    "labels_disagree", "summary", "agreement_units", "key_value", "fill", "judge_labels", "statistics",
 )
 
 
@@ -47,6 +48,9 @@ class AnnotationKind(abc.ABC):
     dashboard_sections: ClassVar[tuple[str, ...]]  # the dashboards that show this kind's projects
     export_columns: ClassVar[tuple[str, ...]]  # the value's columns in flat exports
     applies_to_benchmark: ClassVar[bool] = False  # completing an agreed item writes the benchmark row
+    # (field, value): a label whose field has this value is compared whole (verify: an edit, edits included)
+    whole_value_when: ClassVar[tuple[str, str] | None] = None
+    create_fields: ClassVar[tuple[str, ...]] = ()  # ``project_create``'s arguments only this kind reads
     shows_after_label: ClassVar[bool] = False  # the panel stays on the item after a label (to show what it hid)
     settings_fields: ClassVar[tuple[str, ...]] = ()  # the project's fields only this kind reads (audited)
 
@@ -77,6 +81,11 @@ class AnnotationKind(abc.ABC):
         """How items are made: ``(target_kind, target_id, task_id, version)`` in the order they are
         offered, and ``{target_id: inclusion probability}`` for a random sample (else empty)."""
 
+    def key_value(self, parts: dict[str, str | None]) -> dict:
+        """A value for ``consensus_key`` from its ``key_fields`` read back as text (the agreement
+        figures read only those, never whole values): numbers parsed where the key needs them."""
+        return parts
+
     def fill(self, project: AnnotationProject, *, actor) -> int | None:
         """Items the kind makes itself, their number (None: ``targets`` says what to make)."""
         return None
@@ -92,6 +101,10 @@ class AnnotationKind(abc.ABC):
     @abc.abstractmethod
     def judge_label(self, target) -> str | None:
         """The judge's label an item's labels are compared with (None: no judge)."""
+
+    @abc.abstractmethod
+    def summary(self, value: dict, *, sides: dict | None = None) -> str:
+        """One line describing a label's value (the adjudication queue, the reveal)."""
 
     def labels_disagree(self, project: AnnotationProject, values: list[dict], *, judge_label: str | None) -> bool:
         """Whether a complete item goes to adjudication: its labels' consensus keys differ, or

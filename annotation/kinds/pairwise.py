@@ -18,6 +18,7 @@ from .base import AnnotationKind, choice, only, text
 
 PAIRWISE_CHOICES = ("left", "right", "tie")
 PAIRWISE_DIMENSIONS = ("organization", "coverage", "synthesis", "citations")
+CHOICE_LABELS = {"left": "A is better", "right": "B is better", "tie": "Tie"}
 BATCH = 1000
 
 
@@ -88,6 +89,8 @@ class Pairwise(AnnotationKind):
     key_fields = ("choice", "left_report_id", "right_report_id")
     blind_fields = ("left_report_id", "right_report_id")
     fixed_values = PAIRWISE_CHOICES
+    # what project_create takes for this kind beyond the common fields
+    create_fields = ("systems", "component", "dimensions", "pair_choice", "uniform_share", "pairs_budget")
     undo_refused = (
         "your preference on item {position} is final: this project is blind, and committing it showed you which"
         " systems wrote the two reports and any other annotator's preference; ask a curator to correct it"
@@ -143,8 +146,21 @@ class Pairwise(AnnotationKind):
         """The pair's outcome (``preference_outcome``), whichever side each report was on."""
         return preference_outcome(value["choice"], value["left_report_id"], value["right_report_id"], order=order)
 
+    def key_value(self, parts: dict[str, str | None]) -> dict:
+        return {**parts, "left_report_id": int(parts["left_report_id"]), "right_report_id": int(parts["right_report_id"])}
+
     def judge_label(self, target) -> str | None:
         return None
+
+    def summary(self, value: dict, *, sides: dict | None = None) -> str:
+        """``sides``: which report the page shows on the left (as A); None while it hides them."""
+        choice = value.get("choice", "")
+        if choice in ("left", "right") and sides:
+            # A is the left report of this page; the annotator may have seen the pair swapped.
+            position = "A" if value.get(f"{choice}_report_id") == sides.get("left") else "B"
+            seen = "A" if choice == "left" else "B"
+            return f"{position} is better" + ("" if position == seen else f" (shown to them as {seen})")
+        return CHOICE_LABELS.get(choice, choice)
 
     def statistics(self, project: dict) -> dict | None:
         return None  # the human ranking has its own dashboard (``dashboards.human``)

@@ -108,6 +108,8 @@ class Rating(AnnotationKind):
     # Blind to the system like pairwise: named only at close, else each label teaches its style.
     default_reveal = AnnotationProject.Reveal.AT_CLOSE
     key_fields = ("scores",)
+    # what project_create takes for this kind beyond the common fields
+    create_fields = ("systems", "component", "criteria", "scale")
     undo_refused = (
         "your rating on item {position} is final: this project is blind, and committing it showed you which"
         " system wrote the report and any other expert's scores; ask a curator to correct it"
@@ -179,6 +181,10 @@ class Rating(AnnotationKind):
 
     def judge_label(self, target) -> str | None:
         return None  # the judge's rubric scores are compared in ``statistics``, not per item
+
+    def summary(self, value: dict, *, sides: dict | None = None) -> str:
+        scores = " · ".join(f"{name} {score:g}" for name, score in (value.get("scores") or {}).items())
+        return scores + (f" — {value['rationale']}" if value.get("rationale") else "")
 
     def agreement_units(self, project: dict) -> tuple[list, list, list] | None:
         """Krippendorff's α over units = item × criterion, the scores as interval values:

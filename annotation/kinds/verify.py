@@ -20,6 +20,15 @@ from .base import AnnotationKind, choice, only, text
 
 VERIFY_DECISIONS = ("accept", "edit", "reject")
 VERIFY_REASONS = ("over_specified", "ambiguous", "unverifiable", "factually_wrong", "duplicate", "other")
+REASON_LABELS = {
+    "over_specified": "Over-specified",
+    "ambiguous": "Ambiguous",
+    "unverifiable": "Unverifiable from the source",
+    "factually_wrong": "Factually wrong",
+    "duplicate": "Duplicate",
+    "other": "Other (add a note)",
+}
+DECISION_LABELS = {"accept": "Accept", "edit": "Edit", "reject": "Reject"}
 DECISION_STATUS = {"accept": ReviewStatus.ACCEPTED, "edit": ReviewStatus.EDITED, "reject": ReviewStatus.REJECTED}
 
 
@@ -49,7 +58,10 @@ class Verify(AnnotationKind):
     default_overlap = 2  # review, then cross-validation
     min_overlap = 2
     key_fields = ("decision",)
+    whole_value_when = ("decision", "edit")
     fixed_values = VERIFY_DECISIONS
+    # what project_create takes for this kind beyond the common fields
+    create_fields = ("item_kinds",)
     undo_refused = (
         "your decision on item {position} is final: this project is blind, and committing it showed you how"
         " the other reviewers decided this proposal; ask a curator to correct it"
@@ -108,6 +120,14 @@ class Verify(AnnotationKind):
 
     def judge_label(self, target) -> str | None:
         return None
+
+    def summary(self, value: dict, *, sides: dict | None = None) -> str:
+        decision = DECISION_LABELS.get(value.get("decision"), value.get("decision", ""))
+        if value.get("decision") == "reject":
+            decision += f" — {REASON_LABELS.get(value.get('reason'), value.get('reason') or 'no reason')}"
+        if value.get("edits"):
+            decision += ": " + "; ".join(f"{name} → {new!r}" for name, new in value["edits"].items())
+        return decision
 
     def statistics(self, project: dict) -> dict | None:
         return None

@@ -23,7 +23,7 @@ from benchmark.services.history import (
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 
-from ..models import AnnotationItem, AnnotationProject, GoldLabel, Label, Role
+from ..models import AnnotationItem, GoldLabel, Label, Role
 from ..kinds import kind_of
 from ..selectors.progress import task_curation_status
 from ..selectors.projects import project_role

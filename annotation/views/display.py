@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 from benchmark.parsing import parse_report
 from benchmark.rendering import markdown_to_safe_html
 
-from ..forms import CHOICE_LABELS, DECISION_LABELS, REASON_LABELS
+from ..kinds import kind_of
 from ..models import VERIFY_TARGETS, AnnotationProject, TargetKind
 
 Kind = AnnotationProject.Kind
@@ -139,47 +139,13 @@ def judged_text(target: dict) -> str:
 def sides_of(kind: str, target: dict) -> dict | None:
     """Pairwise: which report this page shows on the left (as A), for ``value_summary``; None
     while the item hides its reports (the labels then name sides only)."""
-    left = target.get("left", {}).get("report_id") if kind == Kind.PAIRWISE else None
+    left = (target.get("left") or {}).get("report_id")
     return {"left": left} if left is not None else None
-
-
-def _verify_summary(value: dict, sides: dict | None) -> str:
-    decision = DECISION_LABELS.get(value.get("decision"), value.get("decision", ""))
-    if value.get("decision") == "reject":
-        decision += f" — {REASON_LABELS.get(value.get('reason'), value.get('reason') or 'no reason')}"
-    if value.get("edits"):
-        decision += ": " + "; ".join(f"{name} → {new!r}" for name, new in value["edits"].items())
-    return decision
-
-
-def _pairwise_summary(value: dict, sides: dict | None) -> str:
-    choice = value.get("choice", "")
-    if choice in ("left", "right") and sides:
-        # A is the left report of this page; the annotator may have seen the pair swapped.
-        position = "A" if value.get(f"{choice}_report_id") == sides.get("left") else "B"
-        seen = "A" if choice == "left" else "B"
-        return f"{position} is better" + ("" if position == seen else f" (shown to them as {seen})")
-    return CHOICE_LABELS.get(choice, choice)
-
-
-def _agreement_summary(value: dict, sides: dict | None) -> str:
-    label = str(value.get("label", ""))
-    return label.replace("_", " ").capitalize() + (f" — {value['correction']}" if value.get("correction") else "")
-
-
-def _rating_summary(value: dict, sides: dict | None) -> str:
-    scores = " · ".join(f"{name} {score:g}" for name, score in (value.get("scores") or {}).items())
-    return scores + (f" — {value['rationale']}" if value.get("rationale") else "")
-
-
-# One line describing a label value, per kind (``value_summary``).
-SUMMARIES = {Kind.VERIFY: _verify_summary, Kind.PAIRWISE: _pairwise_summary, Kind.AGREEMENT: _agreement_summary,
-             Kind.RATING: _rating_summary}
 
 
 def value_summary(kind: str, value: dict, *, sides: dict | None = None) -> str:
     """One line describing a label value, for the adjudication queue and the reveal."""
-    return SUMMARIES[kind](value, sides)
+    return kind_of(kind).summary(value, sides=sides)
 
 
 # --- The proposal under review (verify) --------------------------------------------------------
@@ -341,6 +307,6 @@ def labels_view(context: dict) -> dict:
         "gold": value_summary(kind, context["gold"]["value"], sides=sides) if context["gold"] else "",
     }
     judge = context["judge"]
-    if own and judge and kind == Kind.AGREEMENT:
+    if own and judge:  # a verdict's item (``item_context_for`` shows the judge of no other)
         out["agrees_with_judge"] = own["value"].get("label") == judge["label"]
     return out
