@@ -12,8 +12,9 @@ from scoring.models import Verdict
 
 from ..models import AnnotationProject, Label
 
-# The judge steps that score reports on rubric criteria, and where each verdict names its criterion.
-RUBRIC_STEPS = ("surveylens.rubric", "scisage.quality", "scisage.section_structure")
+# The judge steps that score reports on rubric criteria, and the scale each scores on
+# (``scoring.judges.steps``): the judge is compared with experts only on the same scale.
+RUBRIC_STEPS = {"surveylens.rubric": (1, 5), "scisage.quality": (1, 10), "scisage.section_structure": (1, 5)}
 
 
 def _scores(project_id: int) -> list[tuple[int, int, int, int, str, float]]:
@@ -25,18 +26,22 @@ def _scores(project_id: int) -> list[tuple[int, int, int, int, str, float]]:
             for name, score in sorted((value.get("scores") or {}).items())]
 
 
-def judge_scores(report_ids, criteria, *, judge_config_id: int | None = None) -> dict[tuple[int, str], float]:
-    """(report, criterion) → the judge's mean rubric score over repeats: verdicts of the rubric
-    steps whose criterion (a ``RubricCriterion``'s name, or the verdict's key) is rated here."""
-    verdicts = Verdict.objects.filter(report__in=report_ids, step__in=RUBRIC_STEPS, score__isnull=False, error="")
+def judge_scores(report_ids, criteria, *, scale: dict,
+                 judge_config_id: int | None = None) -> dict[tuple[int, str], float]:
+    """(report, criterion) → the judge's mean rubric score over repeats and configurations (the
+    project's judge configuration only, when it names one): verdicts of the rubric steps that
+    score on the project's scale whose criterion (a ``RubricCriterion``'s name, else the
+    verdict's key) is rated here."""
+    steps = [step for step, (low, high) in RUBRIC_STEPS.items() if (low, high) == (scale["min"], scale["max"])]
+    verdicts = Verdict.objects.filter(report__in=report_ids, step__in=steps, score__isnull=False, error="")
     if judge_config_id is not None:
         verdicts = verdicts.filter(judge_config_id=judge_config_id)
     rows = list(verdicts.values_list("report_id", "target_kind", "target_id", "target_key", "score"))
     names = dict(RubricCriterion.objects.filter(
-        pk__in={target_id for _, kind, target_id, _, _ in rows if kind == "rubric_criterion"}).values_list("pk", "name"))
+        pk__in={target_id for _, kind, target_id, _, _ in rows if kind == "rubric_criterion" and target_id}).values_list("pk", "name"))
     found: dict[tuple[int, str], list[float]] = defaultdict(list)
     for report, kind, target_id, key, score in rows:
-        name = names.get(target_id) if kind == "rubric_criterion" else key
+        name = names.get(target_id) or key
         if name in criteria:
             found[report, name].append(score)
     return {key: sum(values) / len(values) for key, values in found.items()}
@@ -53,7 +58,7 @@ def rating_statistics(project: dict) -> dict:
     systems = {pk: str(system) for pk, system in
                ((report.pk, report.system) for report in Report.objects.filter(pk__in=report_ids).select_related("system"))}
     criteria = sorted({name for *_, name, _ in rows})
-    judge = judge_scores(report_ids, set(criteria), judge_config_id=row.get("judge_config_id"))
+    judge = judge_scores(report_ids, set(criteria), scale=scale, judge_config_id=row.get("judge_config_id"))
     out = []
     for name in criteria:
         mine = [row for row in rows if row[4] == name]
