@@ -223,7 +223,7 @@ PAGES = {
     "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:undo": [("get", _project, (405,) * 6)],
-    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/test_assignment.py
+    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/loop/test_claims.py
     "annotation:label": [("get", _item, (405,) * 6)],
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
