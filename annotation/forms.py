@@ -218,6 +218,10 @@ class RatingForm(LabelForm):
     rationale = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
 
     def __init__(self, *args, project: dict, target: dict, **kwargs):
+        # Ids of this form's own (its token's): the next item's fields are new elements, so the
+        # workspace puts the focus on its first score instead of keeping it on the same id.
+        data, initial = (args[0] if args else None) or {}, kwargs.get("initial") or {}
+        kwargs.setdefault("auto_id", f"id_{str(data.get('client_token') or initial.get('client_token', ''))[:8]}_%s")
         super().__init__(*args, **kwargs)
         scale = project.get("scale") or {"min": 1, "max": 5}
         self.scale = scale

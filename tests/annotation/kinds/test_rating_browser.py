@@ -56,10 +56,10 @@ def test_rating_by_keyboard(page, live_server, login, screenshot):
     expect(page.locator(".ws-score .error")).to_contain_text("5")
     assert not Label.objects.exists()
     expect(scores.first).to_have_value("4")
+    expect(page.locator("input[data-score=structure]")).to_be_focused()  # the refused field, to retype
     screenshot("rating-1-refused")
 
-    page.locator("input[data-score=structure]").fill("")
-    page.locator("input[data-score=structure]").focus()
+    page.keyboard.press("Control+a")
     page.keyboard.type("3")
     page.keyboard.press("Enter")
     second = wait_item(page, first)
