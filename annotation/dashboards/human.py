@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.db.models import Count
 
 from annotation.models import AnnotationProject, PairwisePreference
-from annotation.kinds import kinds_with
+from annotation.kinds import kind_of, kinds_with
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
 from benchmark.naming import system_label
@@ -257,6 +257,27 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
     return out
 
 
+RATING_PROJECTS_SHOWN = 20
+
+
+def expert_ratings(scope: Scope) -> list[dict]:
+    """Rating projects' figures (``Rating.statistics``: per criterion and system the experts' mean
+    beside the judge's, judge vs experts), the scope's project only when it names one; the newest
+    ``RATING_PROJECTS_SHOWN`` with labels."""
+    projects = AnnotationProject.objects.filter(kind__in=kinds_with("rating"), labels__isnull=False).distinct()
+    if scope.project:
+        projects = projects.filter(pk=scope.project)
+    if scope.protocol:  # the leaderboard's: rating projects of its tasks
+        projects = projects.filter(tasks__protocol=scope.protocol)
+    if scope.task_set:
+        projects = projects.filter(tasks__task_sets=scope.task_set)
+    out = []
+    for project in projects.order_by("-created_at", "-id")[:RATING_PROJECTS_SHOWN]:
+        figures = kind_of(project).statistics({"id": project.pk, "kind": project.kind})
+        out.append({"id": project.pk, "name": project.name, **figures})
+    return out
+
+
 def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
                   by: str = "", p_method: str = "asymptotic", prior: str = "", cluster: str = "item") -> dict:
     """Bradley–Terry strengths of systems from the pairwise preferences in ``scope`` (left win 1,
@@ -282,7 +303,7 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
            "position_bias": position_bias(rows),
            "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
-           "by": by, "breakdown": []}
+           "by": by, "breakdown": [], "ratings": expert_ratings(scope)}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:

@@ -74,8 +74,11 @@ def rating_statistics(project: dict) -> dict:
                 per_item[item].append(score)
                 task_of[item] = task
             items = sorted(per_item)
+            report_of = {item: report for item, _, report, *_ in mine}
+            judged = [judge[report_of[i], name] for i in items if (report_of[i], name) in judge]
             means.append({"system": system, **r.clustered_mean([sum(per_item[i]) / len(per_item[i]) for i in items],
-                                                               [task_of[i] for i in items])})
+                                                               [task_of[i] for i in items]),
+                          "judge_mean": sum(judged) / len(judged) if judged else None, "judge_n": len(judged)})
         units = [item for item, *_ in mine]
         coders = [annotator for _, annotator, *_ in mine]
         scores = [score for *_, score in mine]

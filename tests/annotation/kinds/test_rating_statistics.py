@@ -64,8 +64,15 @@ def test_rating_figures_equal_independent_computations():
             mine_reports = [i for i, r in enumerate(reports) if r.system.name == line["system"]]
             assert line["mean"] == pytest.approx(expert_mean[mine_reports].mean())
             assert line["n"] == 4 and line["n_clusters"] == 4
+            judge_of_system = [judged[reports[i].pk, c] for i in mine_reports]
+            assert line["judge_mean"] == pytest.approx(np.mean(judge_of_system)) and line["judge_n"] == 4
         versus = row["judge_vs_experts"]
         judge_scores = np.array([judged[report, c] for report in report_ids])
         assert versus["n"] == len(report_ids)
         assert versus["spearman"] == pytest.approx(stats.spearmanr(judge_scores, expert_mean).statistic, rel=1e-9)
         assert versus["mean_difference"] == pytest.approx((judge_scores - expert_mean).mean())
+
+    # the same figures beside the human ranking (the human dashboard's API)
+    human = client.get(f"/api/dashboards/human/?project={project.pk}").json()
+    assert [p["id"] for p in human["ratings"]] == [project.pk]
+    assert human["ratings"][0]["criteria"] == mine["criteria"]
