@@ -16,6 +16,7 @@ from annotation.services.projects import project_from_verdicts
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
 from core.accounts import is_global_curator
+from core.bounded import ascii_digits
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
 
@@ -393,7 +394,7 @@ def look_next_project(request):
     if not is_global_curator(request.user):
         return refuse(request, "Only curators create annotation projects.")
     raw_ids = request.POST.getlist("verdict")
-    bad = [raw for raw in raw_ids if not raw.isdigit() or int(raw) > MAX_ID]
+    bad = [raw for raw in raw_ids if not ascii_digits(raw) or int(raw) > MAX_ID]
     try:
         if bad:
             raise ValueError(f"verdict: {bad[0]!r} is not a verdict id")
