@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from annotation.simulation.bradley_terry import REPLICATIONS, pairwise_bt_simulation
-from annotation.simulation.calibration import calibration_simulation
+from annotation.simulation.calibration import calibration_simulation, ppi_judges_simulation
 from annotation.simulation.pairwise import pairwise_simulation
 
 
@@ -18,6 +18,14 @@ def _pairwise_bt_rows(result: dict) -> list[tuple[str, object]]:
                  (f"{name}: labels until τ ≥ 0.9 settled, adaptive", setting["labels_adaptive"]),
                  (f"{name}: adaptive / round-robin", setting["ratio_settled"]),
                  (f"{name}: replications", setting["replications"])]
+    return rows
+
+
+def _ppi_judges_rows(result: list) -> list[tuple[str, object]]:
+    rows = []
+    for entry in result:
+        label = f"judge {entry['accuracy']:.0%} accurate, {entry['design']}"
+        rows += [(f"{label}: coverage", entry["coverage"]), (f"{label}: width / human-only", entry["width_ratio"])]
     return rows
 
 
@@ -39,6 +47,7 @@ SECTIONS = [
              ("expert labels per simulation", "n_human"),
              ("judge verdicts", "n_judge"),
              ("simulations", "simulations")])),
+    ("ppi_judges", lambda seed, _: ppi_judges_simulation(seed), _ppi_judges_rows),
 ]
 
 
