@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from annotation.simulation.bradley_terry import REPLICATIONS, pairwise_bt_simulation
+from annotation.simulation.cluster import cluster_simulation
 from annotation.simulation.calibration import calibration_simulation, ppi_judges_simulation
 from annotation.simulation.pairwise import pairwise_simulation
 
@@ -48,6 +49,11 @@ SECTIONS = [
              ("judge verdicts", "n_judge"),
              ("simulations", "simulations")])),
     ("ppi_judges", lambda seed, _: ppi_judges_simulation(seed), _ppi_judges_rows),
+    ("cluster", lambda seed, replications: cluster_simulation(seed, replications),
+     _keyed([("topics", "topics"),
+             ("topic-clustered 95 % interval: coverage", "coverage"),
+             ("  the percentile bounds alone", "coverage_percentile_only"),
+             ("replications", "replications")])),
 ]
 
 
