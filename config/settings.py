@@ -180,6 +180,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "store_processed": False,
     }
 CELERY_TASK_IGNORE_RESULT = True
+# Exports have their own queue, consumed by every worker and by a worker of their own
+# (``manage.py studio``'s, deploy/'s ``survey-eval-exports`` unit), so an export never waits behind
+# the jobs of a judge run that occupy the general workers.
+EXPORTS_QUEUE = "exports"
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_ROUTES = {"benchmark.run_export": {"queue": EXPORTS_QUEUE}}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True  # a killed worker's unfinished task is delivered again
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -166,13 +166,13 @@ def _bt_fit(comparisons: list[tuple], clusters: list, n_items: int, n_resamples:
     clusters and prior mode: the result is a pure function of them."""
     arr = np.asarray(comparisons, dtype=float)
     digest = hashlib.sha256(arr.tobytes() + repr(clusters).encode() + f"{n_items}:{n_resamples}:{prior}".encode())
-    key = "dashboards:bt:3:" + digest.hexdigest()
+    key = "dashboards:bt:4:" + digest.hexdigest()
     cached = cache.get(key)
     if cached is None:
         bt = m.bradley_terry_clustered(arr, clusters=clusters, n_items=n_items, n_resamples=n_resamples, seed=0,
                                        prior=prior)
         cached = {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters",
-                                     "prior_used")}
+                                     "prior_used", "small_sample_factor", "few_clusters")}
         cache.set(key, cached, timeout=24 * 3600)
     return cached
 
@@ -239,6 +239,13 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
     if bt["n_separable"] and not out["warnings"]:
         out["warnings"].append(f"{bt['n_separable']} of {bt['n_resamples']} resamples are separable: the interval "
                                "leans on the prior there")
+    out["small_sample_factor"] = bt["small_sample_factor"]
+    if cluster == "topic" and bt["few_clusters"]:
+        out["warnings"].append(
+            f"only {bt['n_clusters']} topics: the interval resamples topics and is widened to t with"
+            f" {max(bt['n_clusters'] - 1, 0)} degrees of freedom (× {bt['small_sample_factor'] or 0:.2f} the bootstrap"
+            " sd); below 5 topics its coverage is unmeasured" if bt["n_clusters"] >= 2 else
+            f"only {bt['n_clusters']} topic: no interval over topics is possible; use cluster=item")
     ranks = m.rank_with_ci(bt["low"], bt["high"])
     scaled = {key: m.to_elo_scale(bt[key]) for key in ("estimate", "low", "high")}
     surveylens = m.elo(comparisons, n_items=len(ids), **SURVEYLENS_ELO)  # in labelling order

@@ -57,7 +57,8 @@ def preference_records(folder: Path | None = None) -> list[dict]:
         for record in json.loads(path.read_text(encoding="utf-8"))["part_c"]:
             mapping = record["mapping"]
             records.append({"topic": topic_of(record["prompt"]), "left": mapping["response_a_model"],
-                            "right": mapping["response_b_model"], "outcome": OUTCOMES[record["choice"].lower()]})
+                            "right": mapping["response_b_model"], "outcome": OUTCOMES[record["choice"].lower()],
+                            "file": path.name})
     if not records:
         raise ValueError(f"no SurveyLens outline preferences under {folder}")
     return records
