@@ -41,6 +41,7 @@ from benchmark.models import Report
 from core.accounts import is_global_curator
 from scoring.models import Verdict
 
+from .kinds import KINDS
 from .models import (AnnotationItem, AnnotationProject, GoldLabel, Label, PairwisePreference, ProjectMembership,
                      ReportPair, Role, TargetKind)
 from .selectors.projects import projects_for
@@ -50,8 +51,9 @@ AFTER_LABEL = AnnotationProject.Reveal.AFTER_LABEL
 
 # Items whose target id names reports (a pair, a verdict on one report): hidden until revealed.
 HANDLE_KINDS = frozenset({TargetKind.REPORT_PAIR, TargetKind.VERDICT, TargetKind.REPORT})
-# What a pairwise label's value says of the reports beside the side chosen.
-REPORT_FIELDS = ("left_report_id", "right_report_id")
+# What a label's value says of the reports beside what was chosen (each kind's ``blind_fields``:
+# a pairwise label's report ids).
+REPORT_FIELDS = tuple(sorted({name for kind in KINDS.values() for name in kind.blind_fields}))
 
 # --- The rule ---------------------------------------------------------------------------------
 
