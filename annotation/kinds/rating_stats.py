@@ -10,7 +10,7 @@ from scoring import metrics as m
 from scoring.metrics import ratings as r
 from scoring.models import Verdict
 
-from ..models import AnnotationProject, Label
+from ..models import AnnotationItem, AnnotationProject, Label, TargetKind
 
 # The judge steps that score reports on rubric criteria, and the scale each scores on
 # (``scoring.judges.steps``): the judge is compared with experts only on the same scale.
@@ -47,6 +47,22 @@ def judge_scores(report_ids, criteria, *, scale: dict,
     return {key: sum(values) / len(values) for key, values in found.items()}
 
 
+def _calibrated(system: str, name: str, systems: dict[int, str], judge: dict, expert_of: dict[int, float]):
+    """The experts' mean score of the system's reports by prediction-powered inference
+    (``calibrated_mean``, PPI++): the judge's score of every report of the system in the project,
+    corrected by the rated ones (the experts' mean against the judge's); None without a judge's
+    score. Assumes the rated reports are a uniform sample of the system's reports."""
+    population = sorted(report for report, of in systems.items() if of == system and (report, name) in judge)
+    rated = [report for report in population if report in expert_of]
+    if not population:
+        return None
+    from scoring.metrics.calibration import calibrated_mean  # ppi_py: loaded only when there is a judge to correct
+
+    found = calibrated_mean([expert_of[report] for report in rated], [judge[report, name] for report in rated],
+                            [judge[report, name] for report in population])
+    return {part: found[part] for part in ("judge_only", "human_only", "ppi", "lam", "n_judge", "n_human")}
+
+
 def rating_statistics(project: dict) -> dict:
     """``project``: a row of ``curated_projects`` (id, kind, judge_config_id, ...)."""
     row = AnnotationProject.objects.filter(pk=project["id"]).values("scale", "judge_config_id").first() or {}
@@ -54,7 +70,9 @@ def rating_statistics(project: dict) -> dict:
     rows = _scores(project["id"])
     if not rows:
         return {"scale": scale, "n_scores": 0, "criteria": []}
-    report_ids = sorted({report for _, _, report, *_ in rows})
+    # every report of the project (rated or not): the population of a calibrated mean
+    report_ids = sorted(AnnotationItem.objects.filter(project_id=project["id"], target_kind=TargetKind.REPORT)
+                        .values_list("target_id", flat=True))
     systems = {pk: str(system) for pk, system in
                ((report.pk, report.system) for report in Report.objects.filter(pk__in=report_ids).select_related("system"))}
     criteria = sorted({name for *_, name, _ in rows})
@@ -76,9 +94,11 @@ def rating_statistics(project: dict) -> dict:
             items = sorted(per_item)
             report_of = {item: report for item, _, report, *_ in mine}
             judged = [judge[report_of[i], name] for i in items if (report_of[i], name) in judge]
+            expert_of = {report_of[i]: sum(per_item[i]) / len(per_item[i]) for i in items}
             means.append({"system": system, **r.clustered_mean([sum(per_item[i]) / len(per_item[i]) for i in items],
                                                                [task_of[i] for i in items]),
-                          "judge_mean": sum(judged) / len(judged) if judged else None, "judge_n": len(judged)})
+                          "judge_mean": sum(judged) / len(judged) if judged else None, "judge_n": len(judged),
+                          "calibrated": _calibrated(system, name, systems, judge, expert_of)})
         units = [item for item, *_ in mine]
         coders = [annotator for _, annotator, *_ in mine]
         scores = [score for *_, score in mine]

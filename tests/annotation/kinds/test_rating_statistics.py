@@ -66,6 +66,11 @@ def test_rating_figures_equal_independent_computations():
             assert line["n"] == 4 and line["n_clusters"] == 4
             judge_of_system = [judged[reports[i].pk, c] for i in mine_reports]
             assert line["judge_mean"] == pytest.approx(np.mean(judge_of_system)) and line["judge_n"] == 4
+            # PPI on every report rated: the calibrated mean is the experts' (λ-weighted judge terms cancel)
+            calibrated = line["calibrated"]
+            assert calibrated["n_judge"] == calibrated["n_human"] == 4
+            assert calibrated["ppi"]["estimate"] == pytest.approx(expert_mean[mine_reports].mean(), rel=1e-9)
+            assert calibrated["judge_only"]["estimate"] == pytest.approx(np.mean(judge_of_system), rel=1e-9)
         versus = row["judge_vs_experts"]
         judge_scores = np.array([judged[report, c] for report in report_ids])
         assert versus["n"] == len(report_ids)
