@@ -4,12 +4,15 @@ module at the root): projects, labelling and curation under ``/annotate/``, and 
 
 from django.urls import include, path
 
-from .views import adjudication, curation, exports, projects, task_review, workspace
+from .views import adjudication, curation, exports, projects, review_queue, task_review, workspace
 
 project_patterns = [
     path("", projects.project_list, name="project_list"),
     path("new/", curation.project_new, name="new"),
     path("tasks/<id:task_id>/review/<str:kind>/<id:pk>/", task_review.proposal_review, name="task_proposal_review"),
+    path("review/", review_queue.queue, name="review_queue"),
+    path("review/bulk/", review_queue.bulk, name="review_bulk"),
+    path("review/<str:kind>/<id:pk>/", review_queue.decide, name="review_decide"),
     path("tasks/<id:task_id>/curate/", task_review.task_mark_curated, name="task_curate"),
     path("<id:project_id>/", workspace.workspace, name="workspace"),
     path("<id:project_id>/edit/", curation.project_edit, name="edit"),
