@@ -212,6 +212,14 @@ PAGES = {
         ("post", lambda w: {"task_id": w.task.pk, "kind": "nugget", "pk": 1}, (302, 403, 403, 403, 302, 302))],
     "annotation:task_curate": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6),
                                ("post", lambda w: {"task_id": w.task.pk}, (302, 403, 403, 403, 302, 302))],
+    # The review queue (issue 38): curators only; an empty bulk form or a decision without its
+    # version changes nothing (422, the row answered as it is).
+    "annotation:review_queue": [("get", None, (302, 403, 403, 403, 200, 200))],
+    "annotation:review_bulk": [("get", None, (405,) * 6), ("post", None, (302, 403, 403, 403, 422, 422))],
+    "annotation:review_decide": [
+        ("get", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk}, (405,) * 6),
+        ("post", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk},
+         (302, 403, 403, 403, 422, 422))],
     "annotation:project_list": [("get", None, PAGE)],
     # Curators only; an empty form is refused with 400 and creates nothing.
     "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
