@@ -4,7 +4,7 @@ module at the root): projects, labelling and curation under ``/annotate/``, and 
 
 from django.urls import include, path
 
-from .views import adjudication, curation, exports, projects, review_queue, task_review, workspace
+from .views import adjudication, curation, exports, item_browser, projects, review_queue, task_review, workspace
 
 project_patterns = [
     path("", projects.project_list, name="project_list"),
@@ -21,6 +21,8 @@ project_patterns = [
     path("<id:project_id>/undo/", workspace.undo, name="undo"),
     path("<id:project_id>/revisit-skipped/", workspace.revisit_skipped, name="revisit_skipped"),
     path("<id:project_id>/mine/", workspace.my_work, name="my_work"),
+    path("<id:project_id>/items/", item_browser.item_list, name="items"),
+    path("<id:project_id>/items/action/", item_browser.items_action, name="items_action"),
     path("<id:project_id>/items/<id:item_id>/", workspace.item_detail, name="item"),
     path("<id:project_id>/items/<id:item_id>/label/", workspace.label_create, name="label"),
     path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),
