@@ -230,6 +230,9 @@ PAGES = {
     "annotation:my_work": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    # The item browser (issue 38): the project's curators; an empty selection changes nothing.
+    "annotation:items": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    "annotation:items_action": [("get", _project, (405,) * 6), ("post", _project, (302, 403, 404, 403, 302, 302))],
     "annotation:undo": [("get", _project, (405,) * 6)],
     "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/test_assignment.py
     "annotation:label": [("get", _item, (405,) * 6)],
