@@ -242,7 +242,7 @@ PAGES = {
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",
-        "agreement_inter_annotator")},
+        "agreement_inter_annotator", "statistics")},
     # POST only; a form without a project is refused with 400 and computes nothing (a project the
     # user may not see is answered 404: tests/annotation/dashboards/test_stored_agreement.py).
     "dashboards:agreement_compute_here": [("get", None, RANKING_POST_ONLY),
