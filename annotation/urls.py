@@ -13,6 +13,7 @@ project_patterns = [
     path("review/", review_queue.queue, name="review_queue"),
     path("review/bulk/", review_queue.bulk, name="review_bulk"),
     path("review/<str:kind>/<id:pk>/", review_queue.decide, name="review_decide"),
+    path("review/<str:kind>/<id:pk>/edit/", review_queue.edit_fields, name="review_edit_fields"),
     path("tasks/<id:task_id>/curate/", task_review.task_mark_curated, name="task_curate"),
     path("<id:project_id>/", workspace.workspace, name="workspace"),
     path("<id:project_id>/edit/", curation.project_edit, name="edit"),

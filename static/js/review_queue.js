@@ -23,6 +23,7 @@
   const TEXT_TYPES = /^(text|search|number|email|url|tel|password|date)$/;
   let current = null;  // the current row's id
   let advanceFrom = null;  // the id of a row whose accept/reject should move the cursor on
+  let loadingEdit = false;  // an edit panel's fields are on their way
 
   function rows() { return Array.from(document.querySelectorAll("[data-role=proposal]")); }
   function isOpen(row) { return row.dataset.status === "proposed"; }
@@ -79,12 +80,28 @@
     form.hidden = false;
     const button = row.querySelector("[data-action=" + which + "]");
     if (button) button.setAttribute("aria-expanded", "true");
+    if (which === "edit") {
+      const fields = form.querySelector(".rq-edit-fields");
+      if (fields && !fields.children.length) {  // first opening: fetch the fields, then focus
+        loadingEdit = true;  // keys wait for the fields: an "a" typed meanwhile must not accept the row
+        htmx.ajax("GET", fields.dataset.src, { target: fields, swap: "innerHTML" }).then(function () {
+          loadingEdit = false;
+          focusEditField(form);
+        }, function () { loadingEdit = false; });
+        return;
+      }
+      focusEditField(form);
+      return;
+    }
     if (which === "reject") {
       const select = form.querySelector("select");
       select.focus({ preventScroll: true });
       form.scrollIntoView({ block: "nearest" });
       return;
     }
+  }
+
+  function focusEditField(form) {
     // the proposal's text (a textarea) before its short fields (a subgroup, a name)
     const field = form.querySelector("textarea") || form.querySelector("input[type=text]") ||
       form.querySelector("input:not([type=hidden]), select");
@@ -177,6 +194,7 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.metaKey) return;
+    if (loadingEdit) { event.preventDefault(); return; }
     const target = event.target;
     const form = target.closest && target.closest(".rq-panel");
     if (form) {

@@ -216,6 +216,8 @@ PAGES = {
     # version changes nothing (422, the row answered as it is).
     "annotation:review_queue": [("get", None, (302, 403, 403, 403, 200, 200))],
     "annotation:review_bulk": [("get", None, (405,) * 6), ("post", None, (302, 403, 403, 403, 422, 422))],
+    "annotation:review_edit_fields": [("get", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk},
+                                       (302, 403, 403, 403, 200, 200))],
     "annotation:review_decide": [
         ("get", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk}, (405,) * 6),
         ("post", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk},

@@ -118,6 +118,7 @@ def test_a_curator_decides_fifteen_proposals_by_keyboard_and_in_bulk_without_a_p
     # j then e: the next row's edit field, focused, the caret at the end of the proposal's text
     screen.keyboard.press("j")
     screen.keyboard.press("e")
+    screen.wait_for_function("() => document.activeElement.closest('.rq-edit') !== null")  # the fields come on opening
     focus = screen.evaluate("() => { const a = document.activeElement;"
                             " return {tag: a.tagName, start: a.selectionStart, end: a.selectionEnd, n: a.value.length}; }")
     assert focus["tag"] in ("TEXTAREA", "INPUT") and focus["start"] == focus["end"] == focus["n"] > 0
