@@ -91,6 +91,7 @@ def _project_view(project: AnnotationProject) -> dict:
     return {
         "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
         "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
+        "label_help": project.label_help,
     }
 
 
