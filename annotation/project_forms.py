@@ -15,6 +15,7 @@ from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
 from .kinds import kind_of
+from .label_help import label_help, label_help_parse
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
 
 Kind = AnnotationProject.Kind
@@ -189,19 +190,45 @@ class ProjectEditForm(ServiceErrorForm):
     hold_minutes = BoundedIntegerField(min_value=1, max_value=HOLD_SECONDS_MAX // 60, label="Hold time (minutes)")
     status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
                                help_text="paused and closed projects hand out and accept no labels")
+    label_help = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="What each label means",
+        help_text="one line per label, “label: what it means”; shown beside the controls in the workspace; "
+                  "a change is a new version of the guidelines")
 
     @classmethod
     def for_project(cls, project: AnnotationProject, data=None) -> "ProjectEditForm":
+        labels = project_labels(project)
+        shown = dict(label_help(labels=labels, step=_one_step(project), own=project.label_help))
         initial = {"name": project.name, "description": project.description, "guidelines": project.guidelines,
                    "status": project.status,
-                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60))}
-        return cls(data, initial=initial)
+                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60)),
+                   "label_help": "\n".join(f"{label}: {text}" for label, text in shown.items())}
+        form = cls(data, initial=initial)
+        form.labels = labels
+        form.defaults = dict(label_help(labels=labels, step=_one_step(project)))
+        return form
+
+    def clean_label_help(self) -> dict:
+        try:
+            return label_help_parse(self.cleaned_data["label_help"], labels=self.labels, defaults=self.defaults)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc).partition(": ")[2]) from None
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data
         return {"name": data["name"], "description": data["description"], "guidelines": data["guidelines"],
-                "status": data["status"],
+                "status": data["status"], "label_help": data["label_help"],
                 "hold_duration": timedelta(minutes=data["hold_minutes"])}
+
+
+def project_labels(project: AnnotationProject) -> list[str]:
+    """The values of the project's main label field (what its annotators choose among)."""
+    main = {"verify": "decision", "pairwise": "choice", "agreement": "label"}.get(project.kind, "label")
+    return list((project.label_set or {}).get(main, []))
+
+
+def _one_step(project: AnnotationProject) -> str:
+    return project.steps[0] if len(project.steps or []) == 1 else ""
 
 
 class MemberAddForm(ServiceErrorForm):

@@ -60,6 +60,7 @@ class AuditAction(models.TextChoices):
     LABEL_SUBMIT = "label.submit", "label submitted"
     LABEL_UNDO = "label.undo", "label undone"
     ITEM_ADJUDICATE = "item.adjudicate", "item adjudicated"
+    ITEM_REOPEN = "item.reopen", "item reopened for one more label"
     TASK_REVIEW_START = "task.review_start", "task review started"
     TASK_CURATE = "task.curate", "task curated"
     TASK_UNCURATE = "task.uncurate", "task curation undone"
