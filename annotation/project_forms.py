@@ -124,7 +124,7 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
     blind = forms.BooleanField(required=False, initial=True,
                                help_text="annotators see no judge verdict or other label before giving theirs")
     reveal = forms.ChoiceField(
-        choices=[("", "The kind's default (pairwise: at close; agreement, verify: after each label)"),
+        choices=[("", "The kind's default (pairwise, rating: at close; agreement, verify: after each label)"),
                  *AnnotationProject.Reveal.choices],
         required=False, label="Blind: reveal to an annotator",
         help_text="when one who labelled an item learns what it hid: others' labels, the judge's verdict, which"

@@ -125,7 +125,7 @@ class ProjectListApi(ListApi):
             choices=AnnotationProject.Reveal.choices, required=False, allow_null=True, default=None,
             help_text="blind: when an annotator who labelled an item learns what it hid (others' labels, the"
                       " judge's verdict, the reports and systems): 'close' when the study closes, 'label' after each"
-                      " label; default: pairwise 'close', others 'label'")
+                      " label; default: pairwise and rating 'close', others 'label'")
         hold_seconds = BoundedIntegerSerializerField(required=False, min_value=1, max_value=HOLD_SECONDS_MAX,
                                                 default=int(DEFAULT_HOLD.total_seconds()))
         label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")

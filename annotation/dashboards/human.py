@@ -12,7 +12,7 @@ import numpy as np
 from django.core.cache import cache
 from django.db.models import Count
 
-from annotation.models import AnnotationProject, PairwisePreference
+from annotation.models import AnnotationProject, PairwisePreference, ProjectStatistics
 from annotation.kinds import kind_of, kinds_with
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
@@ -23,6 +23,7 @@ from scoring import metrics as m
 from .agreement import agreement_stats
 from .human_bias import position_bias
 from .human_correlation import correlations_in_scope
+from .inter_annotator import INLINE_LABELS
 from .selectors import N_RESAMPLES
 
 # --------------------------------------------------------------------------- scope
@@ -278,9 +279,19 @@ def expert_ratings(scope: Scope) -> list[dict]:
         projects = projects.filter(tasks__protocol=scope.protocol)
     if scope.task_set:
         projects = projects.filter(tasks__task_sets=scope.task_set)
+    rows = list(projects.order_by("-created_at", "-id").annotate(n_labels=Count("labels", distinct=True))
+                [:RATING_PROJECTS_SHOWN])
+    # A large project's figures are those its workers stored with its agreement figures
+    # (``agreement_compute``), as of when they were computed: the page computes small ones only.
+    stored = dict(ProjectStatistics.objects.filter(
+        project__in=[p.pk for p in rows if p.n_labels > INLINE_LABELS],
+        kind=ProjectStatistics.Kind.INTER_ANNOTATOR).values_list("project_id", "values"))
     out = []
-    for project in projects.order_by("-created_at", "-id")[:RATING_PROJECTS_SHOWN]:
-        figures = kind_of(project).statistics({"id": project.pk, "kind": project.kind})
+    for project in rows:
+        if project.n_labels > INLINE_LABELS:
+            figures = (stored.get(project.pk) or {}).get(project.kind) or {"criteria": [], "pending": True}
+        else:
+            figures = kind_of(project).statistics({"id": project.pk, "kind": project.kind})
         out.append({"id": project.pk, "name": project.name, **figures})
     return out
 

@@ -29,7 +29,7 @@ def var_dir(settings, tmp_path):
 @pytest.fixture
 def world():
     owner, ana, ben = curator("owner"), annotator("ana"), annotator("ben")
-    task = TaskFactory(protocol="surveylens")
+    task = TaskFactory(protocol="surveylens", status="curated")  # a task set freezes curated tasks
     for n in range(2):
         ReportFactory(task=task, system=SystemFactory(name=f"s{n}"))
     project = project_create(name="ratings", kind="rating", created_by=owner, tasks=[task],

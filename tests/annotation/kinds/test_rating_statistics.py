@@ -76,3 +76,13 @@ def test_rating_figures_equal_independent_computations():
     human = client.get(f"/api/dashboards/human/?project={project.pk}").json()
     assert [p["id"] for p in human["ratings"]] == [project.pk]
     assert human["ratings"][0]["criteria"] == mine["criteria"]
+
+    # ... and on the pages: the human dashboard and the protocol's leaderboard
+    from django.test import Client
+
+    html = Client()
+    html.force_login(owner)
+    for url in (f"/dashboards/human/?project={project.pk}", "/dashboards/leaderboard/?protocol=surveylens"):
+        page = html.get(url).content.decode()
+        assert f'id="expert-ratings-{project.pk}"' in page and "Expert rubric ratings: r" in page, url
+        assert all(system.name in page for system in systems) and "structure — α (interval)" in page, url
