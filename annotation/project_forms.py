@@ -1,5 +1,5 @@
 """Forms of the curator's project pages: they turn POST data into the arguments of
-``project_create``, ``project_update``, ``membership_add`` and ``account_invite``. Type coercion
+``project_create``, ``project_update``, ``membership_add``, ``account_invite`` and ``invitations_create``. Type coercion
 only; the rules live in the services, whose ``ValueError("field: why")`` comes back onto the form
 field it names through ``attach_service_error``."""
 
@@ -24,7 +24,7 @@ SERVICE_FIELDS = {
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
     "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
     "role": "role", "user": "username", "pair_choice": "pair_choice", "uniform_share": "uniform_share",
-    "pairs_budget": "pairs_budget",
+    "pairs_budget": "pairs_budget", "emails": "emails",
 }
 
 
@@ -192,3 +192,33 @@ class InviteForm(ServiceErrorForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, prefix="invite", **kwargs)
+
+
+class EmailInviteForm(ServiceErrorForm):
+    """Invitations by e-mail (``invitations_create``): pasted lines, an uploaded CSV, or both."""
+
+    emails = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 5}), label="E-mail addresses",
+        help_text="one a line: a@lab.org, Ada Lovelace <ada@lab.org>, or CSV lines such as ada@lab.org,Ada Lovelace")
+    emails_file = forms.FileField(required=False, label="or a CSV or text file of them")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, prefix="email", **kwargs)
+
+    def clean(self):
+        data = super().clean()
+        upload = data.get("emails_file")
+        text = data.get("emails") or ""
+        if upload is not None:
+            try:
+                text += "\n" + upload.read(INVITE_FILE_MAX + 1)[:INVITE_FILE_MAX].decode("utf-8-sig")
+            except UnicodeDecodeError:
+                self.add_error("emails_file", f"{upload.name}: not UTF-8 text")
+        if not text.strip() and not self.errors:
+            self.add_error("emails", "paste at least one address, or choose a file")
+        data["text"] = text
+        return data
+
+
+INVITE_FILE_MAX = 512 * 1024  # bytes of an uploaded list read: 500 addresses are far less
