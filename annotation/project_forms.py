@@ -15,6 +15,7 @@ from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+from .services.invitations import invitees_parse
 
 Kind = AnnotationProject.Kind
 
@@ -207,17 +208,25 @@ class EmailInviteForm(ServiceErrorForm):
         super().__init__(*args, prefix="email", **kwargs)
 
     def clean(self):
+        """``invitees``: the pasted lines' and the file's, each source's bad lines named on its field."""
         data = super().clean()
+        invitees = []
+        sources = [("emails", "", data.get("emails") or "")]
         upload = data.get("emails_file")
-        text = data.get("emails") or ""
         if upload is not None:
             try:
-                text += "\n" + upload.read(INVITE_FILE_MAX + 1)[:INVITE_FILE_MAX].decode("utf-8-sig")
+                sources.append(("emails_file", f"{upload.name}: ",
+                                upload.read(INVITE_FILE_MAX + 1)[:INVITE_FILE_MAX].decode("utf-8-sig")))
             except UnicodeDecodeError:
                 self.add_error("emails_file", f"{upload.name}: not UTF-8 text")
-        if not text.strip() and not self.errors:
+        for field, prefix, text in sources:
+            try:
+                invitees += invitees_parse(text)
+            except ValueError as exc:
+                self.add_error(field, prefix + str(exc).removeprefix("emails: "))
+        if not invitees and not self.errors:
             self.add_error("emails", "paste at least one address, or choose a file")
-        data["text"] = text
+        data["invitees"] = invitees
         return data
 
 

@@ -20,7 +20,7 @@ from ..project_forms import EmailInviteForm, InviteForm, MemberAddForm, ProjectC
 from core.accounts import is_global_curator
 from ..selectors.progress import project_progress
 from ..services.accounts import account_invite
-from ..services.invitations import invitation_resend, invitation_revoke, invitations_create, invitees_parse
+from ..services.invitations import invitation_resend, invitation_revoke, invitations_create
 from ..services.previews import project_preview
 from ..services.projects import membership_add, membership_remove, project_create, project_update
 from core.http import refuse
@@ -133,7 +133,7 @@ def project_members(request, project_id: int):
                 invite_form, status = InviteForm(), 201
             if action == "email_invite" and email_form.is_valid():
                 data = email_form.cleaned_data
-                made = invitations_create(project=project, invitees=invitees_parse(data["text"]), role=data["role"],
+                made = invitations_create(project=project, invitees=data["invitees"], role=data["role"],
                                           actor=request.user, link_for=link_for)
                 links = [{"invitation": invitation, "link": link} for invitation, link in made]
                 email_form, status = EmailInviteForm(), 201
