@@ -1,0 +1,192 @@
+"""Sign-in with an OpenID Connect provider, end to end against a real one: django-oidc-provider in
+a second process on loopback (``tests.support.oidc_provider``). The studio's side runs in the test
+client; the browser's side at the provider (its login form, its redirects) is a requests session;
+the back channel (token, userinfo, JWKS, discovery) is real HTTP from the studio to the provider."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import pytest
+import requests
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import override_settings
+
+from annotation.models import Invitation, ProjectMembership
+from annotation.services.invitations import invitations_create
+from core.models import AuditLog
+from core.oidc import oidc_discovery_forget
+from tests.annotation_factories import annotator, checklist_task, curator, verify_project
+
+CLIENT_ID, SECRET = "studio-test", "studio-test-secret"
+PASSWORD = "provider-pass-1"
+CALLBACK = "http://testserver/oidc/callback/"
+USERS = ("ada:ada@lab.org", "bea:bea@lab.org", "other-app:other@lab.org", "late:late@lab.org",
+         "mallory:mallory@elsewhere.org")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def provider(tmp_path_factory):
+    """The provider's issuer URL, its process serving until the module's tests are done."""
+    port = _free_port()
+    site = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "OIDC_PROVIDER_DB": str(tmp_path_factory.mktemp("oidc") / "provider.sqlite3"),
+           "OIDC_PROVIDER_SITE_URL": site}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.oidc_provider.serve", str(port), CLIENT_ID, SECRET, CALLBACK,
+         *(f"{user}:{PASSWORD}" for user in USERS)],
+        cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        if line.strip() != "READY":
+            process.kill()
+            pytest.fail(f"the test OpenID provider did not start: {line}{process.stderr.read()}")
+        yield f"{site}/openid"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def sso(provider):
+    oidc_discovery_forget()
+    with override_settings(OIDC_ISSUER=provider, OIDC_RP_CLIENT_ID=CLIENT_ID, OIDC_RP_CLIENT_SECRET=SECRET,
+                           OIDC_ALLOWED_DOMAINS=["lab.org"], OIDC_PROVIDER_NAME="Lab ID"):
+        yield provider
+    oidc_discovery_forget()
+
+
+def _authorize_url(client) -> str:
+    start = client.get("/oidc/authenticate/")
+    assert start.status_code == 302, start.content
+    return start["Location"]
+
+
+def _at_provider(authorize: str, username: str) -> str:
+    """Log in at the provider as a browser would; the callback URL it sends the browser back to."""
+    browser = requests.Session()
+    to_login = browser.get(authorize, allow_redirects=False, timeout=10)
+    assert to_login.status_code == 302, to_login.text
+    login_url = urljoin(authorize, to_login.headers["Location"])
+    assert browser.get(login_url, timeout=10).status_code == 200
+    logged_in = browser.post(login_url, allow_redirects=False, timeout=10, data={
+        "username": username, "password": PASSWORD, "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+        "next": parse_qs(urlsplit(login_url).query)["next"][0]})
+    assert logged_in.status_code == 302, logged_in.text
+    back = browser.get(urljoin(login_url, logged_in.headers["Location"]), allow_redirects=False, timeout=10)
+    assert back.status_code == 302, back.text
+    assert back.headers["Location"].startswith(CALLBACK), back.headers["Location"]
+    return back.headers["Location"].removeprefix("http://testserver")
+
+
+def _sign_in(client, username: str):
+    return client.get(_at_provider(_authorize_url(client), username))
+
+
+@pytest.mark.django_db
+def test_the_login_page_offers_the_provider_only_when_configured(client, provider):
+    with override_settings(OIDC_ISSUER=""):
+        assert b"data-role=\"sso-login\"" not in client.get("/login/").content
+        assert client.get("/oidc/authenticate/").status_code == 404
+        assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
+    oidc_discovery_forget()
+    with override_settings(OIDC_ISSUER=provider, OIDC_RP_CLIENT_ID=CLIENT_ID, OIDC_RP_CLIENT_SECRET=SECRET,
+                           OIDC_PROVIDER_NAME="Lab ID"):
+        page = client.get("/login/").content.decode()
+        assert 'data-role="sso-login" href="/oidc/authenticate/"' in page and "Sign in with Lab ID" in page
+
+
+@pytest.mark.django_db
+def test_a_first_sign_in_makes_an_annotator_who_joins_the_projects_invited_to(client, sso):
+    owner = curator("pi")
+    task, _ = checklist_task(1)
+    project = verify_project(owner, [], tasks=[task], name="Expert check")
+    invitations_create(project=project, invitees=[("Ada", "ada@lab.org")], role="annotator", actor=owner,
+                       link_for=lambda token: f"http://testserver/invitation/{token}/")
+
+    authorize = _authorize_url(client)
+    assert authorize.startswith(f"{sso}/authorize")  # from the discovery document
+    params = {key: values[0] for key, values in parse_qs(urlsplit(authorize).query).items()}
+    assert params["client_id"] == CLIENT_ID and params["response_type"] == "code"
+    assert params["redirect_uri"] == CALLBACK and params["code_challenge_method"] == "S256"
+    assert len(params["state"]) >= 32 and len(params["nonce"]) >= 32 and len(params["code_challenge"]) == 43
+    signed_in = client.get(_at_provider(authorize, "ada"))
+    assert signed_in.status_code == 302 and signed_in["Location"] == "/"
+
+    ada = get_user_model().objects.get(email="ada@lab.org")
+    assert (ada.username, ada.is_staff, ada.is_superuser, ada.profile.role, ada.has_usable_password()) == (
+        "ada", False, False, "annotator", False)
+    assert ProjectMembership.objects.get(project=project, user=ada).role == "annotator"
+    assert Invitation.objects.get(email="ada@lab.org").status == "joined"
+    assert AuditLog.objects.filter(action="account.sso_create", object_id=ada.pk).count() == 1
+    assert client.get(f"/annotate/{project.pk}/").status_code == 200
+
+    # the second sign-in is the same account; the state was used once
+    client.logout()
+    assert _sign_in(client, "ada").status_code == 302
+    assert get_user_model().objects.filter(email="ada@lab.org").count() == 1
+    assert client.get("/annotate/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_an_existing_account_with_the_address_is_signed_in_without_curator_rights(client, sso):
+    bea = annotator("bea.local")
+    bea.email = "BEA@lab.org"
+    bea.save()
+    assert _sign_in(client, "bea").status_code == 302
+    assert get_user_model().objects.filter(email__iexact="bea@lab.org").count() == 1
+    assert client.get("/annotate/new/").status_code in (302, 403)  # creating projects is a curator's
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("username, status, words", [
+    ("other-app", 403, "issued for another application"),
+    ("late", 403, "ID token has expired"),
+    ("mallory", 403, "accounts of elsewhere.org cannot sign in here"),
+])
+def test_a_token_for_another_audience_an_expired_token_or_an_unknown_domain_is_refused(client, sso, username,
+                                                                                        status, words):
+    before = get_user_model().objects.count()
+    refused = _sign_in(client, username)
+    assert refused.status_code == status and words in refused.content.decode()
+    assert 'data-role="sso-refused"' in refused.content.decode()
+    assert get_user_model().objects.count() == before
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db
+def test_a_forged_state_or_a_provider_error_is_a_page_not_a_500(client, sso):
+    _authorize_url(client)  # a state in the session, but not this one
+    forged = client.get("/oidc/callback/?code=stolen&state=forged")
+    assert forged.status_code == 400 and b"could not be verified" in forged.content
+    denied = client.get("/oidc/callback/?error=access_denied&state=forged")
+    assert denied.status_code == 403 and b"access_denied" in denied.content
+    fresh = client.__class__()
+    assert fresh.get("/oidc/callback/?code=x&state=y").status_code == 403  # no sign-in was started
+
+
+@pytest.mark.django_db
+def test_a_provider_that_does_not_answer_refuses_sso_but_not_password_logins(client):
+    user = annotator("pat")
+    user.set_password(PASSWORD)
+    user.save()
+    oidc_discovery_forget()
+    with override_settings(OIDC_ISSUER=f"http://127.0.0.1:{_free_port()}/openid", OIDC_RP_CLIENT_ID=CLIENT_ID,
+                           OIDC_RP_CLIENT_SECRET=SECRET, OIDC_TIMEOUT=2):
+        down = client.get("/oidc/authenticate/")
+        assert down.status_code == 502 and b"could not be read" in down.content
+        started = time.monotonic()
+        assert client.post("/login/", {"username": "pat", "password": PASSWORD}).status_code == 302
+        assert time.monotonic() - started < 2  # the provider was not asked
+    oidc_discovery_forget()
