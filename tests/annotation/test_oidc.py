@@ -3,16 +3,11 @@ a second process on loopback (``tests.support.oidc_provider``). The studio's sid
 client; the browser's side at the provider (its login form, its redirects) is a requests session;
 the back channel (token, userinfo, JWKS, discovery) is real HTTP from the studio to the provider."""
 
-import os
-import socket
-import subprocess
-import sys
 import time
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 import requests
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import override_settings
 
@@ -21,41 +16,18 @@ from annotation.services.invitations import invitations_create
 from core.models import AuditLog
 from core.oidc import oidc_discovery_forget
 from tests.annotation_factories import annotator, checklist_task, curator, verify_project
+from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, SECRET, free_port, oidc_provider
 
-CLIENT_ID, SECRET = "studio-test", "studio-test-secret"
-PASSWORD = "provider-pass-1"
 CALLBACK = "http://testserver/oidc/callback/"
 USERS = ("ada:ada@lab.org", "bea:bea@lab.org", "other-app:other@lab.org", "late:late@lab.org",
          "mallory:mallory@elsewhere.org")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def provider(tmp_path_factory):
     """The provider's issuer URL, its process serving until the module's tests are done."""
-    port = _free_port()
-    site = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "OIDC_PROVIDER_DB": str(tmp_path_factory.mktemp("oidc") / "provider.sqlite3"),
-           "OIDC_PROVIDER_SITE_URL": site}
-    env.pop("DJANGO_SETTINGS_MODULE", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.oidc_provider.serve", str(port), CLIENT_ID, SECRET, CALLBACK,
-         *(f"{user}:{PASSWORD}" for user in USERS)],
-        cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = process.stdout.readline()
-        if line.strip() != "READY":
-            process.kill()
-            pytest.fail(f"the test OpenID provider did not start: {line}{process.stderr.read()}")
-        yield f"{site}/openid"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with oidc_provider(tmp_path_factory.mktemp("oidc") / "provider.sqlite3", CALLBACK, USERS) as issuer:
+        yield issuer
 
 
 @pytest.fixture
@@ -182,7 +154,7 @@ def test_a_provider_that_does_not_answer_refuses_sso_but_not_password_logins(cli
     user.set_password(PASSWORD)
     user.save()
     oidc_discovery_forget()
-    with override_settings(OIDC_ISSUER=f"http://127.0.0.1:{_free_port()}/openid", OIDC_RP_CLIENT_ID=CLIENT_ID,
+    with override_settings(OIDC_ISSUER=f"http://127.0.0.1:{free_port()}/openid", OIDC_RP_CLIENT_ID=CLIENT_ID,
                            OIDC_RP_CLIENT_SECRET=SECRET, OIDC_TIMEOUT=2):
         down = client.get("/oidc/authenticate/")
         assert down.status_code == 502 and b"could not be read" in down.content
