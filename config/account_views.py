@@ -14,6 +14,7 @@ from annotation.services.invitations import (
     InvitationUnusable,
     invitation_accept,
     invitation_for_token,
+    invitation_joined_project,
     invitation_open,
 )
 from config.throttling import ThrottledLoginView
@@ -63,6 +64,9 @@ def invitation(request, token: str):
     try:
         found = invitation_for_token(token)
     except InvitationUnusable as exc:
+        joined = invitation_joined_project(token=token, user=request.user)
+        if joined is not None:
+            return redirect("annotation:workspace", project_id=joined)
         return render(request, "registration/invitation.html", {"unusable": str(exc)}, status=410)
     context = {"invitation": found, "sso_provider": oidc_provider_name() if oidc_enabled() else "",
                "username": request.POST.get("username", "") or _suggested_username(found.email)}

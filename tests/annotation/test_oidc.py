@@ -19,7 +19,7 @@ from tests.annotation_factories import annotator, checklist_task, curator, verif
 from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, SECRET, free_port, oidc_provider
 
 CALLBACK = "http://testserver/oidc/callback/"
-USERS = ("ada:ada@lab.org", "bea:bea@lab.org", "other-app:other@lab.org", "late:late@lab.org",
+USERS = ("ada:ada@lab.org", "bea:bea@lab.org", "cara:cara@lab.org", "other-app:other@lab.org", "late:late@lab.org",
          "mallory:mallory@elsewhere.org")
 
 
@@ -39,8 +39,8 @@ def sso(provider):
     oidc_discovery_forget()
 
 
-def _authorize_url(client) -> str:
-    start = client.get("/oidc/authenticate/")
+def _authorize_url(client, start_at: str = "/oidc/authenticate/") -> str:
+    start = client.get(start_at)
     assert start.status_code == 302, start.content
     return start["Location"]
 
@@ -109,6 +109,26 @@ def test_a_first_sign_in_makes_an_annotator_who_joins_the_projects_invited_to(cl
     assert _sign_in(client, "ada").status_code == 302
     assert get_user_model().objects.filter(email="ada@lab.org").count() == 1
     assert client.get("/annotate/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_signing_in_from_the_invitations_page_goes_on_to_the_project(client, sso):
+    owner = curator("pi")
+    task, _ = checklist_task(1)
+    project = verify_project(owner, [], tasks=[task], name="Expert check")
+    links = []
+    invitations_create(project=project, invitees=[("", "cara@lab.org")], role="viewer", actor=owner,
+                       link_for=lambda token: links.append(f"/invitation/{token}/") or links[-1])
+    page = client.get(links[0]).content.decode()
+    sso_link = f"/oidc/authenticate/?next={links[0]}"
+    assert f'data-role="sso-login" href="{sso_link}"' in page
+    back = client.get(_at_provider(_authorize_url(client, sso_link), "cara"))
+    assert back.status_code == 302 and back["Location"] == links[0]
+    onward = client.get(links[0])
+    assert onward.status_code == 302 and onward["Location"] == f"/annotate/{project.pk}/"
+    cara = get_user_model().objects.get(email="cara@lab.org")
+    assert ProjectMembership.objects.get(project=project, user=cara).role == "viewer"
+    assert cara.profile.role == "annotator" and not cara.is_staff
 
 
 @pytest.mark.django_db
