@@ -42,6 +42,7 @@ class ProjectInvitationListApi(_Curated, ListApi):
 
     OutputSerializer = InvitationSerializer
     filter_fields = {"status": "status"}
+    strict_query_params = True
     ordering_fields = ("created_at", "email", "status")
 
     def get_queryset(self):

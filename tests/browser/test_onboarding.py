@@ -14,6 +14,7 @@ from annotation.services.invitations import invitations_create
 from core.oidc import oidc_discovery_forget
 from tests.annotation_factories import checklist_task, curator, verify_project
 from tests.support.axe import axe_violations
+from tests.support.browser import SCREENSHOTS
 from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, SECRET, oidc_provider
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,6 +34,10 @@ def test_sign_in_with_the_institutions_provider_lands_an_invited_expert_in_the_p
         oidc_discovery_forget()
         with override_settings(OIDC_ISSUER=issuer, OIDC_RP_CLIENT_ID=CLIENT_ID, OIDC_RP_CLIENT_SECRET=SECRET,
                                OIDC_ALLOWED_DOMAINS=["lab.org"], OIDC_PROVIDER_NAME="Lab ID"):
+            page.goto(f"{live_server.url}/oidc/callback/?error=access_denied&error_description=The+user+said+no")
+            assert "refused the sign-in (The user said no)" in page.locator("[data-role=sso-refused]").inner_text()
+            screenshot("sso-refused")
+            assert axe_violations(page) == []
             page.goto(f"{live_server.url}/login/")
             button = page.locator("[data-role=sso-login]")
             assert button.inner_text() == "Sign in with Lab ID"
@@ -78,6 +83,8 @@ def test_the_members_page_invites_by_email_with_copy_buttons_and_status(page, li
     other = page.context.browser.new_context(viewport=VIEWPORT).new_page()
     other.goto(bob_link.group(0))
     assert "Join “Expert check”" in other.content()
+    other.screenshot(path=str(SCREENSHOTS / "invitation-accept.png"), full_page=True)
+    assert axe_violations(other) == []
     other.context.close()
     page.goto(f"{live_server.url}/annotate/{project.pk}/members/")
     page.click("button[aria-label='Revoke the invitation of cy@lab.org']")
