@@ -157,7 +157,7 @@ AUTHENTICATION_BACKENDS.append("annotation.oidc.OidcBackend")
 # locmem:) or Django's usual EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD,
 # EMAIL_USE_TLS, EMAIL_USE_SSL. Without either: the console backend with DEBUG=1, else SMTP on
 # localhost:25.
-def _email_settings(url: str) -> dict:
+def email_settings_from_url(url: str) -> dict:
     from urllib.parse import parse_qs, unquote, urlsplit
 
     parts = urlsplit(url)
@@ -178,7 +178,7 @@ def _email_settings(url: str) -> dict:
 
 
 if os.environ.get("EMAIL_URL"):
-    globals().update(_email_settings(os.environ["EMAIL_URL"]))
+    globals().update(email_settings_from_url(os.environ["EMAIL_URL"]))
 else:
     EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
         "django.core.mail.backends.console.EmailBackend" if DEBUG and not os.environ.get("EMAIL_HOST")
