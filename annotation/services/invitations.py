@@ -20,7 +20,8 @@ from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage, get_connection
 from django.core.validators import validate_email
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models.functions import Lower
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -152,36 +153,46 @@ def invitations_create(*, project: AnnotationProject, invitees: list[tuple[str, 
         raise ValueError("emails: give at least one e-mail address")
     if len(invitees) > INVITEES_MAX:
         raise ValueError(f"emails: at most {INVITEES_MAX} addresses at once ({len(invitees)} given)")
-    with transaction.atomic():
-        _require_curator(project=project, user=actor, action="invite people")
-        errors, seen = [], set()
-        for _, email in invitees:
-            try:
-                validate_email(email)
-            except ValidationError:
-                errors.append(f"{email[:80]!r} is not an e-mail address")
-            if email in seen:
-                errors.append(f"{email} is listed twice")
-            seen.add(email)
-        pending = set(Invitation.objects.filter(project=project, email__in=seen, status__in=INVITATION_OPEN)
-                      .values_list("email", flat=True))
-        members = set(ProjectMembership.objects.filter(project=project, user__email__in=seen)
-                      .values_list("user__email", flat=True))
-        errors += [f"{email} is already invited (resend that invitation)" for email in sorted(pending)]
-        errors += [f"{email} is already a member" for email in sorted(members)]
-        if errors:
-            raise ValueError("emails: " + "; ".join(errors))
-        made = []
-        for name, email in invitees:
-            token, token_hash = _new_secret()
-            invitation = Invitation.objects.create(
-                project=project, email=email, name=name, role=role, token_hash=token_hash, expires_at=_expiry(),
-                invited_by=actor, send_count=1)
-            audit_record(actor=actor, action=AuditAction.INVITATION_CREATE, target_kind="invitation",
-                         target_id=invitation.pk, project=project,
-                         after={"email": email, "name": name, "role": role, "expires_at": invitation.expires_at.isoformat()})
-            made.append((invitation, link_for(token)))
+    try:
+        made = _invitations_store(project=project, invitees=invitees, role=role, actor=actor, link_for=link_for)
+    except IntegrityError:  # the same address invited by another request at the same moment (a double click)
+        raise ValueError("emails: some of these addresses were just invited by another request; reload the page "
+                         "to see them (nothing was sent twice)") from None
     _send(made)
+    return made
+
+
+@transaction.atomic
+def _invitations_store(*, project, invitees, role, actor, link_for) -> list[tuple[Invitation, str]]:
+    """The rows and their audit rows, in one transaction, after the checks; ``[(invitation, link)]``."""
+    _require_curator(project=project, user=actor, action="invite people")
+    errors, seen = [], set()
+    for _, email in invitees:
+        try:
+            validate_email(email)
+        except ValidationError:
+            errors.append(f"{email[:80]!r} is not an e-mail address")
+        if email in seen:
+            errors.append(f"{email} is listed twice")
+        seen.add(email)
+    pending = set(Invitation.objects.filter(project=project, email__in=seen, status__in=INVITATION_OPEN)
+                  .values_list("email", flat=True))
+    members = set(ProjectMembership.objects.annotate(address=Lower("user__email"))
+                  .filter(project=project, address__in=seen).values_list("address", flat=True))
+    errors += [f"{email} is already invited (resend that invitation)" for email in sorted(pending)]
+    errors += [f"{email} is already a member" for email in sorted(members)]
+    if errors:
+        raise ValueError("emails: " + "; ".join(errors))
+    made = []
+    for name, email in invitees:
+        token, token_hash = _new_secret()
+        invitation = Invitation.objects.create(
+            project=project, email=email, name=name, role=role, token_hash=token_hash, expires_at=_expiry(),
+            invited_by=actor, send_count=1)
+        audit_record(actor=actor, action=AuditAction.INVITATION_CREATE, target_kind="invitation",
+                     target_id=invitation.pk, project=project,
+                     after={"email": email, "name": name, "role": role, "expires_at": invitation.expires_at.isoformat()})
+        made.append((invitation, link_for(token)))
     return made
 
 
@@ -293,7 +304,11 @@ def invitation_accept(*, token: str, user=None, username: str = "", password: st
         except ValidationError as exc:
             raise ValueError("password: " + " ".join(exc.messages)) from None
         user.set_password(password)
-        user.save()
+        try:
+            with transaction.atomic():
+                user.save()
+        except IntegrityError:  # the same name taken by another sign-up at the same moment
+            raise ValueError(f"username: an account named {user.username!r} already exists") from None
         AnnotatorProfile.objects.create(user=user, role=Role.VIEWER if invitation.role == Role.VIEWER else Role.ANNOTATOR)
         audit_record(actor=user, action=AuditAction.ACCOUNT_CREATE, target_kind="user", target_id=user.pk,
                      after={"username": user.username, "email": user.email, "by": "invitation"})

@@ -107,9 +107,14 @@ def test_three_invitations_arrive_by_smtp_each_link_works_once_and_revoke_kills_
 
 def test_bad_addresses_are_a_400_naming_each_and_nothing_is_stored_or_sent(smtp, lab):
     owner, project, api = lab
-    response = _invite(api, project, ["ok@lab.org", "not-an-address", "x@", "ok@lab.org"])
+    member = annotator("member")
+    member.email = "Member@Lab.org"
+    member.save()
+    ProjectMembership.objects.create(project=project, user=member, role="annotator")
+    response = _invite(api, project, ["ok@lab.org", "not-an-address", "x@", "ok@lab.org", "member@lab.org"])
     assert response.status_code == 400
     text = str(response.json())
+    assert "member@lab.org is already a member" in text
     assert "'not-an-address' is not an e-mail address" in text and "'x@' is not an e-mail address" in text
     assert "ok@lab.org is listed twice" in text
     assert not Invitation.objects.exists() and smtp.messages == []
