@@ -221,3 +221,39 @@ def test_invitees_parse_reads_lines_names_and_csv():
         invitees_parse("ok@lab.org\nno address here\nbad@")
     assert str(caught.value) == ("emails: line 2: 'no address here' has no e-mail address; "
                                  "line 3: 'bad@' is not an e-mail address")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_address_invited_by_another_request_meanwhile_is_a_400_not_a_500():
+    """A double click: the other request commits ``b@lab.org`` between this one's checks and its insert."""
+    import threading
+
+    from django.db import connection
+
+    from annotation.services.invitations import invitations_create
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer: the other request would wait for this one, never overlap it")
+    owner = curator("pi")
+    task, _ = checklist_task(1)
+    project = verify_project(owner, [], tasks=[task])
+
+    def other_request():
+        try:
+            Invitation.objects.create(project=project, email="b@lab.org", token_hash="f" * 64,
+                                      expires_at=timezone.now() + timedelta(days=1))
+        finally:
+            connection.close()
+
+    def link_for(token):  # called inside the transaction, after the checks and the first insert
+        if not Invitation.objects.filter(email="b@lab.org").exists():
+            thread = threading.Thread(target=other_request)
+            thread.start()
+            thread.join()
+        return f"http://testserver/invitation/{token}/"
+
+    with override_settings(EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"):
+        with pytest.raises(ValueError, match="just invited by another request"):
+            invitations_create(project=project, invitees=[("", "a@lab.org"), ("", "b@lab.org")], role="annotator",
+                               actor=owner, link_for=link_for)
+    assert list(Invitation.objects.values_list("email", flat=True)) == ["b@lab.org"]  # a@ rolled back
