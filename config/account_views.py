@@ -5,6 +5,7 @@ login page with its "Sign in with …" button, and an invitation's one-time link
 from django.contrib import messages
 from django.contrib.auth import login as auth_login
 from django.contrib.auth.decorators import login_required
+from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
@@ -46,6 +47,25 @@ def account_tokens(request):
 def _context(request, **extra) -> dict:
     token = Token.objects.filter(user=request.user).only("created").first()
     return {"created": token.created if token else None, **extra}
+
+
+def oidc_start(request):
+    """``/oidc/authenticate/`` (``annotation.oidc.OidcStartView``), imported at the first sign-in with
+    the provider: mozilla-django-oidc and what it loads stay out of web processes that never see one."""
+    if not oidc_enabled():
+        raise Http404("Sign-in with an identity provider is not configured")
+    from annotation.oidc import OidcStartView
+
+    return OidcStartView.as_view()(request)
+
+
+def oidc_callback(request):
+    """``/oidc/callback/`` (``annotation.oidc.OidcCallbackView``), imported as ``oidc_start``."""
+    if not oidc_enabled():
+        raise Http404("Sign-in with an identity provider is not configured")
+    from annotation.oidc import OidcCallbackView
+
+    return OidcCallbackView.as_view()(request)
 
 
 class LoginView(ThrottledLoginView):

@@ -149,8 +149,9 @@ OIDC_TIMEOUT = float(os.environ.get("OIDC_TIMEOUT", "10"))
 OIDC_DISCOVERY_SECONDS = 3600  # how long discovered endpoints are kept before they are asked again
 if OIDC_ISSUER and not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
     raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")
-# Always listed: it answers nothing but the provider's callback, and nothing at all while OIDC_ISSUER is empty.
-AUTHENTICATION_BACKENDS.append("annotation.oidc.OidcBackend")
+OIDC_BACKEND = "annotation.oidc.OidcBackend"
+if OIDC_ISSUER:  # listed only when on: it loads mozilla-django-oidc (requests, PyJWT, cryptography)
+    AUTHENTICATION_BACKENDS.append(OIDC_BACKEND)
 
 # --- E-mail (invitations) ----------------------------------------------------------------------
 # EMAIL_URL (smtp://user:password@host:587/?tls=1, smtps://…:465, console:, file:///path,

@@ -6,7 +6,6 @@ from django.views.generic import RedirectView
 
 from config import account_views
 from config import views as config_views
-from annotation import oidc
 from scoring import views as scoring_views
 
 urlpatterns = [
@@ -16,8 +15,8 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
     path("login/", account_views.LoginView.as_view(), name="login"),
     # Sign-in with the OpenID Connect provider of OIDC_ISSUER (404 while it is unset).
-    path("oidc/authenticate/", oidc.OidcStartView.as_view(), name="oidc_authentication_init"),
-    path("oidc/callback/", oidc.OidcCallbackView.as_view(), name="oidc_authentication_callback"),
+    path("oidc/authenticate/", account_views.oidc_start, name="oidc_authentication_init"),
+    path("oidc/callback/", account_views.oidc_callback, name="oidc_authentication_callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Accounts made with a generated password (manage.py create_account) change it here.
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),

@@ -10,7 +10,6 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-import requests
 from django.conf import settings
 
 
@@ -39,6 +38,8 @@ def oidc_discovery() -> dict:
         cached = _cache.get(issuer)
         if cached and time.monotonic() - cached[0] < settings.OIDC_DISCOVERY_SECONDS:
             return cached[1]
+    import requests  # here, not at the top: the login page asks oidc_enabled() in every web process
+
     url = f"{issuer}/.well-known/openid-configuration"
     try:
         response = requests.get(url, timeout=settings.OIDC_TIMEOUT)

@@ -16,7 +16,7 @@ from annotation.services.invitations import invitations_create
 from core.models import AuditLog
 from core.oidc import oidc_discovery_forget
 from tests.annotation_factories import annotator, checklist_task, curator, verify_project
-from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, SECRET, free_port, oidc_provider
+from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, free_port, oidc_provider, studio_sso_settings
 
 CALLBACK = "http://testserver/oidc/callback/"
 USERS = ("ada:ada@lab.org", "bea:bea@lab.org", "cara:cara@lab.org", "other-app:other@lab.org", "late:late@lab.org",
@@ -33,8 +33,8 @@ def provider(tmp_path_factory):
 @pytest.fixture
 def sso(provider):
     oidc_discovery_forget()
-    with override_settings(OIDC_ISSUER=provider, OIDC_RP_CLIENT_ID=CLIENT_ID, OIDC_RP_CLIENT_SECRET=SECRET,
-                           OIDC_ALLOWED_DOMAINS=["lab.org"], OIDC_PROVIDER_NAME="Lab ID"):
+    with override_settings(**studio_sso_settings(provider, OIDC_ALLOWED_DOMAINS=["lab.org"],
+                                                 OIDC_PROVIDER_NAME="Lab ID")):
         yield provider
     oidc_discovery_forget()
 
@@ -73,8 +73,7 @@ def test_the_login_page_offers_the_provider_only_when_configured(client, provide
         assert client.get("/oidc/authenticate/").status_code == 404
         assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
     oidc_discovery_forget()
-    with override_settings(OIDC_ISSUER=provider, OIDC_RP_CLIENT_ID=CLIENT_ID, OIDC_RP_CLIENT_SECRET=SECRET,
-                           OIDC_PROVIDER_NAME="Lab ID"):
+    with override_settings(**studio_sso_settings(provider, OIDC_PROVIDER_NAME="Lab ID")):
         page = client.get("/login/").content.decode()
         assert 'data-role="sso-login" href="/oidc/authenticate/"' in page and "Sign in with Lab ID" in page
 
@@ -174,8 +173,7 @@ def test_a_provider_that_does_not_answer_refuses_sso_but_not_password_logins(cli
     user.set_password(PASSWORD)
     user.save()
     oidc_discovery_forget()
-    with override_settings(OIDC_ISSUER=f"http://127.0.0.1:{free_port()}/openid", OIDC_RP_CLIENT_ID=CLIENT_ID,
-                           OIDC_RP_CLIENT_SECRET=SECRET, OIDC_TIMEOUT=2):
+    with override_settings(**studio_sso_settings(f"http://127.0.0.1:{free_port()}/openid", OIDC_TIMEOUT=2)):
         down = client.get("/oidc/authenticate/")
         assert down.status_code == 502 and b"could not be read" in down.content
         started = time.monotonic()

@@ -15,7 +15,7 @@ from core.oidc import oidc_discovery_forget
 from tests.annotation_factories import checklist_task, curator, verify_project
 from tests.support.axe import axe_violations
 from tests.support.browser import SCREENSHOTS
-from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, SECRET, oidc_provider
+from tests.support.oidc_provider.process import CLIENT_ID, PASSWORD, oidc_provider, studio_sso_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 VIEWPORT = {"width": 1366, "height": 768}
@@ -32,8 +32,8 @@ def test_sign_in_with_the_institutions_provider_lands_an_invited_expert_in_the_p
     with oidc_provider(tmp_path / "provider.sqlite3", f"{live_server.url}/oidc/callback/",
                        ("ada:ada@lab.org",)) as issuer:
         oidc_discovery_forget()
-        with override_settings(OIDC_ISSUER=issuer, OIDC_RP_CLIENT_ID=CLIENT_ID, OIDC_RP_CLIENT_SECRET=SECRET,
-                               OIDC_ALLOWED_DOMAINS=["lab.org"], OIDC_PROVIDER_NAME="Lab ID"):
+        with override_settings(**studio_sso_settings(issuer, OIDC_ALLOWED_DOMAINS=["lab.org"],
+                                                     OIDC_PROVIDER_NAME="Lab ID")):
             page.goto(f"{live_server.url}/oidc/callback/?error=access_denied&error_description=The+user+said+no")
             assert "refused the sign-in (The user said no)" in page.locator("[data-role=sso-refused]").inner_text()
             screenshot("sso-refused")
@@ -50,11 +50,11 @@ def test_sign_in_with_the_institutions_provider_lands_an_invited_expert_in_the_p
             page.fill("input[name=password]", PASSWORD)
             page.click("button[type=submit]")
             page.wait_for_url(lambda url: url.startswith(live_server.url) and "/oidc/" not in url)
+            ada = get_user_model().objects.get(email="ada@lab.org")
+            assert ProjectMembership.objects.filter(project=project, user=ada, role="annotator").exists()
+            page.goto(f"{live_server.url}/annotate/")
+            assert "Expert check" in page.content()
         oidc_discovery_forget()
-    ada = get_user_model().objects.get(email="ada@lab.org")
-    assert ProjectMembership.objects.filter(project=project, user=ada, role="annotator").exists()
-    page.goto(f"{live_server.url}/annotate/")
-    assert "Expert check" in page.content()
 
 
 def test_the_members_page_invites_by_email_with_copy_buttons_and_status(page, live_server, login, screenshot):

@@ -63,3 +63,15 @@ def test_oidc_settings_from_the_environment(tmp_path):
                     OIDC_CLIENT_SECRET="s", OIDC_ALLOWED_DOMAINS="Lab.org, @uni.edu")
     assert got["OIDC_ISSUER"] == "https://login.lab.org/realms/lab"
     assert got["OIDC_ALLOWED_DOMAINS"] == ["lab.org", "uni.edu"]
+
+
+def test_with_sso_off_a_web_process_loads_no_oidc_library(tmp_path):
+    code = ("import sys, django; django.setup(); import config.wsgi, config.urls; "
+            "from django.test import Client; assert Client(HTTP_HOST='localhost').get('/login/').status_code == 200; "
+            "print(sorted(m for m in ('mozilla_django_oidc', 'jwt', 'annotation.oidc') if m in sys.modules))")
+    clean = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    result = subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR, capture_output=True, text=True,
+                            env={**clean, "DJANGO_SETTINGS_MODULE": "config.settings", "DEBUG": "1",
+                                 "VAR_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -38,3 +38,13 @@ def oidc_provider(database: Path, redirect_uri: str, users: tuple[str, ...]):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def studio_sso_settings(issuer: str, **extra) -> dict:
+    """``override_settings`` arguments that turn the studio's sign-in with this provider on, as
+    ``OIDC_ISSUER`` and its client in the environment would (the backend listed with them)."""
+    from django.conf import settings
+
+    backends = [name for name in settings.AUTHENTICATION_BACKENDS if name != settings.OIDC_BACKEND]
+    return {"OIDC_ISSUER": issuer, "OIDC_RP_CLIENT_ID": CLIENT_ID, "OIDC_RP_CLIENT_SECRET": SECRET,
+            "AUTHENTICATION_BACKENDS": [*backends, settings.OIDC_BACKEND], **extra}
