@@ -257,3 +257,18 @@ def test_an_address_invited_by_another_request_meanwhile_is_a_400_not_a_500():
             invitations_create(project=project, invitees=[("", "a@lab.org"), ("", "b@lab.org")], role="annotator",
                                actor=owner, link_for=link_for)
     assert list(Invitation.objects.values_list("email", flat=True)) == ["b@lab.org"]  # a@ rolled back
+
+
+def test_a_mail_server_that_is_down_marks_the_invitations_undelivered_and_keeps_their_links(lab, client):
+    owner, project, api = lab
+    closed = LoopbackSmtp()  # a free port nobody listens on
+    with override_settings(**closed.settings()):
+        response = _invite(api, project, ["hal@lab.org", "ida@lab.org"])
+    assert response.status_code == 201
+    rows = response.json()
+    assert [row["status"] for row in rows] == ["failed", "failed"]
+    assert all("ConnectionRefusedError" in row["send_error"] for row in rows)
+    assert client.get(rows[0]["link"]).status_code == 200  # the copied link works
+    listed = api.get(f"/api/projects/{project.pk}/invitations/?status=failed").json()
+    assert listed["count"] == 1  # hal's was opened just now
+    assert api.get(f"/api/projects/{project.pk}/invitations/?state=failed").status_code == 400
