@@ -15,10 +15,11 @@ from annotation.services.invitations import (
     InvitationUnusable,
     invitation_accept,
     invitation_for_token,
-    invitation_joined_project,
+    invitation_joined_by,
     invitation_open,
 )
 from config.throttling import ThrottledLoginView
+from core.models import Role
 from core.oidc import oidc_enabled, oidc_provider_name
 from core.tokens import api_token_issue, api_token_revoke
 
@@ -84,9 +85,9 @@ def invitation(request, token: str):
     try:
         found = invitation_for_token(token)
     except InvitationUnusable as exc:
-        joined = invitation_joined_project(token=token, user=request.user)
+        joined = invitation_joined_by(token=token, user=request.user)
         if joined is not None:
-            return redirect("annotation:workspace", project_id=joined)
+            return _landing(joined)
         return render(request, "registration/invitation.html", {"unusable": str(exc)}, status=410)
     context = {"invitation": found, "sso_provider": oidc_provider_name() if oidc_enabled() else "",
                "username": request.POST.get("username", "") or _suggested_username(found.email)}
@@ -111,7 +112,13 @@ def invitation(request, token: str):
         field, _, message = str(exc).partition(": ")
         return render(request, "registration/invitation.html", {**context, "error": f"{field}: {message}"}, status=400)
     messages.success(request, f"Welcome to “{found.project.name}”.")
-    return redirect("annotation:workspace", project_id=found.project_id)
+    return _landing(found)
+
+
+def _landing(invitation):
+    """Annotators start labelling; curators and viewers, who label nothing, see the project's progress."""
+    page = "annotation:workspace" if invitation.role == Role.ANNOTATOR else "annotation:progress"
+    return redirect(page, project_id=invitation.project_id)
 
 
 def _suggested_username(email: str) -> str:

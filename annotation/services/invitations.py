@@ -247,13 +247,12 @@ def invitation_for_token(token: str) -> Invitation:
     return invitation
 
 
-def invitation_joined_project(*, token: str, user) -> int | None:
-    """The project ``user`` joined through this link, if they did (back from the provider's
+def invitation_joined_by(*, token: str, user) -> Invitation | None:
+    """The invitation ``user`` joined through this link, if they did (back from the provider's
     sign-in started on the invitation's page, which joined them on the way)."""
     if not token or not getattr(user, "is_authenticated", False):
         return None
-    return (Invitation.objects.filter(token_hash=_token_hash(token), status=InvitationStatus.JOINED, user=user)
-            .values_list("project_id", flat=True).first())
+    return Invitation.objects.filter(token_hash=_token_hash(token), status=InvitationStatus.JOINED, user=user).first()
 
 
 @transaction.atomic

@@ -124,7 +124,7 @@ def test_signing_in_from_the_invitations_page_goes_on_to_the_project(client, sso
     back = client.get(_at_provider(_authorize_url(client, sso_link), "cara"))
     assert back.status_code == 302 and back["Location"] == links[0]
     onward = client.get(links[0])
-    assert onward.status_code == 302 and onward["Location"] == f"/annotate/{project.pk}/"
+    assert onward.status_code == 302 and onward["Location"] == f"/annotate/{project.pk}/progress/"  # a viewer labels nothing
     cara = get_user_model().objects.get(email="cara@lab.org")
     assert ProjectMembership.objects.get(project=project, user=cara).role == "viewer"
     assert cara.profile.role == "annotator" and not cara.is_staff
