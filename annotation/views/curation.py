@@ -104,6 +104,7 @@ def project_members(request, project_id: int):
 
     def link_for(token: str) -> str:
         return request.build_absolute_uri(reverse("invitation", kwargs={"token": token}))
+
     if request.method == "POST":
         status = 400
         try:

@@ -200,6 +200,10 @@ def test_the_members_page_invites_a_pasted_list_and_an_uploaded_csv(smtp, lab, c
     assert b"revoked" in revoked.content
     jo.refresh_from_db()
     assert jo.status == "revoked"
+    ida = Invitation.objects.get(email="ida@lab.org")
+    resent = client.post(f"/annotate/{project.pk}/members/", {"action": "resend", "invitation": ida.pk})
+    assert resent.status_code == 200 and len(smtp.messages) == 4 and smtp.messages[-1]["To"] == "ida@lab.org"
+    assert LINK.findall(resent.content.decode()) == ["http://testserver" + _link_in(smtp.messages[-1])]
     unknown = client.post(f"/annotate/{project.pk}/members/", {"action": "revoke", "invitation": "9" * 30})
     assert unknown.status_code == 400 and b"No such invitation" in unknown.content
 
