@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from core.audit_actions import AuditAction
 from core.models import AnnotatorProfile
+from core.oidc import oidc_enabled, oidc_provider_name
 
 from ..models import INVITATION_OPEN, AnnotationProject, Invitation, InvitationStatus, ProjectMembership, Role
 from .accounts import _account_new
@@ -102,6 +103,7 @@ def invitees_parse(text: str) -> list[tuple[str, str]]:
 
 def _send(invitations: list[tuple[Invitation, str]]) -> None:
     """Send each invitation its link on one connection; record per invitation what happened."""
+    sso = oidc_provider_name() if oidc_enabled() else ""
     connection = get_connection(fail_silently=False)
     try:
         connection.open()
@@ -116,7 +118,7 @@ def _send(invitations: list[tuple[Invitation, str]]) -> None:
                 message = EmailMessage(
                     subject=f"Invitation to “{invitation.project.name}” on Survey Eval Studio",
                     body=render_to_string("annotation/email/invitation.txt",
-                                          {"invitation": invitation, "link": link}),
+                                          {"invitation": invitation, "link": link, "sso_provider": sso}),
                     to=[invitation.email], connection=connection)
                 try:
                     message.send()

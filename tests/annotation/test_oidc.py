@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import pytest
 import requests
 from django.contrib.auth import get_user_model
+from django.core import mail
 from django.test import override_settings
 
 from annotation.models import Invitation, ProjectMembership
@@ -118,6 +119,8 @@ def test_signing_in_from_the_invitations_page_goes_on_to_the_project(client, sso
     links = []
     invitations_create(project=project, invitees=[("", "cara@lab.org")], role="viewer", actor=owner,
                        link_for=lambda token: links.append(f"/invitation/{token}/") or links[-1])
+    (message,) = [m for m in mail.outbox if m.to == ["cara@lab.org"]]
+    assert "sign in with Lab ID (with the address cara@lab.org)" in message.body
     page = client.get(links[0]).content.decode()
     sso_link = f"/oidc/authenticate/?next={links[0]}"
     assert f'data-role="sso-login" href="{sso_link}"' in page
