@@ -1,5 +1,5 @@
 """Forms of the curator's project pages: they turn POST data into the arguments of
-``project_create``, ``project_update``, ``membership_add`` and ``account_invite``. Type coercion
+``project_create``, ``project_update``, ``membership_add``, ``account_invite`` and ``invitations_create``. Type coercion
 only; the rules live in the services, whose ``ValueError("field: why")`` comes back onto the form
 field it names through ``attach_service_error``."""
 
@@ -17,6 +17,7 @@ from scoring.models import JudgeConfig, Verdict
 from .kinds import kind_of
 from .label_help import label_help, label_help_parse
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+from .services.invitations import invitees_parse
 
 Kind = AnnotationProject.Kind
 
@@ -26,7 +27,7 @@ SERVICE_FIELDS = {
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
     "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
     "role": "role", "user": "username", "pair_choice": "pair_choice", "uniform_share": "uniform_share",
-    "pairs_budget": "pairs_budget", "criteria": "criteria", "component": "component",
+    "pairs_budget": "pairs_budget", "criteria": "criteria", "component": "component", "emails": "emails",
 }
 _SCALE_FIELDS = {"min": "scale_min", "max": "scale_max", "anchors": "anchors", "adjudicate_beyond": "adjudicate_beyond"}
 
@@ -250,3 +251,41 @@ class InviteForm(ServiceErrorForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, prefix="invite", **kwargs)
+
+
+class EmailInviteForm(ServiceErrorForm):
+    """Invitations by e-mail (``invitations_create``): pasted lines, an uploaded CSV, or both."""
+
+    emails = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 5}), label="E-mail addresses",
+        help_text="one a line: a@lab.org, Ada Lovelace <ada@lab.org>, or CSV lines such as ada@lab.org,Ada Lovelace")
+    emails_file = forms.FileField(required=False, label="or a CSV or text file of them")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, prefix="email", **kwargs)
+
+    def clean(self):
+        """``invitees``: the pasted lines' and the file's, each source's bad lines named on its field."""
+        data = super().clean()
+        invitees = []
+        sources = [("emails", "", data.get("emails") or "")]
+        upload = data.get("emails_file")
+        if upload is not None:
+            try:
+                sources.append(("emails_file", f"{upload.name}: ",
+                                upload.read(INVITE_FILE_MAX + 1)[:INVITE_FILE_MAX].decode("utf-8-sig")))
+            except UnicodeDecodeError:
+                self.add_error("emails_file", f"{upload.name}: not UTF-8 text")
+        for field, prefix, text in sources:
+            try:
+                invitees += invitees_parse(text)
+            except ValueError as exc:
+                self.add_error(field, prefix + str(exc).removeprefix("emails: "))
+        if not invitees and not self.errors:
+            self.add_error("emails", "paste at least one address, or choose a file")
+        data["invitees"] = invitees
+        return data
+
+
+INVITE_FILE_MAX = 512 * 1024  # bytes of an uploaded list read: 500 addresses are far less
