@@ -1,5 +1,5 @@
 """Forms of the curator's project pages: they turn POST data into the arguments of
-``project_create``, ``project_update``, ``membership_add`` and ``account_invite``. Type coercion
+``project_create``, ``project_update``, ``membership_add``, ``account_invite`` and ``invitations_create``. Type coercion
 only; the rules live in the services, whose ``ValueError("field: why")`` comes back onto the form
 field it names through ``attach_service_error``."""
 
@@ -15,7 +15,9 @@ from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
 from .kinds import kind_of
+from .label_help import label_help, label_help_parse
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+from .services.invitations import invitees_parse
 
 Kind = AnnotationProject.Kind
 
@@ -25,7 +27,7 @@ SERVICE_FIELDS = {
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
     "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
     "role": "role", "user": "username", "pair_choice": "pair_choice", "uniform_share": "uniform_share",
-    "pairs_budget": "pairs_budget", "criteria": "criteria", "component": "component",
+    "pairs_budget": "pairs_budget", "criteria": "criteria", "component": "component", "emails": "emails",
 }
 _SCALE_FIELDS = {"min": "scale_min", "max": "scale_max", "anchors": "anchors", "adjudicate_beyond": "adjudicate_beyond"}
 
@@ -189,19 +191,45 @@ class ProjectEditForm(ServiceErrorForm):
     hold_minutes = BoundedIntegerField(min_value=1, max_value=HOLD_SECONDS_MAX // 60, label="Hold time (minutes)")
     status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
                                help_text="paused and closed projects hand out and accept no labels")
+    label_help = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="What each label means",
+        help_text="one line per label, “label: what it means”; shown beside the controls in the workspace; "
+                  "a change is a new version of the guidelines")
 
     @classmethod
     def for_project(cls, project: AnnotationProject, data=None) -> "ProjectEditForm":
+        labels = project_labels(project)
+        shown = dict(label_help(labels=labels, step=_one_step(project), own=project.label_help))
         initial = {"name": project.name, "description": project.description, "guidelines": project.guidelines,
                    "status": project.status,
-                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60))}
-        return cls(data, initial=initial)
+                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60)),
+                   "label_help": "\n".join(f"{label}: {text}" for label, text in shown.items())}
+        form = cls(data, initial=initial)
+        form.labels = labels
+        form.defaults = dict(label_help(labels=labels, step=_one_step(project)))
+        return form
+
+    def clean_label_help(self) -> dict:
+        try:
+            return label_help_parse(self.cleaned_data["label_help"], labels=self.labels, defaults=self.defaults)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc).partition(": ")[2]) from None
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data
         return {"name": data["name"], "description": data["description"], "guidelines": data["guidelines"],
-                "status": data["status"],
+                "status": data["status"], "label_help": data["label_help"],
                 "hold_duration": timedelta(minutes=data["hold_minutes"])}
+
+
+def project_labels(project: AnnotationProject) -> list[str]:
+    """The values of the project's main label field (what its annotators choose among)."""
+    main = {"verify": "decision", "pairwise": "choice", "agreement": "label"}.get(project.kind, "label")
+    return list((project.label_set or {}).get(main, []))
+
+
+def _one_step(project: AnnotationProject) -> str:
+    return project.steps[0] if len(project.steps or []) == 1 else ""
 
 
 class MemberAddForm(ServiceErrorForm):
@@ -223,3 +251,41 @@ class InviteForm(ServiceErrorForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, prefix="invite", **kwargs)
+
+
+class EmailInviteForm(ServiceErrorForm):
+    """Invitations by e-mail (``invitations_create``): pasted lines, an uploaded CSV, or both."""
+
+    emails = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 5}), label="E-mail addresses",
+        help_text="one a line: a@lab.org, Ada Lovelace <ada@lab.org>, or CSV lines such as ada@lab.org,Ada Lovelace")
+    emails_file = forms.FileField(required=False, label="or a CSV or text file of them")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, prefix="email", **kwargs)
+
+    def clean(self):
+        """``invitees``: the pasted lines' and the file's, each source's bad lines named on its field."""
+        data = super().clean()
+        invitees = []
+        sources = [("emails", "", data.get("emails") or "")]
+        upload = data.get("emails_file")
+        if upload is not None:
+            try:
+                sources.append(("emails_file", f"{upload.name}: ",
+                                upload.read(INVITE_FILE_MAX + 1)[:INVITE_FILE_MAX].decode("utf-8-sig")))
+            except UnicodeDecodeError:
+                self.add_error("emails_file", f"{upload.name}: not UTF-8 text")
+        for field, prefix, text in sources:
+            try:
+                invitees += invitees_parse(text)
+            except ValueError as exc:
+                self.add_error(field, prefix + str(exc).removeprefix("emails: "))
+        if not invitees and not self.errors:
+            self.add_error("emails", "paste at least one address, or choose a file")
+        data["invitees"] = invitees
+        return data
+
+
+INVITE_FILE_MAX = 512 * 1024  # bytes of an uploaded list read: 500 addresses are far less

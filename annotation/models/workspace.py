@@ -136,6 +136,10 @@ class AnnotationProject(TimeStamped):
                   " others after the label)",
     )
     label_set = models.JSONField(default=dict, blank=True)
+    label_help = models.JSONField(
+        default=dict, blank=True,
+        help_text="{label: what it means}: shown beside the controls; a label without one reads the protocol's "
+                  "default (annotation.label_help); a change is a new guidelines version")
     label_level = models.CharField(max_length=10, choices=LabelLevel.choices, default=LabelLevel.NOMINAL)
     dimensions = models.JSONField(default=list, blank=True)
     criteria = models.JSONField(default=list, blank=True,

@@ -93,6 +93,7 @@ def _project_view(project: AnnotationProject) -> dict:
         "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
         "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
         "criteria": project.criteria, "scale": project.scale, "component": project.component,
+        "label_help": project.label_help,
     }
 
 

@@ -297,6 +297,7 @@ def project_update(
     guidelines: str | None = None,
     hold_duration: timedelta | None = None,
     status: str | None = None,
+    label_help: dict[str, str] | None = None,
 ) -> AnnotationProject:
     """Rename, describe, rewrite the guidelines, change the hold time, or open/pause/close a
     project (closed projects hand out and accept nothing; closing a blind project reveals what it
@@ -318,6 +319,10 @@ def project_update(
     if guidelines is not None and _guidelines_clean(guidelines) != project.guidelines:
         changes["guidelines"] = _guidelines_clean(guidelines)
         changes["guidelines_version"] = project.guidelines_version + 1
+    if label_help is not None and label_help != project.label_help:
+        # what the labels mean is part of the guidelines: annotators see the new version
+        changes["label_help"] = label_help
+        changes["guidelines_version"] = project.guidelines_version + 1
     if hold_duration is not None:
         if hold_duration <= timedelta(0):
             raise ValueError("hold_duration: must be positive")
@@ -333,7 +338,7 @@ def project_update(
     changes = {field: value for field, value in changes.items() if getattr(project, field) != value}
     if not changes:
         return project
-    shown = {"hold_duration": lambda value: value.total_seconds()}
+    shown = {"hold_duration": lambda value: value.total_seconds(), "label_help": dict}
     before = {field: shown.get(field, str)(getattr(project, field)) for field in changes}
     for field, value in changes.items():
         setattr(project, field, value)

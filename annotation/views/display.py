@@ -13,6 +13,7 @@ from benchmark.parsing import parse_report
 from benchmark.rendering import markdown_to_safe_html
 
 from ..kinds import kind_of
+from ..label_help import label_help
 from ..models import VERIFY_TARGETS, AnnotationProject, TargetKind
 
 Kind = AnnotationProject.Kind
@@ -269,7 +270,10 @@ def _agreement_view(context: dict, task) -> dict:
         statement["html"] = safe_markdown(statement["sentence"])
     judge = context["judge"]  # None until item_context_for reveals it
     rationale = safe_markdown(judge["rationale"]) if judge and judge["rationale"] else ""
+    labels = target.get("labels") or context["project"]["label_set"].get("label", [])
     return {
+        "label_help": label_help(labels=labels, step=target.get("step", ""),
+                                 own=context["project"].get("label_help")),
         "report": report, "statement": statement, "rationale": rationale,
         "judged_label": (target["judged_kind"] or "item").replace("_", " ").capitalize(),
         "judged_text": judged_text(target), "parts": parts,
