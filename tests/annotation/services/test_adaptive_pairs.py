@@ -62,7 +62,7 @@ def test_the_uniform_turns_are_the_stated_share_spread_evenly(share, first):
 
 def test_each_informed_choice_is_a_ranking_neighbour_drawn_by_its_doubt():
     """Each informed pick is adjacent in the ranking by θ̂ and open; over many seeds the pairs are
-    drawn in proportion to Φ(−|d̂|/√v) (computed here with SciPy from the Laplace fit)."""
+    drawn in proportion to Φ(−|d̂|/√v)² (computed here with SciPy from the Laplace fit)."""
     from scipy.stats import norm
 
     comparisons = [(0, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 3, 0), (3, 2, 0), (0, 3, 1), (1, 2, 0.5)]
@@ -72,7 +72,7 @@ def test_each_informed_choice_is_a_ranking_neighbour_drawn_by_its_doubt():
     order = list(np.argsort(-theta))
     adjacent = [tuple(sorted((int(a), int(b)))) for a, b in zip(order, order[1:])]
     doubt = {p: norm.cdf(-abs(theta[p[0]] - theta[p[1]]) / np.sqrt(cov[p[0], p[0]] + cov[p[1], p[1]]
-                                                                  - 2 * cov[p[0], p[1]])) for p in adjacent}
+                                                                  - 2 * cov[p[0], p[1]])) ** 2 for p in adjacent}
     drawn = [pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=1, start=0,
                           uniform_share=0.0, rng=random.Random(seed))[0] for seed in range(3000)]
     assert set(drawn) <= set(adjacent)
