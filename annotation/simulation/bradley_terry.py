@@ -158,7 +158,8 @@ def _mean_se(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
 
 
-def pairwise_bt_simulation(seed: int, replications: int = REPLICATIONS, settings: tuple[str, ...] | None = None) -> dict:
+def pairwise_bt_simulation(seed: int, replications: int = REPLICATIONS,
+                           settings: tuple[str, ...] | None = None) -> dict:
     """Per setting (module docstring): labels until τ ≥ 0.9 is settled, round-robin against the
     product's adaptive choice, over ``replications`` replications. Deterministic for a seed
     (streams ``[seed, setting number, 0 truth / 1 round-robin / 2 adaptive]``)."""

@@ -83,7 +83,8 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_dumps(results))
             return
-        rows = [(name, heading, _shown(value)) for name, _, shown in sections for heading, value in shown(results[name])]
+        rows = [(name, heading, _shown(value))
+                for name, _, shown in sections for heading, value in shown(results[name])]
         widths = [max(len(row[n]) for row in [("study", "measure", "value"), *rows]) for n in range(3)]
         line = "| " + " | ".join(f"{{:{w}}}" for w in widths) + " |"
         self.stdout.write(line.format("study", "measure", "value"))
