@@ -12,7 +12,8 @@ import numpy as np
 from django.core.cache import cache
 from django.db.models import Count
 
-from annotation.models import AnnotationProject, PairwisePreference
+from annotation.models import AnnotationProject, PairwisePreference, ProjectStatistics
+from annotation.kinds import kind_of, kinds_with
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
 from benchmark.naming import system_label
@@ -22,6 +23,7 @@ from scoring import metrics as m
 from .agreement import agreement_stats
 from .human_bias import position_bias
 from .human_correlation import correlations_in_scope
+from .inter_annotator import INLINE_LABELS
 from .selectors import N_RESAMPLES
 
 # --------------------------------------------------------------------------- scope
@@ -92,7 +94,7 @@ def scope_options() -> dict:
     return {
         "protocols": Protocol.choices,
         "task_sets": list(TaskSet.objects.order_by("name", "-version").values("id", "name", "version")[:100]),
-        "projects": list(AnnotationProject.objects.filter(kind=AnnotationProject.Kind.PAIRWISE).order_by("name")
+        "projects": list(AnnotationProject.objects.filter(kind__in=kinds_with("human_ranking")).order_by("name")
                          .values("id", "name")[:100]),
         "sources": preference_sources(),
         "disciplines": sorted(d for d in prefs.values_list("task__survey__discipline__name", flat=True).distinct() if d),
@@ -266,11 +268,41 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
 def _design(scope: Scope) -> dict | None:
     """An adaptive project's budget and standing when the scope is that project (its design is
     unbalanced: the ranking says so)."""
-    from ..models import AnnotationProject
     from ..services.adaptive_pairs import adaptive_design
 
     project = AnnotationProject.objects.filter(pk=scope.project).first() if scope.project else None
     return adaptive_design(project=project) if project is not None else None
+
+
+RATING_PROJECTS_SHOWN = 20
+
+
+def expert_ratings(scope: Scope) -> list[dict]:
+    """Rating projects' figures (``Rating.statistics``: per criterion and system the experts' mean
+    beside the judge's, judge vs experts), the scope's project only when it names one; the newest
+    ``RATING_PROJECTS_SHOWN`` with labels."""
+    projects = AnnotationProject.objects.filter(kind__in=kinds_with("rating"), labels__isnull=False).distinct()
+    if scope.project:
+        projects = projects.filter(pk=scope.project)
+    if scope.protocol:  # the leaderboard's: rating projects of its tasks
+        projects = projects.filter(tasks__protocol=scope.protocol)
+    if scope.task_set:
+        projects = projects.filter(tasks__task_sets=scope.task_set)
+    rows = list(projects.order_by("-created_at", "-id").annotate(n_labels=Count("labels", distinct=True))
+                [:RATING_PROJECTS_SHOWN])
+    # A large project's figures are those its workers stored with its agreement figures
+    # (``agreement_compute``), as of when they were computed: the page computes small ones only.
+    stored = dict(ProjectStatistics.objects.filter(
+        project__in=[p.pk for p in rows if p.n_labels > INLINE_LABELS],
+        kind=ProjectStatistics.Kind.INTER_ANNOTATOR).values_list("project_id", "values"))
+    out = []
+    for project in rows:
+        if project.n_labels > INLINE_LABELS:
+            figures = (stored.get(project.pk) or {}).get(project.kind) or {"criteria": [], "pending": True}
+        else:
+            figures = kind_of(project).statistics({"id": project.pk, "kind": project.kind})
+        out.append({"id": project.pk, "name": project.name, **figures})
+    return out
 
 
 def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
@@ -298,7 +330,7 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
            "position_bias": position_bias(rows),
            "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
-           "by": by, "breakdown": [], "design": _design(scope)}
+           "by": by, "breakdown": [], "ratings": expert_ratings(scope), "design": _design(scope)}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:

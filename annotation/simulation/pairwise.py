@@ -12,7 +12,7 @@ A replication replays one study over the same pool the product would use: the 10
 ordered system pairs (the double round-robin of each topic, 200 comparisons).
 
 * **round-robin**: the product's schedule (``services.schedule.double_round_robin`` per topic,
-  seeded per replication), labelled in the order ``_pair_targets`` stores it (every topic's
+  seeded per replication), labelled in the order ``kinds.pairwise.pair_targets`` stores it (every topic's
   first leg, round by round, then the second legs);
 * **adaptive**: the product's choice (``services.adaptive_pairs.pairs_choose``, the same
   function, the project default ``uniform_share``, the items kept ahead for one annotator,
