@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import IO, Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet, Value
 
 from benchmark.exporters.huggingface import DatasetConfig
 from benchmark.models import TaskSet
@@ -40,7 +40,8 @@ FORMATS = ("jsonl", "csv")
 CHUNK = 1000
 
 LABEL_COLUMNS = ("label_id", "project_id", "project", "project_kind", "item_id", "item_status", "target_kind",
-                 "target_id", "task", "annotator", "value", "created_at", "guidelines_version", "seconds_taken")
+                 "target_id", "task", "annotator", "value", "created_at", "guidelines_version", "seconds_taken",
+                 "design", "inclusion_probability")
 GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", "task", "value", "note",
                 "decided_by", "decided_at")
 AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
@@ -72,7 +73,8 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         blind = blind_items(user)
         return AnnotationScope(
             projects, Label.objects.exclude(Q(item__in=blind) & ~Q(annotator=user)).annotate(
-                revealed=ExpressionWrapper(~Q(item__in=blind), output_field=BooleanField())),
+                revealed=ExpressionWrapper(~Q(item__in=blind), output_field=BooleanField()),
+                design_shown=ExpressionWrapper(~Q(item__in=blind), output_field=BooleanField())),
             GoldLabel.objects.exclude(item__in=blind),
             AuditLog.objects.filter(project_id__isnull=False).exclude(project_id__in=blind.values("project")),
         )
@@ -83,8 +85,12 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
     if role == Role.CURATOR:
         return AnnotationScope([project], Label.objects.filter(project=project),
                                GoldLabel.objects.filter(item__project=project), AuditLog.objects.filter(project_id=project.pk))
-    return AnnotationScope([project], visible_labels(user).filter(project=project),
-                           visible_gold_labels(user).filter(item__project=project), None)
+    # The design and each item's inclusion probability (from the judge's uncertainty, for adaptive
+    # sampling) are the curators' until a blind study closes.
+    hidden = project.blind and project.status != AnnotationProject.Status.CLOSED
+    labels = visible_labels(user).filter(project=project).annotate(
+        design_shown=Value(not hidden, output_field=BooleanField()))
+    return AnnotationScope([project], labels, visible_gold_labels(user).filter(item__project=project), None)
 
 
 def _time(value: datetime | None) -> str | None:
@@ -95,11 +101,20 @@ def _task(item) -> str | None:
     return f"{item.task.protocol}/{item.task.key}" if item.task_id else None
 
 
+def design_of(project: AnnotationProject) -> str:
+    """How the project chose its items: the sampling design (agreement projects on verdicts) or the
+    pair choice (pairwise), else empty."""
+    if project.kind == AnnotationProject.Kind.PAIRWISE:
+        return project.pair_choice
+    return project.sampling or ""
+
+
 def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
     rows = labels.select_related("project", "item", "item__task", "annotator").order_by("project_id", "created_at", "pk")
     for label in rows.iterator(chunk_size=CHUNK):
         item = label.item
         revealed = getattr(label, "revealed", True)  # blind mode: an own label on an item still blind
+        shown = getattr(label, "design_shown", True)
         yield {
             "label_id": label.pk, "project_id": label.project_id, "project": label.project.name,
             "project_kind": label.project.kind, "item_id": item.pk,
@@ -108,6 +123,8 @@ def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:
             "task": _task(item), "annotator": label.annotator.get_username(),
             "value": label_value_shown(label.value, revealed=revealed), "created_at": _time(label.created_at),
             "guidelines_version": label.guidelines_version, "seconds_taken": label.seconds_taken,
+            "design": design_of(label.project) if shown else None,
+            "inclusion_probability": item.inclusion_probability if shown else None,
         }
 
 

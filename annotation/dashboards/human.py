@@ -265,6 +265,15 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
     return out
 
 
+def _design(scope: Scope) -> dict | None:
+    """An adaptive project's budget and standing when the scope is that project (its design is
+    unbalanced: the ranking says so)."""
+    from ..services.adaptive_pairs import adaptive_design
+
+    project = AnnotationProject.objects.filter(pk=scope.project).first() if scope.project else None
+    return adaptive_design(project=project) if project is not None else None
+
+
 RATING_PROJECTS_SHOWN = 20
 
 
@@ -321,7 +330,7 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
            "position_bias": position_bias(rows),
            "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
-           "by": by, "breakdown": [], "ratings": expert_ratings(scope)}
+           "by": by, "breakdown": [], "ratings": expert_ratings(scope), "design": _design(scope)}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:

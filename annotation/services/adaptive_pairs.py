@@ -212,6 +212,26 @@ def pair_design_clean(*, kind: str, pair_choice: str | None, uniform_share, pair
     return {"pair_choice": pair_choice, "uniform_share": float(uniform_share), "pairs_budget": pairs_budget}
 
 
+def adaptive_design(*, project: AnnotationProject) -> dict | None:
+    """Where an adaptive pairwise project stands, for its progress page and its human ranking
+    (``None`` for any other project): the budget, the pairs chosen so far, the uniform share and
+    the sentence that says the design is unbalanced. Nothing in it depends on a label's content
+    (the count of pairs is the count of items everyone sees)."""
+    if project.kind != AnnotationProject.Kind.PAIRWISE or project.pair_choice != PairChoice.ADAPTIVE:
+        return None
+    pool = _Pool(project)
+    budget = project.pairs_budget if project.pairs_budget is not None else pool.size()
+    created = len(pool.shown)
+    return {
+        "pairs_budget": budget, "pairs_created": created, "pairs_left": max(0, budget - created),
+        "uniform_share": project.uniform_share, "balanced": False,
+        "sentence": (f"Adaptive pairs: {created} of a budget of {budget} chosen so far, {project.uniform_share:.0%}"
+                     " uniformly, the rest neighbours in the current ranking whose order is in doubt. The design is"
+                     " unbalanced on purpose: system pairs are compared unequally often, so Bradley–Terry strengths"
+                     " and their intervals are the numbers to read, not raw win shares."),
+    }
+
+
 def adaptive_pairs_budget_clean(*, project: AnnotationProject) -> int:
     """The project's pairs budget (default and upper bound: every ordered report pair of its pool);
     ``ValueError`` naming ``pairs_budget`` when there is nothing to compare or it is out of range."""

@@ -8,6 +8,7 @@ from core.accounts import is_global_curator
 from ..calibration.views import planner_context, sampling_sentence
 from ..rules import labeller_refusal
 from ..selectors.progress import project_progress, projects_progress_for
+from ..services.adaptive_pairs import adaptive_design
 from ..selectors.projects import projects_for
 from .access import project_for
 
@@ -30,5 +31,5 @@ def progress(request, project_id: int):
     stats = project_progress(project=project, user=request.user)
     stats["percent"] = round(100 * (stats["items"] - stats["open"]) / stats["items"]) if stats["items"] else 0
     context = {"project": project, "role": role, "stats": stats, "sampling": sampling_sentence(project, role),
-               **planner_context(request, project, role)}
+               "design": adaptive_design(project=project), **planner_context(request, project, role)}
     return render(request, "annotation/progress.html", context)

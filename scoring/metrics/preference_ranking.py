@@ -25,7 +25,8 @@ from scipy.special import ndtri, stdtrit  # normal and t quantiles; scipy.stats 
 from ._validate import check_choice, check_int, check_real, fail
 from .ranking import _POINTS, _aggregate, _comparisons, _fit, _percentile_bounds, _problem, _sigmoid
 
-__all__ = ["PRIOR_PRECISION", "PRIOR_MODES", "FEW_CLUSTERS", "comparison_structure", "bradley_terry_clustered", "prior_sensitivity"]
+__all__ = ["PRIOR_PRECISION", "PRIOR_MODES", "FEW_CLUSTERS", "comparison_structure", "bradley_terry_clustered",
+           "prior_sensitivity"]
 
 # θ ~ N(0, 2²): a difference of one prior sd (2.8 on θ_i − θ_j) is a 94 % win probability,
 # so any effect the data support is left almost untouched, while a system with only wins ends

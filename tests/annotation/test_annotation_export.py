@@ -140,3 +140,21 @@ def test_an_annotators_job_runs_and_the_file_is_theirs_while_they_are_members(wo
     membership_remove(project=world["project"], user=world["ann1"], actor=world["owner"])
     with pytest.raises(ExportJob.DoesNotExist, match="no export"):
         export_get(job_id=job.pk, user=world["ann1"])
+
+
+def test_labels_carry_the_design_and_inclusion_probability_hidden_from_annotators_until_a_blind_study_closes(world):
+    project, first = world["project"], world["first"]
+    AnnotationItem.objects.filter(pk=first.pk).update(inclusion_probability=0.25)
+    AnnotationProject.objects.filter(pk=project.pk).update(sampling="uniform")
+    _, files = bundle(world["owner"], project.pk, "jsonl")
+    rows = [json.loads(line) for line in files["labels.jsonl"].splitlines()]
+    assert {(r["item_id"], r["design"], r["inclusion_probability"]) for r in rows if r["item_id"] == first.pk} == {
+        (first.pk, "uniform", 0.25)}
+    assert project.blind
+    _, files = bundle(world["ann2"], project.pk, "jsonl")
+    rows = [json.loads(line) for line in files["labels.jsonl"].splitlines()]
+    assert rows and all(r["design"] is None and r["inclusion_probability"] is None for r in rows)
+    AnnotationProject.objects.filter(pk=project.pk).update(status=AnnotationProject.Status.CLOSED)
+    _, files = bundle(world["ann2"], project.pk, "jsonl")
+    rows = [json.loads(line) for line in files["labels.jsonl"].splitlines()]
+    assert {r["inclusion_probability"] for r in rows if r["item_id"] == first.pk} == {0.25}

@@ -43,3 +43,9 @@ def test_a_curator_makes_an_adaptive_pairwise_project(page, live_server, login, 
     assert project.items.count() == 4
     page.goto(f"{live_server.url}/annotate/{project.pk}/edit/")
     expect(page.locator("#project-edit")).to_contain_text("adaptive pairs (0.30 uniform, 8 pairs in all)")
+    page.goto(f"{live_server.url}/annotate/{project.pk}/progress/")
+    expect(page.locator("#adaptive-design")).to_contain_text("4 / 8")
+    expect(page.locator("#adaptive-design")).to_contain_text("unbalanced on purpose")
+    page.locator("#adaptive-design").scroll_into_view_if_needed()
+    screenshot("adaptive-pairs-progress")
+    assert_accessible(page, "progress of an adaptive pairwise project")

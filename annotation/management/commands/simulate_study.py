@@ -83,7 +83,8 @@ class Command(BaseCommand):
         if json:
             self.stdout.write(_dumps(results))
             return
-        rows = [(name, heading, _shown(value)) for name, _, shown in sections for heading, value in shown(results[name])]
+        rows = [(name, heading, _shown(value))
+                for name, _, shown in sections for heading, value in shown(results[name])]
         widths = [max(len(row[n]) for row in [("study", "measure", "value"), *rows]) for n in range(3)]
         line = "| " + " | ".join(f"{{:{w}}}" for w in widths) + " |"
         self.stdout.write(line.format("study", "measure", "value"))
@@ -91,6 +92,29 @@ class Command(BaseCommand):
         for row in rows:
             self.stdout.write(line.format(*row))
         self.stdout.write(f"seed {seed}")
+
+
+def docs_tables(results: dict) -> str:
+    """The markdown docs/statistics.md shows between its ``simulate_study`` markers, from the
+    command's ``--json`` answer (its pairwise_bt, ppi_judges and cluster keys); a test checks the
+    docs against the stored answer (docs/data/)."""
+    lines = ["| setting | systems | replications | labels until settled, round-robin | adaptive | ratio |"
+             " censored (round-robin / adaptive) |", "|---|---|---|---|---|---|---|"]
+    for name, row in results["pairwise_bt"].items():
+        lines.append(f"| `{name}` | {row['systems']} | {row['replications']} | {row['labels_round_robin']:.1f} ±"
+                     f" {row['se_round_robin']:.1f} | {row['labels_adaptive']:.1f} ± {row['se_adaptive']:.1f} |"
+                     f" {row['ratio_settled']:.3f} | {row['censored_round_robin']} / {row['censored_adaptive']} |")
+    lines += ["", "| judge accuracy | sampling | PPI coverage (nominal 0.95) | width / human-only width | expert labels"
+              " (mean) | simulations |", "|---|---|---|---|---|---|"]
+    for row in results["ppi_judges"]:
+        lines.append(f"| {row['accuracy']:.1f} | {row['design']} | {row['coverage']:.3f} | {row['width_ratio']:.3f} |"
+                     f" {row['n_human']:.1f} | {row['simulations']} |")
+    cluster = results["cluster"]
+    lines += ["", "| topics | replications | coverage, corrected interval | coverage, percentile bounds alone |"
+              " multiplier t·√(G/(G−1)) |", "|---|---|---|---|---|",
+              f"| {cluster['topics']} | {cluster['replications']} | {cluster['coverage']:.3f} |"
+              f" {cluster['coverage_percentile_only']:.3f} | {cluster['small_sample_factor']:.3f} |"]
+    return "\n".join(lines)
 
 
 def _dumps(results: dict) -> str:

@@ -62,7 +62,7 @@ def test_the_uniform_turns_are_the_stated_share_spread_evenly(share, first):
 
 def test_each_informed_choice_is_a_ranking_neighbour_drawn_by_its_doubt():
     """Each informed pick is adjacent in the ranking by θ̂ and open; over many seeds the pairs are
-    drawn in proportion to Φ(−|d̂|/√v) (computed here with SciPy from the Laplace fit)."""
+    drawn in proportion to Φ(−|d̂|/√v)² (computed here with SciPy from the Laplace fit)."""
     from scipy.stats import norm
 
     comparisons = [(0, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 3, 0), (3, 2, 0), (0, 3, 1), (1, 2, 0.5)]
@@ -72,7 +72,7 @@ def test_each_informed_choice_is_a_ranking_neighbour_drawn_by_its_doubt():
     order = list(np.argsort(-theta))
     adjacent = [tuple(sorted((int(a), int(b)))) for a, b in zip(order, order[1:])]
     doubt = {p: norm.cdf(-abs(theta[p[0]] - theta[p[1]]) / np.sqrt(cov[p[0], p[0]] + cov[p[1], p[1]]
-                                                                  - 2 * cov[p[0], p[1]])) for p in adjacent}
+                                                                  - 2 * cov[p[0], p[1]])) ** 2 for p in adjacent}
     drawn = [pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=1, start=0,
                           uniform_share=0.0, rng=random.Random(seed))[0] for seed in range(3000)]
     assert set(drawn) <= set(adjacent)
@@ -262,3 +262,23 @@ def test_nothing_left_to_compare_chooses_nothing():
                         rng=random.Random(0)) == []
     assert pairs_choose(comparisons=[], n_systems=2, capacity={(0, 1): 0}, count=3, start=0, uniform_share=0.25,
                         rng=random.Random(0)) == []
+
+
+def test_the_progress_page_and_the_human_ranking_show_the_budget_and_the_unbalanced_design(
+        db, client, django_capture_on_commit_callbacks):
+    from annotation.dashboards.human import Scope, human_ranking
+
+    owner, ann = curator(), annotator("ann")
+    project = pairwise_project(owner, [ann], n_tasks=2, n_systems=4, pair_choice=ADAPTIVE, pairs_budget=9)
+    for _ in range(3):
+        claim = claim_next_item(project=project, user=ann)
+        with django_capture_on_commit_callbacks(execute=True):
+            label_submit(item=claim.item, annotator=ann, value={"choice": "left"}, client_token=token())
+    created = ReportPair.objects.filter(project=project).count()
+    client.force_login(ann)
+    page = client.get(reverse("annotation:progress", args=[project.pk])).content.decode()
+    assert 'id="adaptive-design"' in page and f"{created} / 9" in page and "unbalanced" in page
+    design = human_ranking(scope=Scope(project=project.pk), n_resamples=20)["design"]
+    assert design["pairs_budget"] == 9 and design["pairs_created"] == created and design["balanced"] is False
+    other = pairwise_project(owner, [ann], n_systems=3, name="round-robin")
+    assert human_ranking(scope=Scope(project=other.pk), n_resamples=20)["design"] is None

@@ -88,3 +88,77 @@ def test_the_covariance_after_one_more_comparison_is_the_inverse_of_the_updated_
 def test_no_comparison_yet_is_the_prior():
     fit = bradley_terry_laplace(np.empty((0, 3)), n_items=3, prior_precision=0.5)
     assert np.allclose(fit["theta"], 0) and np.allclose(fit["covariance"], 2 * np.eye(3))
+
+
+# --- the ranking design: batched fit, doubt, the draw ------------------------------------------
+
+
+def _tallies(comparisons, n):
+    wins, counts = np.zeros((n, n)), np.zeros((n, n))
+    for i, j, y in comparisons:
+        wins[int(i), int(j)] += y
+        wins[int(j), int(i)] += 1 - y
+        counts[int(i), int(j)] += 1
+        counts[int(j), int(i)] += 1
+    return wins, counts
+
+
+def test_the_batched_fit_is_the_laplace_fit_of_each_data_set():
+    from scoring.metrics.preference_design import bradley_terry_map_batch
+
+    second = [(0, 3, 1), (3, 1, 0), (1, 2, 1), (2, 0, 0.5), (0, 1, 0)]
+    data = [_tallies(COMPARISONS, 4), _tallies(second, 4), _tallies([], 4)]
+    theta, hess = bradley_terry_map_batch(np.stack([w for w, _ in data]), np.stack([c for _, c in data]))
+    for r, comparisons in enumerate([COMPARISONS, second, []]):
+        expected, cov = _by_hand(comparisons, 4, RIDGE) if comparisons else (np.zeros(4), np.eye(4) / RIDGE)
+        assert np.allclose(theta[r], expected, atol=1e-6)
+        assert np.allclose(np.linalg.inv(hess[r]), cov, atol=1e-6)
+
+
+def test_two_warm_newton_steps_after_one_more_label_land_on_the_converged_fit():
+    from scoring.metrics.preference_design import bradley_terry_map_batch
+
+    wins, counts = _tallies(COMPARISONS, 4)
+    theta, _ = bradley_terry_map_batch(wins[None], counts[None])
+    more_w, more_c = _tallies([*COMPARISONS, (1, 3, 1)], 4)
+    warm, _ = bradley_terry_map_batch(more_w[None], more_c[None], start=theta, max_iterations=2)
+    cold, _ = bradley_terry_map_batch(more_w[None], more_c[None])
+    assert np.allclose(warm, cold, atol=1e-4)  # 3e-5 here, 11 labels; less as labels accumulate
+
+
+def test_the_doubt_is_the_posterior_probability_of_the_wrong_order():
+    from scipy.stats import norm
+
+    from scoring.metrics.preference_design import misorder_probability
+
+    fit = bradley_terry_laplace(COMPARISONS, n_items=4, prior_precision=RIDGE)
+    theta, cov = fit["theta"], fit["covariance"]
+    first, second = np.array([[0, 1, 2, 0]]), np.array([[1, 2, 3, 3]])
+    found = misorder_probability(theta[None], cov[None], first, second)[0]
+    for c, (a, b) in enumerate(zip(first[0], second[0])):
+        sd = np.sqrt(cov[a, a] + cov[b, b] - 2 * cov[a, b])
+        assert found[c] == pytest.approx(norm.sf(abs(theta[a] - theta[b]) / sd), abs=1e-12)
+
+
+def test_the_batched_covariance_update_is_the_single_one():
+    from scoring.metrics.preference_design import covariance_after_batch
+
+    fit = bradley_terry_laplace(COMPARISONS, n_items=4, prior_precision=RIDGE)
+    theta, cov = fit["theta"], fit["covariance"]
+    found = covariance_after_batch(np.stack([theta, theta]), np.stack([cov, cov]), np.array([0, 2]), np.array([3, 1]))
+    assert np.allclose(found[0], covariance_after(theta, cov, 0, 3))
+    assert np.allclose(found[1], covariance_after(theta, cov, 2, 1))
+
+
+def test_the_draw_keeps_to_neighbours_and_capacity_and_gives_minus_one_when_nothing_is_open():
+    from scoring.metrics.preference_design import choose_pairs_batch
+
+    theta = np.array([[2.0, 1.0, 0.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
+    cov = np.stack([np.eye(4), np.eye(4)])
+    capacity = np.zeros((2, 4, 4))
+    capacity[0, 0, 1] = capacity[0, 1, 2] = capacity[0, 2, 3] = capacity[0, 0, 3] = 1
+    first, second = choose_pairs_batch(theta, cov, uniform=[False] * 5, rng=np.random.default_rng(0),
+                                       capacity=capacity)
+    picked = sorted(zip(first[0][:4].tolist(), second[0][:4].tolist()))
+    assert picked == [(0, 1), (0, 3), (1, 2), (2, 3)]  # the neighbours first, then the one pair left open
+    assert first[0][4] == -1 and (first[1] == -1).all()  # used up; the second fit had nothing open

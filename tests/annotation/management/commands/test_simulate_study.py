@@ -14,7 +14,7 @@ def answer(django_db_setup, django_db_blocker) -> dict:
     # the PPI study reads the database for expert labels on the demo judge's verdicts (none here)
     out = io.StringIO()
     with django_db_blocker.unblock():
-        call_command("simulate_study", "--seed", "7", "--json", stdout=out)
+        call_command("simulate_study", "--seed", "7", "--json", "--only", "pairwise,ppi", stdout=out)
     return json.loads(out.getvalue())
 
 
@@ -40,7 +40,8 @@ def test_the_json_answer_has_the_ppi_study_and_meets_its_targets(answer):
 
 @pytest.mark.xfail(strict=True, reason=(
     "issue 31's target is not met on the shipped SurveyLens preferences (docs/statistics.md, 'Adaptive pairwise"
-    " assignment', with the designs tried): over 400 replications the ratio is 1.06 at seed 7 and 1.26 at seed 11;"
+    " assignment', with the designs tried): over 400 replications the expected-information design's ratio was 1.06"
+    " at seed 7 and 1.26 at seed 11; issue 41's neighbour draw gives 1.28 at seed 7 (100 replications);"
     " most replications reach τ ≥ 0.9 by an early lucky hit before a design has data, and the rest hinge on"
     " SurveyForge over Gemini, which the full data settle on indirect evidence against their head-to-head"))
 def test_adaptive_pairs_reach_the_ranking_with_at_most_70_percent_of_the_labels(answer):
@@ -51,7 +52,7 @@ def test_adaptive_pairs_reach_the_ranking_with_at_most_70_percent_of_the_labels(
 @pytest.mark.django_db
 def test_the_table_names_each_measure():
     out = io.StringIO()
-    call_command("simulate_study", "--seed", "3", stdout=out)
+    call_command("simulate_study", "--seed", "3", "--only", "pairwise,ppi", stdout=out)
     text = out.getvalue()
     assert "labels to τ ≥ 0.9, round-robin" in text and "labels to τ ≥ 0.9, adaptive" in text
     assert text.count("| pairwise |") == 8
@@ -113,3 +114,18 @@ def test_systems_with_the_same_data_tie_in_the_target():
         estimate = study.target.copy()
         estimate[lower] -= 0.01
         assert kendalltau(estimate, study.target).statistic >= TAU_TARGET
+
+
+@pytest.mark.django_db
+def test_the_new_studies_answer_in_the_json_and_the_table():
+    """The cluster study through the command with few replications (the full run's numbers are
+    checked in tests/docs/test_statistics_numbers.py against the stored answers)."""
+    out = io.StringIO()
+    call_command("simulate_study", "--seed", "7", "--json", "--only", "cluster", "--replications", "2", stdout=out)
+    answer = json.loads(out.getvalue())
+    assert set(answer) == {"cluster"}
+    assert answer["cluster"]["topics"] == 5 and answer["cluster"]["replications"] == 2
+    assert 0 <= answer["cluster"]["coverage"] <= 1
+    out = io.StringIO()
+    call_command("simulate_study", "--seed", "7", "--only", "cluster", "--replications", "2", stdout=out)
+    assert "topic-clustered 95 % interval: coverage" in out.getvalue()
