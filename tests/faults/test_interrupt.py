@@ -81,7 +81,7 @@ def machine_services():
         pytest.skip("needs the machine's PostgreSQL and Redis, as make faults uses them")
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_stopping_make_faults_stops_every_process_it_started(how):
     process, started = orchestrator_with_workers()
     workers = [pid for pid, command in started.items() if "celery" in command]
