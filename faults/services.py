@@ -25,7 +25,8 @@ def die_with_parent() -> None:
     """``preexec_fn`` of every process ``make faults`` starts: the kernel sends it SIGKILL when the
     orchestrator dies, even by SIGKILL (``PR_SET_PDEATHSIG``), so a run killed at a time limit leaves
     nothing behind; a process started in a session of its own is otherwise out of reach of the
-    signal that killed us."""
+    signal that killed us. The kernel ties it to the thread that started the process: start them
+    from the main thread (every scenario runs there)."""
     import ctypes
     import signal as signals
 

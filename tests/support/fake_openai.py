@@ -516,7 +516,8 @@ class FakeOpenAI:
 
 def _die_with_parent() -> None:
     """SIGKILL for the server process once the process that started it dies (``PR_SET_PDEATHSIG``):
-    a benchmark or ``make faults`` killed at a time limit leaves no server behind."""
+    a benchmark or ``make faults`` killed at a time limit leaves no server behind. (The kernel ties it to
+    the starting thread: start the server from a thread that outlives it, e.g. the main one.)"""
     import ctypes
     import os
     import signal
