@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -23,6 +25,7 @@ from core.http import refuse
 from core.workers import live_workers
 
 from ..calibration.views import leaderboard_calibration
+from .views_reading import human_vs_automated_protocol, preference_sources_in
 from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
@@ -129,7 +132,7 @@ def human_ranking(request):
         x_label="Bradley–Terry θ on an Elo-like scale", chart_id="chart-human",
     ) if ranking["systems"] else None
     context = {"ranking": ranking, "chart": chart, "options": human_selectors.scope_options(), "scope": scope,
-               "by": ranking["by"]}
+               "by": ranking["by"], "mixed_sources": preference_sources_in(scope)}
     return render(request, "dashboards/human.html", context)
 
 
@@ -146,12 +149,16 @@ def agreement(request):
             rows.extend([g["judge"], g["step"], v["level"], v["n"], v["accuracy"], v["kappa"], v["alpha"], None, None,
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
-    judge = agreement_selectors.judge_agreement(user=request.user)
-    iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
-    consistency = judge_consistency.judge_consistency() if is_global_curator(request.user) else None
+    # The scope picker: project labels and imported files side by side (default), or one of them.
+    labels = request.GET.get("labels", "")
+    labels = labels if labels in ("projects", "imported") else ""
+    projects, imported = labels != "imported", labels != "projects"
+    judge = agreement_selectors.judge_agreement(user=request.user) if projects else None
+    iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user)) if projects else None
+    consistency = judge_consistency.judge_consistency() if projects and is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
-                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement(),
-                   "judge_consistency": consistency})
+                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement() if imported else [],
+                   "judge_consistency": consistency, "labels_scope": labels})
 
 
 @login_required
@@ -241,7 +248,12 @@ def chart_human_vs_auto(request):
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("dashboards:chart_human_vs_auto")
-    data = human_selectors.human_vs_automated(scope=scope, metric=request.GET.get("metric", ""))
+    metric = request.GET.get("metric", "")
+    if not scope.protocol and not metric:  # open on a protocol where the chart has points
+        scope = replace(scope, protocol=human_vs_automated_protocol())
+    if scope.protocol and metric and not metric.startswith(f"{scope.protocol}:"):
+        metric = ""  # the protocol was changed in the picker: its own first metric
+    data = human_selectors.human_vs_automated(scope=scope, metric=metric)
     chosen, corr = data["metric"], data["correlation"]
     if _wants_csv(request):
         rows = [[p["system"], p["human"], p["metric"]] for p in (corr["points"] if corr else [])]
@@ -253,6 +265,7 @@ def chart_human_vs_auto(request):
     ) if corr else None
     return render(request, "dashboards/chart.html", {
         "chart": chart, "kind": "human_vs_auto", "corr": corr, "options": data["correlations"], "metric": chosen,
+        "protocol": data["scope"]["protocol"], "protocols": Protocol.choices,
         "title": "Human vs automated", "explain": "Each point is a system present both in the human preferences and in "
         "the automated leaderboard.",
     })
