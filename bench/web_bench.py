@@ -242,6 +242,7 @@ class Gunicorn:
         self.env, self.log, self.workers, self.threads = env, log, workers, threads
         self.port = _free_port()
         self.process: subprocess.Popen | None = None
+        self.preexec_fn = None  # e.g. make faults': die with the orchestrator
 
     def __enter__(self) -> "Gunicorn":
         self.process = subprocess.Popen(
@@ -249,6 +250,7 @@ class Gunicorn:
              "--worker-class", "gthread", "--workers", str(self.workers), "--threads", str(self.threads),
              "--keep-alive", "30", "--log-level", "warning"],
             cwd=ROOT, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=self.preexec_fn,
         )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:

@@ -8,6 +8,9 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from . import converters  # noqa: F401  (registers <id:> before any app's routes are resolved)
         from . import worker_process  # noqa: F401  (connects the heartbeat to Celery's signals)
+        from .bounded import digits_only_model_serializers
+
+        digits_only_model_serializers()  # "٣" is not 3 in any API
         from django.contrib.auth import get_user_model
         from django.db.models.signals import pre_save
 

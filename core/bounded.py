@@ -102,6 +102,26 @@ class BoundedIntegerField(forms.IntegerField):
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
 
 
+class DigitsIntegerSerializerField(serializers.IntegerField):
+    """DRF's ``IntegerField`` reading text in ASCII digits only: DRF calls ``int()``, which reads "٣"
+    as 3, "𝟓" as 5 and "1_0" as 10. ``ModelSerializer`` builds its integer fields from this class (``CoreConfig.ready``
+    puts it in ``serializer_field_mapping``), so an API's model fields say the same as the rest."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and (not data.isascii() or "_" in data):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+def digits_only_model_serializers() -> None:
+    """Every ``ModelSerializer``'s integer columns as ``DigitsIntegerSerializerField`` (DRF's own
+    mapping otherwise: its ranges and messages stay)."""
+    mapping = serializers.ModelSerializer.serializer_field_mapping
+    for model_field, field in list(mapping.items()):
+        if field is serializers.IntegerField:
+            mapping[model_field] = DigitsIntegerSerializerField
+
+
 class BoundedIntegerSerializerField(serializers.IntegerField):
     """An API's whole number within [min_value, max_value] (default 0 … ``INT32_MAX``)."""
 

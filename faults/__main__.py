@@ -1,16 +1,22 @@
-"""``python -m faults`` (``make faults``): start the topology, run every scenario, print the table."""
+"""``python -m faults`` (``make faults``): start the topology, run every scenario, print the table.
+
+``--only NAME ...`` runs some scenarios (``--list`` names them). Interrupted (Ctrl-C, SIGTERM or
+SIGHUP, e.g. ``timeout``), it stops everything it started before it exits; killed outright
+(SIGKILL), the kernel stops its processes for it (each is started with ``die_with_parent``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
 
+from .batch_providers import KINDS as BATCH_PROVIDER_KINDS, batch_provider_fault
 from .scenarios import (
     Row,
     annotators_web_kill,
@@ -25,7 +31,15 @@ from .scenarios import (
 from .services import MACHINE_RABBITMQ, Postgres, Redis, TcpProxy, answers, rabbitmq_url
 from .stack import Stack
 
-SCENARIOS = ("redis", "rabbitmq", "sqlite", "postgres-restart", "annotators", "batch")
+SCENARIOS = ("redis", "rabbitmq", "sqlite", "postgres-restart", "annotators", "batch", "batch-providers")
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP: unwinds like Ctrl-C, through every cleanup step."""
+
+
+def interrupted(signum, frame) -> None:
+    raise Interrupted(signal.Signals(signum).name)
 
 
 def attempt(rows: list[Row], scenario: str, broker: str, function, *args, **kwargs) -> None:
@@ -52,7 +66,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", choices=SCENARIOS, default=list(SCENARIOS))
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs) afterwards")
+    parser.add_argument("--list", action="store_true", help="name the scenarios and stop")
     args = parser.parse_args()
+    if args.list:
+        print("\n".join(SCENARIOS))
+        return 0
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, interrupted)
     started = time.monotonic()
     work_dir = Path(tempfile.mkdtemp(prefix="ses-faults."))
     suffix = os.getpid()
@@ -127,13 +147,25 @@ def main() -> int:
             attempt(rows, "worker kill -9 while a batch is pending", "Redis", batch_worker_kill, stack, "Redis",
                     judge.base_url, batch_server)
             stack.stop()
+        if "batch-providers" in args.only:
+            stack = stack_up("pg-batch-providers", database("providers"), redis.url(), web=False)
+            for kind in BATCH_PROVIDER_KINDS:
+                attempt(rows, f"batch provider: {kind}", "Redis", batch_provider_fault, stack, "Redis", kind)
+            stack.stop()
         if "annotators" in args.only:
             stack = Stack(name="pg-web", database_url=database("web"), broker_url=redis.url(), work_dir=work_dir)
             cleanup.append(stack.stop)
             stack.migrate()
             attempt(rows, "50 annotators, web kill -9", "Redis", annotators_web_kill, stack, "Redis")
             stack.stop()
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"faults: interrupted ({type(exc).__name__} {exc}): stopping everything started", file=sys.stderr,
+              flush=True)
+        rows.append(Row("(interrupted)", "—", "—", f"{type(exc).__name__} {exc}", False))
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the cleanup short
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_IGN)
         for step in reversed(cleanup):
             try:
                 step()

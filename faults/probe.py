@@ -43,7 +43,19 @@ def batch_state(*, run_id: int) -> dict:
     run = EvaluationRun.objects.get(pk=run_id)
     return {"batches": list(run.batches.order_by("pk").values_list("batch_id", "status")),
             "calls": dict(run.batch_calls.values_list("status").annotate(n=Count("pk")).order_by()),
-            "jobs": dict(run.jobs.values_list("status").annotate(n=Count("pk")).order_by())}
+            "jobs": dict(run.jobs.values_list("status").annotate(n=Count("pk")).order_by()),
+            "status": run.status, "error": run.error,
+            "batch_errors": list(run.batches.order_by("pk").values_list("error", flat=True)),
+            "call_errors": sorted(set(run.batch_calls.filter(status="failed").values_list("error", flat=True)))[:10],
+            "failed_ids": sorted(run.batch_calls.filter(status="failed").values_list("custom_id", flat=True))}
+
+
+def run_cancel(*, run_id: int) -> dict:
+    """Cancel a run as its page's button does (its open batches are cancelled at the next poll)."""
+    from scoring.models import EvaluationRun
+    from scoring.services.runs import run_cancel as cancel
+
+    return {"status": cancel(run=EvaluationRun.objects.get(pk=run_id)).status}
 
 
 def curator_token() -> dict:
@@ -151,7 +163,8 @@ def labels_check(*, project_id: int, answered: list) -> dict:
             **overassignment(project_id=project_id)}
 
 
-ACTIONS = {f.__name__: f for f in (seed_reports, judge, batch_state, curator_token, run_of, run_state, compare,
+ACTIONS = {f.__name__: f for f in (seed_reports, judge, batch_state, run_cancel, curator_token, run_of, run_state,
+                                   compare,
                                    seed_export,
                                    export_state, seed_annotation, labels_check)}
 

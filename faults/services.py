@@ -21,6 +21,21 @@ class FaultsError(RuntimeError):
     """The fault run could not set up what it needs (not a lost-data finding)."""
 
 
+def die_with_parent() -> None:
+    """``preexec_fn`` of every process ``make faults`` starts: the kernel sends it SIGKILL when the
+    orchestrator dies, even by SIGKILL (``PR_SET_PDEATHSIG``), so a run killed at a time limit leaves
+    nothing behind; a process started in a session of its own is otherwise out of reach of the
+    signal that killed us. The kernel ties it to the thread that started the process: start them
+    from the main thread (every scenario runs there)."""
+    import ctypes
+    import signal as signals
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signals.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the orchestrator died before the line above: nobody would stop this one
+        os._exit(1)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -166,7 +181,8 @@ class Redis:
         self.address, self.db = ("127.0.0.1", free_port()), 0
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.address[1]), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-             "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+             "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=die_with_parent)
         wait_until(lambda: answers(self.address), 20, "our redis-server")
 
     @property

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.web_bench import Gunicorn, stop_group
 
-from .services import FaultsError, wait_until
+from .services import FaultsError, die_with_parent, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,7 +51,7 @@ class Stack:
 
     def manage(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, preexec_fn=die_with_parent)
 
     def migrate(self) -> None:
         done = self.manage("migrate", "--noinput")
@@ -60,7 +60,7 @@ class Stack:
 
     def probe(self, action: str, **arguments) -> dict:
         done = subprocess.run([sys.executable, "-m", "faults.probe", action, json.dumps(arguments)], cwd=ROOT,
-                              env=self.env, capture_output=True, text=True, timeout=600)
+                              env=self.env, capture_output=True, text=True, timeout=600, preexec_fn=die_with_parent)
         if done.returncode != 0:
             raise FaultsError(f"[{self.name}] probe {action} failed: {done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
@@ -74,6 +74,7 @@ class Stack:
         log = self.work_dir / f"worker-{hostname.split('@')[0]}.log"
 
         def limit() -> None:
+            die_with_parent()
             if file_size_limit is not None:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
 
@@ -109,6 +110,19 @@ class Stack:
         except psycopg.OperationalError:
             return []  # the database restarting: ask again
 
+    def peak_rss_mib(self) -> dict[str, float]:
+        """Each live worker process's peak resident memory so far (``VmHWM``), MiB."""
+        found = {}
+        for hostname, process in self.workers.items():
+            try:
+                status = Path(f"/proc/{process.pid}/status").read_text()
+            except OSError:
+                continue
+            line = next((row for row in status.splitlines() if row.startswith("VmHWM:")), "")
+            if line:
+                found[hostname] = int(line.split()[1]) / 1024
+        return found
+
     def kill_worker(self, hostname: str) -> None:
         process = self.workers.pop(hostname)
         os.killpg(process.pid, signal.SIGKILL)
@@ -122,6 +136,7 @@ class Stack:
             if done.returncode != 0:
                 raise FaultsError(f"[{self.name}] collectstatic failed: {done.stderr[-3000:]}")
         self.web = Gunicorn(self.env, self.work_dir / "gunicorn.log", workers=2, threads=4)
+        self.web.preexec_fn = die_with_parent
         if port is not None:
             self.web.port = port
         return self.web.__enter__()

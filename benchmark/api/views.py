@@ -75,7 +75,7 @@ class BibEntryListApi(ListApi):
         class Record(serializers.Serializer):
             title = serializers.CharField(max_length=5000)
             authors = serializers.CharField(required=False, allow_blank=True, max_length=20000)
-            year = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=32767)
+            year = BoundedIntegerSerializerField(required=False, allow_null=True, min_value=0, max_value=32767)
             venue = serializers.CharField(required=False, allow_blank=True, max_length=500)
             arxiv_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
             doi = serializers.CharField(required=False, allow_blank=True, max_length=255)

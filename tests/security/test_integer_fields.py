@@ -18,7 +18,7 @@ from rest_framework import serializers
 pytestmark = pytest.mark.django_db
 
 PACKAGES = ("core", "benchmark", "scoring", "annotation", "config")
-BAD_VALUES = (10**25, str(10**25), -1, "-1", "x", "1e400")
+BAD_VALUES = (10**25, str(10**25), -1, "-1", "x", "1e400", "٣", "𝟓", "²", "1_0")
 
 
 def _modules():

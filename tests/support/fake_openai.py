@@ -514,6 +514,19 @@ class FakeOpenAI:
         handler.wfile.flush()
 
 
+def _die_with_parent() -> None:
+    """SIGKILL for the server process once the process that started it dies (``PR_SET_PDEATHSIG``):
+    a benchmark or ``make faults`` killed at a time limit leaves no server behind. (The kernel ties it to
+    the starting thread: start the server from a thread that outlives it, e.g. the main one.)"""
+    import ctypes
+    import os
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:
+        os._exit(1)
+
+
 class FakeOpenAIProcess:
     """A ``FakeOpenAI`` serving from a process of its own, answering with ``RESPONDERS[responder]``."""
 
@@ -532,7 +545,7 @@ class FakeOpenAIProcess:
 
     def start(self) -> "FakeOpenAIProcess":
         self.process = subprocess.Popen([sys.executable, "-m", "tests.support.fake_openai", *self.args],
-                                        cwd=self.ROOT, stdout=subprocess.PIPE, text=True)
+                                        cwd=self.ROOT, stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
         self.base_url = self.process.stdout.readline().strip()
         if not self.base_url:
             self.stop()
