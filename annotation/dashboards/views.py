@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -18,8 +19,10 @@ from annotation.services.projects import project_from_verdicts
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
 from core.accounts import is_global_curator
+from core.bounded import ascii_digits
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
+from core.workers import live_workers
 
 from ..calibration.views import leaderboard_calibration
 from .views_reading import human_vs_automated_protocol, preference_sources_in
@@ -165,12 +168,17 @@ def agreement_inter_annotator(request):
     return render(request, "dashboards/_inter_annotator.html", {"iaa": iaa})
 
 
+COMPUTE_HERE_EVERY_SECONDS = 300  # one "compute here" per project this often (a large one takes a minute)
+
+
 @require_POST
 @login_required
 def agreement_compute_here(request):
     """Compute one project's agreement figures (``project`` in the form) in this request, when no
-    worker is alive to do it: only for a project the user may see on the page, any other id is
-    answered as missing."""
+    worker is alive to do it (the page offers it only then): only for a project the user may see on
+    the page, any other id is answered as missing; with a worker alive it is refused (409: the worker
+    computes them), and per project at most once every ``COMPUTE_HERE_EVERY_SECONDS`` (429), so
+    presses cannot pile minute-long computations onto the web processes."""
     raw = request.POST.get("project", "")
     try:
         project_id = id_from_text("project", raw) if raw.isdigit() else None
@@ -180,6 +188,16 @@ def agreement_compute_here(request):
         raise BadRequest("project: give the id of a project")
     if not any(p["id"] == project_id for p in agreement_selectors.curated_projects(request.user)):
         return refuse(request, "No such project among those whose agreement you may see.", status=404)
+    if live_workers():
+        return refuse(request, "A worker is running: it computes these figures, and the agreement page shows them "
+                               "as soon as they are stored.", status=409)
+    # the shared cache (Redis, or the file cache every process of the machine reads): add() is the lock
+    if not cache.add(f"agreement-compute-here:{project_id}", timezone.now().isoformat(), COMPUTE_HERE_EVERY_SECONDS):
+        response = refuse(request, f"This project's figures were computed here less than "
+                                   f"{COMPUTE_HERE_EVERY_SECONDS // 60} minutes ago; start a worker, or try again later.",
+                          status=429)
+        response["Retry-After"] = str(COMPUTE_HERE_EVERY_SECONDS)
+        return response
     project_agreement_refresh(project_id=project_id)
     messages.success(request, "Agreement figures computed.")
     return redirect(f"{reverse('dashboards:agreement')}#iaa-section")
@@ -406,7 +424,7 @@ def look_next_project(request):
     if not is_global_curator(request.user):
         return refuse(request, "Only curators create annotation projects.")
     raw_ids = request.POST.getlist("verdict")
-    bad = [raw for raw in raw_ids if not raw.isdigit() or int(raw) > MAX_ID]
+    bad = [raw for raw in raw_ids if not ascii_digits(raw) or int(raw) > MAX_ID]
     try:
         if bad:
             raise ValueError(f"verdict: {bad[0]!r} is not a verdict id")

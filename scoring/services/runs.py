@@ -42,7 +42,6 @@ from benchmark.models import Report, System, Task, TaskSet
 from core.broker import BrokerUnavailable, broker_address
 from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, orphaned
 from scoring.judges.endpoints import redact
-from scoring.judges.batch import BatchPending
 from scoring.judges.guard import GuardedJudge, JudgeStopped
 from scoring.models import EvaluationRun, JudgeBatch, JudgeConfig, RunJob, ScoreCard
 from scoring.pipelines import pipeline_for
@@ -295,6 +294,10 @@ def job_execute(*, job_id: int, judge=None, enqueue: bool = True, worker: str = 
     if outcome != "claimed":
         return outcome
     job = RunJob.objects.select_related("run__judge_config", "report__task", "report__system").get(pk=job_id)
+    # Here, not at the top: scoring.judges.batch imports the openai client (openai, pydantic, httpx: ~45 MiB),
+    # and this module is imported by the URL configuration of every web process, which never runs a job.
+    from scoring.judges.batch import BatchPending
+
     guard = None
     try:
         pipeline = pipeline_for(job.run.protocol)

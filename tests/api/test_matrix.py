@@ -65,6 +65,21 @@ def _import(w):
     return {"job_id": job.pk}
 
 
+def _revoked_invitation(w):
+    """A revoked invitation to project A: resending or revoking it again is a 400 naming its state."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Invitation
+
+    if "invitation" not in w.objs:
+        w.objs["invitation"] = Invitation.objects.create(
+            project=w.project_a, email="matrix@lab.org", token_hash="0" * 64, status="revoked",
+            expires_at=timezone.now() + timedelta(days=1))
+    return {"pk": w.project_a.pk, "invitation_id": w.objs["invitation"].pk}
+
+
 # The curator deletes it; the admin, asking next, finds it gone.
 DELETE_OWN_EXPORT = (403, 404, 404, 404, 204, 404)
 
@@ -114,6 +129,11 @@ API = {
                        ("patch", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 200, 200))],
     "project-members": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
                         ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
+    # Invitations by e-mail: the project's curators; an empty body is a 400 naming ``emails``.
+    "project-invitations": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
+                            ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
+    "project-invitation-resend": [("post", _revoked_invitation, {}, (403, 403, 404, 403, 400, 400))],
+    "project-invitation-revoke": [("post", _revoked_invitation, {}, (403, 403, 404, 403, 400, 400))],
     # ann_b is no member of A: the curator's removal is a 400 naming the user.
     "project-member-detail": [("delete", lambda w: {"pk": w.project_a.pk, "username": "ann_b"}, None,
                                (403, 403, 404, 403, 400, 400))],
@@ -236,7 +256,7 @@ PAGES = {
     "annotation:items": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:items_action": [("get", _project, (405,) * 6), ("post", _project, (302, 403, 404, 403, 302, 302))],
     "annotation:undo": [("get", _project, (405,) * 6)],
-    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/test_assignment.py
+    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/loop/test_claims.py
     "annotation:label": [("get", _item, (405,) * 6)],
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
