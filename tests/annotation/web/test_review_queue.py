@@ -130,3 +130,18 @@ def test_only_curators_reach_the_queue(client, task):
 def test_the_task_page_links_to_the_queue(client, boss, task):
     html = client.get(reverse("benchmark:task_detail", args=[task.pk])).content.decode()
     assert f'href="{reverse("annotation:review_queue")}?task={task.pk}" data-role="review-queue"' in html
+
+
+def test_the_reason_is_carried_in_the_native_export_with_the_history(client, boss, task):
+    import json
+
+    from benchmark.exporters.native import export_tasks_jsonl
+
+    item = ChecklistItem.objects.filter(group__task=task).order_by("pk").first()
+    _decide(client, item, decision="reject", reason="ambiguous", reason_text="two readings")
+    line = json.loads(export_tasks_jsonl([task], include_history=True))
+    exported = next(i for g in line["checklist_groups"] for i in g["items"] if i["text"] == item.text)
+    assert exported["review_status"] == "rejected"
+    (reject,) = [h for h in exported["history"] if h["action"] == "review.rejected"]
+    assert reject["after"]["review_reason"] == {"code": "ambiguous", "text": "two readings"}
+    assert "review queue" in reject["note"]
