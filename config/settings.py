@@ -73,6 +73,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "annotation.middleware.BlindRankingGate",
+    "annotation.crowd.middleware.CrowdGate",  # a crowd worker reaches their project's workspace only
     "config.headers.SecurityHeaders",
 ]
 
