@@ -72,8 +72,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "annotation.middleware.BlindRankingGate",
     "annotation.crowd.middleware.CrowdGate",  # a crowd worker reaches their project's workspace only
+    "annotation.middleware.BlindRankingGate",
     "config.headers.SecurityHeaders",
 ]
 

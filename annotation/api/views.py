@@ -24,7 +24,10 @@ from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerSerializerFi
 from core.parsers import BoundedJSONField
 from scoring.models import JudgeConfig
 
+from core.accounts import is_global_curator
+
 from ..blind import blind_overlap_warnings, status_shown, target_id_shown, with_revealed
+from ..crowd.models import CrowdStudy
 from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
 from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
@@ -165,8 +168,24 @@ class ProjectListApi(ListApi):
         return Response({**answer, "warnings": blind_overlap_warnings(project)}, status=status.HTTP_201_CREATED)
 
 
+class ProjectDetailSerializer(ProjectListApi.OutputSerializer):
+    crowd_token = serializers.SerializerMethodField(
+        help_text="the crowd study's entry token (/join/<token>/): the project's curators only; null otherwise")
+
+    class Meta(ProjectListApi.OutputSerializer.Meta):
+        fields = [*ProjectListApi.OutputSerializer.Meta.fields, "crowd_token"]
+
+    def get_crowd_token(self, project) -> str | None:
+        request = self.context.get("request")
+        if not project.has_crowd_study or request is None:
+            return None
+        if (project.my_role or (Role.CURATOR if is_global_curator(request.user) else None)) != Role.CURATOR:
+            return None
+        return CrowdStudy.objects.filter(project=project).values_list("token", flat=True).first()
+
+
 class ProjectDetailApi(DetailApi):
-    OutputSerializer = ProjectListApi.OutputSerializer
+    OutputSerializer = ProjectDetailSerializer
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, max_length=200)
@@ -196,7 +215,7 @@ class ProjectDetailApi(DetailApi):
         if "hold_seconds" in data:
             data["hold_duration"] = timedelta(seconds=data.pop("hold_seconds"))
         project_update(project=project, actor=request.user, **data)
-        return Response(self.OutputSerializer(self.get_queryset().get(pk=pk)).data)
+        return Response(self.OutputSerializer(self.get_queryset().get(pk=pk), context={"request": request}).data)
 
 
 class ProjectMemberListApi(GenericApi):

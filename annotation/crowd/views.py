@@ -22,7 +22,7 @@ from .selectors import worker_in, worker_standing
 from .services import crowd_join, crowd_worker_complete, study_for_token
 
 JOIN_RATE_DEFAULT = 30  # entry-link visits per client address per minute (``CROWD_JOIN_RATE``)
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+BACKEND = "core.authentication.ProfileModelBackend"  # loads the profile with the user, as every sign-in
 
 
 def _join_throttled(request) -> bool:
