@@ -4,6 +4,7 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from benchmark.api.common import GenericApi, input_of
@@ -43,6 +44,9 @@ class ItemCommentListApi(GenericApi):
 
     OutputSerializer = CommentSerializer
 
+    def get_permissions(self):  # members of every role discuss; ``comment_access`` decides per item
+        return [IsAuthenticated()]
+
     @extend_schema(responses={200: CommentSerializer(many=True)})
     def get(self, request, pk: int):
         """The item's discussion, oldest first (blind: once your label is committed and the reveal policy allows)."""
@@ -68,6 +72,9 @@ class NotificationListApi(GenericApi):
         position = serializers.IntegerField()
         author = serializers.CharField()
         created_at = serializers.DateTimeField()
+
+    def get_permissions(self):
+        return [IsAuthenticated()]
 
     def get(self, request):
         """Your unread mentions, newest first (read once you open the item's discussion)."""

@@ -2,7 +2,7 @@
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 
 from core.http import refuse
 
@@ -27,7 +27,7 @@ def panel(request, project_id: int, item_id: int):
         if request.method == "POST":
             return refuse(request, str(exc))
         page["closed"] = str(exc)
-        return render(request, "annotation/_comments.html", page)
+        return render(request, _template(request), page)
     status = 200
     if request.method == "POST":
         try:
@@ -37,4 +37,11 @@ def panel(request, project_id: int, item_id: int):
             status = 422
     notifications_read(user=request.user, item=item)
     page["comments"] = item_comments(item=item)
-    return render(request, "annotation/_comments.html", page, status=status)
+    if request.method == "POST" and not request.htmx and status == 200:
+        return redirect("annotation:comments", project_id=project.pk, item_id=item.pk)
+    return render(request, _template(request), page, status=status)
+
+
+def _template(request) -> str:
+    """htmx swaps the panel; without JavaScript the panel is a page of its own."""
+    return "annotation/_comments.html" if request.htmx else "annotation/comments_page.html"

@@ -5,9 +5,10 @@ checks (``/api/projects/<id>/attention-checks/``)."""
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from benchmark.api.common import GenericApi, input_of
+from benchmark.api.common import GenericApi, LabellerWrites, input_of
 from core.bounded import BoundedIntegerSerializerField
 from core.parsers import BoundedJSONField
 
@@ -32,7 +33,12 @@ class StudySerializer(serializers.ModelSerializer):
         return request.build_absolute_uri(path) if request is not None else path
 
 
-class CrowdStudyApi(GenericApi):
+class CuratorApi(GenericApi):
+    def get_permissions(self):  # project curators (not only global ones); ``curated_project`` and the services check
+        return [IsAuthenticated(), LabellerWrites()]
+
+
+class CrowdStudyApi(CuratorApi):
     class InputSerializer(serializers.Serializer):
         open = serializers.BooleanField(required=False)
         worker_param = serializers.CharField(required=False, max_length=40)
@@ -61,7 +67,7 @@ class CrowdStudyApi(GenericApi):
         return Response(StudySerializer(study, context={"request": request}).data)
 
 
-class CrowdTokenRotateApi(GenericApi):
+class CrowdTokenRotateApi(CuratorApi):
     OutputSerializer = StudySerializer
 
     @extend_schema(request=None, responses={200: StudySerializer})
@@ -72,7 +78,7 @@ class CrowdTokenRotateApi(GenericApi):
         return Response(StudySerializer(study, context={"request": request}).data)
 
 
-class AttentionCheckListApi(GenericApi):
+class AttentionCheckListApi(CuratorApi):
     class InputSerializer(serializers.Serializer):
         item = BoundedIntegerSerializerField(min_value=1)
         expected = BoundedJSONField(help_text='the known answer: label fields and their values, e.g. {"choice": "left"}')
