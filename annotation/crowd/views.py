@@ -94,3 +94,16 @@ def done(request, project_id: int):
     page = {"project": project, "code": study.completion_code, "completion_url": url,
             "standing": worker_standing(worker=worker)}
     return render(request, "annotation/crowd_done.html", page)
+
+
+def crowd_context(request, project: AnnotationProject, role: str) -> dict:
+    """The progress page's crowd study (curators only: its entry link is theirs to hand out)."""
+    if role != "curator" or not project.has_crowd_study:
+        return {"crowd": None}
+    study = CrowdStudy.objects.filter(project=project).first()
+    if study is None:
+        return {"crowd": None}
+    query = "&".join(f"{name}={{{{%{name}%}}}}" for name in (study.worker_param, study.study_param,
+                                                              study.session_param))
+    link = request.build_absolute_uri(reverse("crowd_join", kwargs={"token": study.token})) + "?" + query
+    return {"crowd": study, "crowd_link": link}

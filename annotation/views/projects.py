@@ -6,6 +6,7 @@ from django.shortcuts import render
 from core.accounts import is_global_curator
 
 from ..calibration.views import planner_context, sampling_sentence
+from ..crowd.views import crowd_context
 from ..selectors.progress import project_progress, projects_progress_for
 from ..selectors.projects import projects_for
 from .access import project_for
@@ -26,5 +27,5 @@ def progress(request, project_id: int):
     stats = project_progress(project=project, user=request.user)
     stats["percent"] = round(100 * (stats["items"] - stats["open"]) / stats["items"]) if stats["items"] else 0
     context = {"project": project, "role": role, "stats": stats, "sampling": sampling_sentence(project, role),
-               **planner_context(request, project, role)}
+               **planner_context(request, project, role), **crowd_context(request, project, role)}
     return render(request, "annotation/progress.html", context)
