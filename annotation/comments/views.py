@@ -18,7 +18,8 @@ def panel(request, project_id: int, item_id: int):
     discussion is still closed to the user the panel says when it opens (a POST is refused)."""
     project, _ = project_for(request, project_id)
     item = item_in(project, item_id)
-    page = {"project": project, "item": item, "closed": "", "error": "", "text": "", "max": COMMENT_MAX}
+    page = {"project": project, "item": item, "closed": "", "error": "", "text": "", "max": COMMENT_MAX,
+            "standalone": not request.htmx}
     try:
         comment_access(item=item, user=request.user)
     except ItemUnreachable:

@@ -30,6 +30,8 @@ import time
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.crowd.selectors import flagged_annotators
+from annotation.models import AnnotationProject
 from annotation.services.values import label_numbers
 
 from .agreement import STORED_FIELDS, curated_projects, named_stats, project_ratings, ratings_stats
@@ -61,6 +63,13 @@ def agreement_compute(project: dict) -> tuple[dict, float]:
     level = project["label_level"]
     numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
     values = jsonable(ratings_stats(ratings, level=level, numbers=numbers))
+    if project.get("has_crowd_study"):  # a crowd study's figures also without the annotators its checks flag
+        flagged = frozenset(flagged_annotators(project=AnnotationProject(pk=project["id"])))
+        values["flagged"] = len(flagged)
+        if flagged:
+            ratings = project_ratings(project, expected=project["n_labels"] or 0, without=flagged)
+            numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
+            values["without_flagged"] = jsonable(ratings_stats(ratings, level=level, numbers=numbers))
     return values, time.perf_counter() - started
 
 

@@ -55,6 +55,7 @@ def test_a_crowd_worker_labels_their_quota_and_gets_the_completion_code(browser,
 
     page.locator(".ws-discussion summary").click()  # blind, reveals at close: the discussion stays closed
     expect(page.locator("[data-role=comments-closed]")).to_be_visible()
+    page.locator("[data-role=comments-closed]").scroll_into_view_if_needed()
     check("discussion-closed")
     page.locator(".ws-discussion summary").click()
 
