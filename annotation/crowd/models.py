@@ -13,6 +13,13 @@ from ..models.workspace import AnnotationItem, AnnotationProject
 CHECK_OVERLAP = 30000
 
 
+def is_attention_check(item) -> bool:
+    """Whether an item (its project read along) is an attention check, without a query: only
+    ``attention_check_set`` gives an item this overlap, and a crowd study refuses projects whose
+    own overlap reaches it. The loop asks it to keep checks out of what the metrics read."""
+    return item.project.has_crowd_study and item.labels_needed == CHECK_OVERLAP
+
+
 def crowd_token_new() -> str:
     return secrets.token_urlsafe(24)
 

@@ -46,6 +46,8 @@ def crowd_study_set(*, project: AnnotationProject, actor, **fields) -> CrowdStud
     study = study or CrowdStudy(project=project)
     for field, value in fields.items():
         setattr(study, field, value)
+    if project.overlap >= CHECK_OVERLAP:
+        raise ValueError(f"overlap: a crowd study's project asks fewer than {CHECK_OVERLAP} labels per item")
     if not 0 <= study.check_rate < 1:
         raise ValueError(f"check_rate: a share of the items, at least 0 and below 1, not {study.check_rate}")
     if not 1 <= study.quota <= 10000:

@@ -8,7 +8,7 @@ from django.test import Client
 from annotation.crowd.models import CHECK_OVERLAP, AttentionCheck, CrowdWorker
 from annotation.crowd.selectors import check_slots
 from annotation.crowd.services import attention_check_set, crowd_study_set, crowd_token_rotate
-from annotation.models import AnnotationItem, Label, ProjectMembership
+from annotation.models import AnnotationItem, Label, PairwisePreference, ProjectMembership
 from core.models import AuditLog
 from tests.annotation_factories import pairwise_project, token
 from tests.api.conftest import client_for
@@ -148,6 +148,8 @@ def test_quota_checks_at_the_rate_and_results_in_progress(study, owner):
     assert len([item for item in labelled if item in checks]) == round(QUOTA * RATE)
     slots = check_slots(study, worker.user_id)
     assert {i for i, item in enumerate(labelled) if item in checks} == slots  # at the worker's secret places
+    # a check's answer tests the worker: it is no preference the rankings read
+    assert PairwisePreference.objects.filter(label__annotator=worker.user).count() == QUOTA - 2
 
     progress = client_for(owner).get(f"/api/projects/{study.project_id}/progress/").json()
     row = next(row for row in progress["annotators"] if row["user_id"] == worker.user_id)
