@@ -58,7 +58,8 @@ class ItemCommentListApi(GenericApi):
     def post(self, request, pk: int):
         """Post a comment; ``@username`` notifies that member (in-app, and by e-mail where configured)."""
         item = reachable_item(request, pk)
-        comment = comment_post(item=item, author=request.user, text=input_of(self, request)["text"])
+        comment = comment_post(item=item, author=request.user, text=input_of(self, request)["text"],
+                               site=request.build_absolute_uri("/"))
         shown = next(row for row in item_comments(item=item) if row["id"] == comment.pk)
         return Response(CommentSerializer(shown).data, status=status.HTTP_201_CREATED)
 

@@ -4,11 +4,11 @@ notifications read. Each in one transaction with its audit row."""
 import logging
 import re
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 from core.accounts import is_global_curator
@@ -78,20 +78,21 @@ def _mentioned(item: AnnotationItem, text: str, author) -> list:
     return readers
 
 
-def _email(notification_ids: list[int]) -> None:
-    """After the commit: each mentioned member with an address gets a short e-mail (never the
-    comment's text: it may speak of labels the mail would carry outside the project)."""
+def _email(notification_ids: list[int], site: str) -> None:
+    """After the commit: each mentioned member with an address gets a short e-mail through
+    Django's e-mail backend (never the comment's text: it may speak of labels the mail would
+    carry outside the project). ``site``: the scheme and host the link starts with."""
     for note in CommentNotification.objects.filter(pk__in=notification_ids).select_related(
             "user", "comment__author", "comment__item"):
         if not note.user.email:
             continue
         item = note.comment.item
-        path = f"/annotate/{item.project_id}/items/{item.pk}/"
+        path = reverse("annotation:comments", kwargs={"project_id": item.project_id, "item_id": item.pk})
         try:
             send_mail(
                 subject=f"You were mentioned on item {item.position}",
                 message=f"{note.comment.author.username} mentioned you in the discussion of item {item.position}.\n"
-                        f"Open it: {getattr(settings, 'SITE_URL', '').rstrip('/')}{path}\n",
+                        f"Open it: {site.rstrip('/')}{path}\n",
                 from_email=None, recipient_list=[note.user.email],
             )
         except Exception:  # a mail server that refuses never undoes the comment; it is logged
@@ -101,10 +102,11 @@ def _email(notification_ids: list[int]) -> None:
 
 
 @transaction.atomic
-def comment_post(*, item: AnnotationItem, author, text: str) -> ItemComment:
+def comment_post(*, item: AnnotationItem, author, text: str, site: str = "") -> ItemComment:
     """A comment on the item by ``author`` (``comment_access`` decides), its mentions notified
-    (in-app; by e-mail after the commit where the member has an address). ``ValueError`` naming
-    ``text`` when it is empty or too long; nothing is stored then."""
+    (in-app; by e-mail after the commit where the member has an address; ``site``: the scheme
+    and host of the link in it). ``ValueError`` naming ``text`` when it is empty or too long;
+    nothing is stored then."""
     comment_access(item=item, user=author)
     text = (text or "").strip()
     if not text:
@@ -121,7 +123,7 @@ def comment_post(*, item: AnnotationItem, author, text: str) -> ItemComment:
                                               "mentions": [user.username for user in mentioned]})
     if notes:
         ids = [note.pk for note in notes]
-        transaction.on_commit(lambda: _email(ids), robust=True)
+        transaction.on_commit(lambda: _email(ids, site), robust=True)
     return comment
 
 

@@ -32,7 +32,8 @@ def panel(request, project_id: int, item_id: int):
     status = 200
     if request.method == "POST":
         try:
-            comment_post(item=item, author=request.user, text=request.POST.get("text", ""))
+            comment_post(item=item, author=request.user, text=request.POST.get("text", ""),
+                         site=request.build_absolute_uri("/"))
         except ValueError as exc:
             page.update(error=str(exc).removeprefix("text: "), text=request.POST.get("text", ""))
             status = 422

@@ -21,7 +21,6 @@ from .models import CrowdStudy
 from .selectors import worker_in, worker_standing
 from .services import crowd_join, crowd_worker_complete, study_for_token
 
-JOIN_RATE_DEFAULT = 30  # entry-link visits per client address per minute (``CROWD_JOIN_RATE``)
 BACKEND = "core.authentication.ProfileModelBackend"  # loads the profile with the user, as every sign-in
 
 
@@ -35,7 +34,7 @@ def _join_throttled(request) -> bool:
     except ValueError:
         cache.set(key, 1, 61)
         count = 1
-    return count > getattr(settings, "CROWD_JOIN_RATE", JOIN_RATE_DEFAULT)
+    return count > settings.CROWD_JOIN_RATE
 
 
 def join(request, token: str):

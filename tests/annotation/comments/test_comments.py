@@ -93,6 +93,7 @@ def test_mentions_notify_who_may_read_and_email_them(blind, owner, alice, bob, s
     assert note.user == owner and note.emailed
     assert len(mail.outbox) == 1 and mail.outbox[0].to == ["curator@lab.example"]
     assert "omitted" not in mail.outbox[0].body  # the text stays in the project
+    assert f"http://testserver/annotate/{project.pk}/items/{item.pk}/comments/" in mail.outbox[0].body
     unread = client_for(owner).get("/api/notifications/").json()
     assert [(row["item"], row["author"]) for row in unread] == [(item.pk, "alice")]
     client_for(owner).get(comments_path(item))  # reading the discussion reads its mentions
