@@ -10,7 +10,7 @@ its items, so outsiders cannot tell which projects exist. What an item shows com
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import BooleanField, Q, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -295,11 +295,21 @@ class ProjectItemListApi(ListApi):
         # unrevealed item's adjudication reads as complete.
         target_id = serializers.SerializerMethodField()
         status = serializers.SerializerMethodField()
+        labels_needed = serializers.SerializerMethodField(help_text="null for a crowd study's labellers")
+        labels_done = serializers.SerializerMethodField(help_text="null for a crowd study's labellers")
 
         class Meta:
             model = AnnotationItem
             fields = ["id", "project", "target_kind", "target_id", "task", "position", "labels_needed",
                       "labels_done", "status", "completed_at"]
+
+        # a crowd study's attention checks take every worker's label (``annotation.crowd``): their
+        # counts would single them out, so the study's labellers see none (as in the workspace)
+        def get_labels_needed(self, item) -> int | None:
+            return None if getattr(item, "counts_hidden", False) else item.labels_needed
+
+        def get_labels_done(self, item) -> int | None:
+            return None if getattr(item, "counts_hidden", False) else item.labels_done
 
         def get_target_id(self, item) -> int | None:
             return target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=item.revealed)
@@ -312,8 +322,11 @@ class ProjectItemListApi(ListApi):
     ordering_fields = ("position", "labels_done", "completed_at")
 
     def get_queryset(self):
-        project, _ = member_project(self.request, self.kwargs["pk"])
+        project, role = member_project(self.request, self.kwargs["pk"])
         items = with_revealed(AnnotationItem.objects.filter(project=project), self.request.user)
+        if project.has_crowd_study and role != Role.CURATOR:
+            items = items.annotate(counts_hidden=Value(True, output_field=BooleanField()))
+            self.ordering_fields = ("position", "completed_at")  # nor an order by the counts
         status_filter = self.request.query_params.get("status")
         if status_filter:  # the status as shown: ``adjudicated`` finds only items revealed as such
             complete = AnnotationItem.Status.COMPLETE

@@ -137,7 +137,8 @@ def _work_through(client, study, choice):
     return labelled
 
 
-def test_quota_checks_at_the_rate_and_results_in_progress(study, owner):
+def test_quota_checks_at_the_rate_and_results_in_progress(study, owner, alice):
+    expert = alice
     client = Client()
     join(client, study)
     worker = CrowdWorker.objects.get(worker_id="w1")
@@ -156,6 +157,11 @@ def test_quota_checks_at_the_rate_and_results_in_progress(study, owner):
     assert (row["attention_checks"], row["attention_failed"], row["flagged"]) == (2, 2, True)
     assert progress["items"] == AnnotationItem.objects.filter(project_id=study.project_id).count() - 3
     assert progress["labels_needed"] < CHECK_OVERLAP  # the checks' overlap is not counted
+    ProjectMembership.objects.create(project_id=study.project_id, user=expert, role="annotator")
+    listed = client_for(expert).get(f"/api/projects/{study.project_id}/items/").json()["results"]
+    assert {row["labels_needed"] for row in listed} == {None}  # no count singles the checks out
+    assert client_for(expert).get(f"/api/projects/{study.project_id}/items/?ordering=labels_done").status_code == 400
+    assert client_for(owner).get(f"/api/projects/{study.project_id}/items/").json()["results"][0]["labels_needed"]
     own = api.get(f"/api/projects/{study.project_id}/progress/").json()
     assert own["annotators"][0]["attention_checks"] is None  # a worker never learns which items were checks
 
