@@ -25,6 +25,7 @@ project_patterns = [
     path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),
     path("<id:project_id>/items/<id:item_id>/add/", workspace.item_add, name="add_item"),
     path("<id:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
+    path("<id:project_id>/crowd/", crowd.study_page, name="crowd_study"),
     path("<id:project_id>/crowd/done/", crowd.done, name="crowd_done"),
     path("<id:project_id>/items/<id:item_id>/comments/", comments.panel, name="comments"),
     path("<id:project_id>/items/<id:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),

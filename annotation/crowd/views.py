@@ -3,6 +3,7 @@
 import time
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
@@ -17,9 +18,10 @@ from ..loop.claims import claim_next_items
 from ..models import AnnotationProject
 from ..services.errors import ProjectNotOpenError
 from ..views.access import project_for
-from .models import CrowdStudy
+from .forms import CrowdStudyForm
+from .models import CrowdStudy, completion_code_new
 from .selectors import worker_in, worker_standing
-from .services import crowd_join, crowd_worker_complete, study_for_token
+from .services import crowd_join, crowd_study_set, crowd_token_rotate, crowd_worker_complete, study_for_token
 
 BACKEND = "core.authentication.ProfileModelBackend"  # loads the profile with the user, as every sign-in
 
@@ -106,3 +108,32 @@ def crowd_context(request, project: AnnotationProject, role: str) -> dict:
                                                               study.session_param))
     link = request.build_absolute_uri(reverse("crowd_join", kwargs={"token": study.token})) + "?" + query
     return {"crowd": study, "crowd_link": link}
+
+
+@login_required
+def study_page(request, project_id: int):
+    """The curators' page of the project's crowd study: open it or change it (POST ``action=save``),
+    rotate its entry link (``action=rotate``); the entry link to paste into the platform."""
+    project, role = project_for(request, project_id)
+    if role != "curator":
+        return refuse(request, "Only the project's curators open it to a crowd and hand out its entry link.")
+    study = CrowdStudy.objects.filter(project=project).first()
+    action = request.POST.get("action", "")
+    form = CrowdStudyForm(request.POST if action == "save" else None,
+                          initial=CrowdStudyForm.initial_of(study) or {"completion_code": completion_code_new()})
+    status = 200
+    if request.method == "POST":
+        try:
+            if action == "rotate" and study is not None:
+                crowd_token_rotate(project=project, actor=request.user)
+                messages.success(request, "New entry link: the old one answers “not found” from now on.")
+                return redirect("annotation:crowd_study", project_id=project.pk)
+            if action == "save" and form.is_valid():
+                crowd_study_set(project=project, actor=request.user, **form.study_fields())
+                messages.success(request, "Crowd study saved.")
+                return redirect("annotation:crowd_study", project_id=project.pk)
+        except ValueError as exc:
+            form.add_error(None, str(exc))
+        status = 400
+    page = {"project": project, "study": study, "form": form, **crowd_context(request, project, role)}
+    return render(request, "annotation/crowd_study.html", page, status=status)

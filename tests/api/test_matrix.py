@@ -243,6 +243,7 @@ PAGES = {
     # completion page: crowd workers only
     "annotation:comments": [("get", _item, (302, 404, 404, 200, 200, 200))],
     "annotation:crowd_done": [("get", _project, (302, 404, 404, 404, 404, 404))],
+    "annotation:crowd_study": [("get", _project, (302, 403, 404, 403, 200, 200))],
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",

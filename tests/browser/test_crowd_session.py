@@ -5,13 +5,14 @@ completion code, which sends them back to the platform. Then the curator's progr
 their attention checks. Every page is checked with axe-core (WCAG 2 A/AA) and photographed as
 ``test-artifacts/screenshots/crowd-NN-<page>.png``."""
 
+import re
 from itertools import count
 
 import pytest
 from playwright.sync_api import expect
 
-from annotation.crowd.models import AttentionCheck, CrowdWorker
-from annotation.crowd.services import attention_check_set, crowd_study_set
+from annotation.crowd.models import AttentionCheck, CrowdStudy, CrowdWorker
+from annotation.crowd.services import attention_check_set
 from annotation.models import AnnotationItem, Label
 from tests.annotation_factories import pairwise_project
 from tests.factories import UserFactory
@@ -31,10 +32,6 @@ def test_a_crowd_worker_labels_their_quota_and_gets_the_completion_code(browser,
     curator.set_password("curator-pass-phrase")
     curator.save()
     project = pairwise_project(curator, [], n_tasks=2, n_systems=3, name="Crowd preferences")
-    study = crowd_study_set(project=project, actor=curator, quota=QUOTA, check_rate=0.25, completion_code="7F3A9C",
-                            completion_url=f"{live_server.url}/healthz?cc={{code}}")
-    for item in AnnotationItem.objects.filter(project=project).order_by("-position")[:2]:
-        attention_check_set(project=project, item_id=item.pk, expected={"choice": "left"}, actor=curator)
 
     numbers = count(1)
     context = browser.new_context(viewport=VIEWPORT)
@@ -46,7 +43,36 @@ def test_a_crowd_worker_labels_their_quota_and_gets_the_completion_code(browser,
         page.screenshot(path=str(SCREENSHOTS / f"crowd-{next(numbers):02d}-{name}.png"))
         assert_accessible(page, name)
 
-    page.goto(f"{live_server.url}/join/{study.token}/?PROLIFIC_PID=5f1e2d3c4b&STUDY_ID=st-1&SESSION_ID=se-1")
+    # The curator opens the project to Prolific on its crowd page and copies the entry link.
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "lab-curator")
+    page.fill("input[name=password]", "curator-pass-phrase")
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login/" not in url)
+    page.goto(f"{live_server.url}/annotate/{project.pk}/progress/")
+    page.get_by_role("link", name="Open this project to a crowd platform").click()
+    page.fill("#id_quota", str(QUOTA))
+    page.fill("#id_check_rate", "0.25")
+    page.fill("#id_completion_code", "7F3A9C")
+    page.fill("#id_completion_url", f"{live_server.url}/healthz?cc={{code}}")
+    check("crowd-study-form")
+    page.get_by_role("button", name="Open to a crowd platform").click()
+    expect(page.locator("#crowd-link")).to_have_value(re.compile(r"/join/[\w-]+/\?PROLIFIC_PID="))
+    check("crowd-study-open")
+    link = page.locator("#crowd-link").input_value()
+    study = CrowdStudy.objects.get(project=project)
+    assert (study.quota, study.check_rate, study.completion_code) == (QUOTA, 0.25, "7F3A9C")
+    for item in AnnotationItem.objects.filter(project=project).order_by("-position")[:2]:
+        attention_check_set(project=project, item_id=item.pk, expected={"choice": "left"}, actor=curator)
+    context.close()
+
+    # A worker arrives from Prolific, which fills in the placeholders.
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    worker_link = (link.replace("{{%PROLIFIC_PID%}}", "5f1e2d3c4b").replace("{{%STUDY_ID%}}", "st-1")
+                   .replace("{{%SESSION_ID%}}", "se-1"))
+    page.goto(worker_link)
     expect(page.locator(".ws-item")).to_have_count(1)
     assert page.url.endswith(f"/annotate/{project.pk}/")
     expect(page.locator("header nav")).to_have_count(0)  # no menu to anything else

@@ -217,3 +217,32 @@ def test_attention_check_api_refuses_an_answer_outside_the_label_set(study, owne
     assert ok.status_code == 201
     listed = client_for(owner).get(path).json()
     assert len(listed["checks"]) == 4
+
+
+def test_curators_open_a_study_and_rotate_its_link_on_its_page(owner, alice):
+    project = pairwise_project(owner, [alice], name="page study")
+    client = Client()
+    client.force_login(owner)
+    page = f"/annotate/{project.pk}/crowd/"
+    assert client.get(page).status_code == 200
+    bad = client.post(page, {"action": "save", "platform": "custom", "quota": "5", "check_rate": "0.2",
+                             "max_failures": "1", "completion_code": "ABC"})
+    assert bad.status_code == 400 and b"Name the platform" in bad.content and not project_has_study(project)
+    answer = client.post(page, {"action": "save", "platform": "mturk", "quota": "5", "check_rate": "0.2",
+                                "max_failures": "2", "completion_code": "ABC", "open": "on"})
+    assert answer.status_code == 302
+    study = project.crowd_study
+    assert (study.worker_param, study.quota, study.max_failures) == ("workerId", 5, 2)
+    shown = client.get(page).content.decode()
+    assert f"/join/{study.token}/?workerId={{{{%workerId%}}}}" in shown
+    client.post(page, {"action": "rotate"})
+    study.refresh_from_db()
+    assert study.token not in shown
+    alice_client = Client()
+    alice_client.force_login(alice)
+    assert alice_client.get(page).status_code == 403
+
+
+def project_has_study(project) -> bool:
+    project.refresh_from_db()
+    return project.has_crowd_study
