@@ -13,6 +13,7 @@ from django.utils import timezone
 from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
 
 from ..blind import revealed_unlabelled
+from ..crowd.models import AttentionCheck
 from ..crowd.selectors import attention_results, check_item_filter
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
 from ..rules import claims_live
@@ -71,7 +72,9 @@ def projects_progress_for(*, user, projects) -> dict[int, dict]:
     for (project_id, _), counts in labelling_counts(project_ids=list(stats), user=user).items():
         stats[project_id]["mine"] = counts["labels"]
     totals = (
-        AnnotationItem.objects.filter(check_item_filter(), project_id__in=curated)
+        # without crowd studies' attention checks: a NOT IN of a small table, not a join of every item
+        AnnotationItem.objects.filter(project_id__in=curated).exclude(
+            pk__in=AttentionCheck.objects.filter(item__project_id__in=curated).values("item_id"))
         .values_list("project")
         .annotate(
             labels_done=Sum("labels_done"), labels_needed=Sum("labels_needed"),

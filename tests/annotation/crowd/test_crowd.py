@@ -246,3 +246,11 @@ def test_curators_open_a_study_and_rotate_its_link_on_its_page(owner, alice):
 def project_has_study(project) -> bool:
     project.refresh_from_db()
     return project.has_crowd_study
+
+
+def test_project_list_totals_count_no_attention_check(study, owner):
+    from annotation.selectors.progress import projects_progress_for
+
+    row = projects_progress_for(user=owner, projects=[study.project])[study.project_id]
+    regular = AnnotationItem.objects.filter(project_id=study.project_id, attention_check__isnull=True)
+    assert row["labels_needed"] == sum(item.labels_needed for item in regular) == regular.count()
