@@ -26,7 +26,7 @@ class CrowdStudyForm(forms.Form):
     max_failures = BoundedIntegerField(min_value=1, max_value=1000, initial=1, label="Flag a worker after this many"
                                                                                       " failed checks")
     completion_code = forms.CharField(max_length=40, label="Completion code")
-    completion_url = forms.URLField(required=False, max_length=200, label="Completion URL",
+    completion_url = forms.URLField(required=False, max_length=200, label="Completion URL", assume_scheme="https",
                                     help_text="where a finished worker is sent; {code} is replaced by the code")
 
     def study_fields(self) -> dict:

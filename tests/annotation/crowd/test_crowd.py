@@ -58,6 +58,7 @@ def test_entry_link_lands_a_new_pseudonymous_annotator_in_the_workspace(study):
     assert AuditLog.objects.filter(action="crowd_worker.join", object_id=user.pk).count() == 1
     # the worker sees no label counts (an attention check's would stand out) and no menu
     assert b"labels so far" not in page.content and b'href="/dashboards/"' not in page.content
+    assert b'href="/annotate/"' not in page.content  # nor a link to the projects list (a 404 for them)
 
 
 def test_second_visit_is_the_same_account(study):
