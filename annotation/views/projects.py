@@ -6,6 +6,7 @@ from django.shortcuts import render
 from core.accounts import is_global_curator
 
 from ..calibration.views import planner_context, sampling_sentence
+from ..comments.selectors import unread_mentions
 from ..crowd.views import crowd_context
 from ..selectors.progress import project_progress, projects_progress_for
 from ..selectors.projects import projects_for
@@ -17,7 +18,8 @@ def project_list(request):
     projects = list(projects_for(request.user))
     stats = projects_progress_for(user=request.user, projects=projects)
     rows = [{"project": project, **stats[project.pk]} for project in projects]
-    context = {"rows": rows, "can_create": is_global_curator(request.user)}
+    context = {"rows": rows, "can_create": is_global_curator(request.user),
+               "mentions": unread_mentions(user=request.user, limit=20)}
     return render(request, "annotation/project_list.html", context)
 
 

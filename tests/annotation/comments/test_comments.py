@@ -96,6 +96,9 @@ def test_mentions_notify_who_may_read_and_email_them(blind, owner, alice, bob, s
     assert f"http://testserver/annotate/{project.pk}/items/{item.pk}/comments/" in mail.outbox[0].body
     unread = client_for(owner).get("/api/notifications/").json()
     assert [(row["item"], row["author"]) for row in unread] == [(item.pk, "alice")]
+    listing = Client()
+    listing.force_login(owner)
+    assert f'href="/annotate/{project.pk}/items/{item.pk}/comments/"' in listing.get("/annotate/").content.decode()
     client_for(owner).get(comments_path(item))  # reading the discussion reads its mentions
     assert client_for(owner).get("/api/notifications/").json() == []
 
