@@ -123,4 +123,15 @@ def test_a_crowd_worker_labels_their_quota_and_gets_the_completion_code(browser,
         f"{live_server.url}/join/{study.token}/?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
         "&SESSION_ID={{%SESSION_ID%}}")
     check("curator-progress")
+
+    # The curator discusses a settled item (k = 1: the worker's label settled it) on its page.
+    regular = next(item for item in shown if item not in checks)
+    page.goto(f"{live_server.url}/annotate/{project.pk}/items/{regular}/")
+    page.locator(".ws-discussion summary").click()
+    page.fill(".ws-comments textarea", "Left wins on **coverage**; worth a second look?")
+    page.get_by_role("button", name="Post comment").click()
+    expect(page.locator(".ws-comment-list li")).to_have_count(1)
+    expect(page.locator(".ws-comment-text strong")).to_have_text("coverage")
+    page.locator(".ws-comment-list").scroll_into_view_if_needed()
+    check("curator-discussion")
     context.close()
