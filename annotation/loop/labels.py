@@ -24,6 +24,7 @@ from ..blind import REPORT_FIELDS
 from ..crowd.models import is_attention_check
 from ..models import (
     VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference, ReportPair, Role,
+    TargetKind,
 )
 from ..services.audit import audit_records, audit_rows_for
 from ..services.errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError
@@ -237,7 +238,7 @@ class LabelBatch:
         store.labels_insert([label for _, label, _ in self.accepted], ended=ended)
         # an attention check's answer (``annotation.crowd``) is a test of the worker, not a preference
         pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
-                 if item.project.kind == AnnotationProject.Kind.PAIRWISE and not is_attention_check(item)]
+                 if item.target_kind == TargetKind.REPORT_PAIR and not is_attention_check(item)]
         if pairs:
             preference_record(rows=pairs)
 
