@@ -14,5 +14,9 @@ class AnnotationConfig(AppConfig):
         from .views.task_review import curation_panel
 
         hooks.connect()
+        from .crowd.selectors import claim_plan
+        from .loop.claims import claim_planner_register
+
+        claim_planner_register(claim_plan)  # a crowd study's quota and attention checks
         task_page_panel_register(curation_panel)  # the task page's curation card and solo review
         run_page_panel_register(calibration_panel)  # the run page's "Calibrated scores" card

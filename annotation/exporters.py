@@ -32,6 +32,7 @@ from core.models import AuditLog
 
 from .blind import (blind_items, label_value_shown, status_shown, target_id_shown, visible_gold_labels,
                     visible_labels)
+from .comments.models import ItemComment
 from .models import AnnotationProject, GoldLabel, Label, Role
 from .selectors.projects import project_role
 from .services.audit import audit_kind
@@ -44,9 +45,10 @@ LABEL_COLUMNS = ("label_id", "project_id", "project", "project_kind", "item_id",
                  "design", "inclusion_probability")
 GOLD_COLUMNS = ("item_id", "project_id", "project", "target_kind", "target_id", "task", "value", "note",
                 "decided_by", "decided_at")
+COMMENT_COLUMNS = ("comment_id", "item_id", "project_id", "project", "author", "text", "mentions", "created_at")
 AUDIT_COLUMNS = ("event_id", "at", "actor", "action", "project_id", "project", "target_kind", "target_id",
                  "before", "after")
-JSON_COLUMNS = {"value", "before", "after"}
+JSON_COLUMNS = {"value", "before", "after", "mentions"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class AnnotationScope:
     labels: QuerySet[Label]
     gold_labels: QuerySet[GoldLabel]
     audit_events: QuerySet[AuditLog] | None  # None: not theirs to see
+    comments: QuerySet[ItemComment] | None = None  # the discussion of the items they may read
 
     @property
     def name(self) -> str:
@@ -77,6 +80,7 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
                 design_shown=ExpressionWrapper(~Q(item__in=blind), output_field=BooleanField())),
             GoldLabel.objects.exclude(item__in=blind),
             AuditLog.objects.filter(project_id__isnull=False).exclude(project_id__in=blind.values("project")),
+            ItemComment.objects.exclude(item__in=blind),
         )
     project = AnnotationProject.objects.filter(pk=project_id).first()
     role = project_role(project=project, user=user) if project else None
@@ -84,13 +88,27 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
         raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
     if role == Role.CURATOR:
         return AnnotationScope([project], Label.objects.filter(project=project),
-                               GoldLabel.objects.filter(item__project=project), AuditLog.objects.filter(project_id=project.pk))
+                               GoldLabel.objects.filter(item__project=project), AuditLog.objects.filter(project_id=project.pk),
+                               ItemComment.objects.filter(project=project))
     # The design and each item's inclusion probability (from the judge's uncertainty, for adaptive
     # sampling) are the curators' until a blind study closes.
     hidden = project.blind and project.status != AnnotationProject.Status.CLOSED
     labels = visible_labels(user).filter(project=project).annotate(
         design_shown=Value(not hidden, output_field=BooleanField()))
-    return AnnotationScope([project], labels, visible_gold_labels(user).filter(item__project=project), None)
+    return AnnotationScope([project], labels, visible_gold_labels(user).filter(item__project=project), None,
+                           _member_comments(project, user, role))
+
+
+def _member_comments(project: AnnotationProject, user, role: str) -> QuerySet[ItemComment]:
+    """The comments a member who does not curate may read (``annotation.comments``: as
+    ``item_revealed``): all in a project that is not blind or has closed; after a label, on the
+    items they labelled, where the project reveals after each label; else none."""
+    comments = ItemComment.objects.filter(project=project)
+    if not project.blind or project.status == AnnotationProject.Status.CLOSED:
+        return comments
+    if role == Role.ANNOTATOR and project.reveal == AnnotationProject.Reveal.AFTER_LABEL:
+        return comments.filter(item__labels__annotator=user)
+    return comments.none()
 
 
 def _time(value: datetime | None) -> str | None:
@@ -152,6 +170,18 @@ def audit_rows(events: QuerySet[AuditLog]) -> Iterator[dict]:
         }
 
 
+def comment_rows(comments: QuerySet[ItemComment]) -> Iterator[dict]:
+    rows = comments.select_related("project", "author").prefetch_related("mentions").order_by(
+        "project_id", "item_id", "created_at", "pk")
+    for comment in rows.iterator(chunk_size=CHUNK):
+        yield {
+            "comment_id": comment.pk, "item_id": comment.item_id, "project_id": comment.project_id,
+            "project": comment.project.name, "author": comment.author.get_username(), "text": comment.text,
+            "mentions": sorted(user.get_username() for user in comment.mentions.all()),
+            "created_at": _time(comment.created_at),
+        }
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, cls=DjangoJSONEncoder)
 
@@ -186,7 +216,8 @@ class _Lines:
 
 
 FILES = (("labels", LABEL_COLUMNS, label_rows, "labels"), ("gold_labels", GOLD_COLUMNS, gold_rows, "gold_labels"),
-         ("audit_events", AUDIT_COLUMNS, audit_rows, "audit_events"))
+         ("audit_events", AUDIT_COLUMNS, audit_rows, "audit_events"),
+         ("comments", COMMENT_COLUMNS, comment_rows, "comments"))
 
 
 def write_annotations(

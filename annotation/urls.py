@@ -4,6 +4,8 @@ module at the root): projects, labelling and curation under ``/annotate/``, and 
 
 from django.urls import include, path
 
+from .comments import views as comments
+from .crowd import views as crowd
 from .views import adjudication, curation, exports, item_browser, projects, review_queue, task_review, workspace
 
 project_patterns = [
@@ -29,6 +31,9 @@ project_patterns = [
     path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),
     path("<id:project_id>/items/<id:item_id>/add/", workspace.item_add, name="add_item"),
     path("<id:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
+    path("<id:project_id>/crowd/", crowd.study_page, name="crowd_study"),
+    path("<id:project_id>/crowd/done/", crowd.done, name="crowd_done"),
+    path("<id:project_id>/items/<id:item_id>/comments/", comments.panel, name="comments"),
     path("<id:project_id>/items/<id:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
 ]
 
@@ -42,5 +47,6 @@ export_patterns = [
 
 urlpatterns = [
     path("annotate/", include((project_patterns, "annotation"))),
+    path("join/<str:token>/", crowd.join, name="crowd_join"),
     path("benchmark/", include((export_patterns, "exports"))),
 ]

@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "annotation.crowd.middleware.CrowdGate",  # a crowd worker reaches their project's workspace only
     "annotation.middleware.BlindRankingGate",
     "config.headers.SecurityHeaders",
 ]
@@ -340,6 +341,9 @@ REST_FRAMEWORK = {
     # in X-Forwarded-For: a client can write anything there, so it is read only when set.
     "NUM_PROXIES": int(os.environ.get("TRUSTED_PROXY_COUNT", "0")),
 }
+# Visits of crowd entry links (/join/<token>/) per client address and minute (annotation.crowd).
+CROWD_JOIN_RATE = int(os.environ.get("CROWD_JOIN_RATE", "30"))
+
 # Failed logins per username+client address before /login/ and the API token refuse (config/throttling.py).
 LOGIN_FAILURE_LIMIT = 10
 LOGIN_FAILURE_WINDOW = 15 * 60  # seconds, counted from the first failure

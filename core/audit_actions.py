@@ -73,6 +73,13 @@ class AuditAction(models.TextChoices):
     TASK_REVIEW_START = "task.review_start", "task review started"
     TASK_CURATE = "task.curate", "task curated"
     TASK_UNCURATE = "task.uncurate", "task curation undone"
+    # crowd studies and discussion (annotation.crowd, annotation.comments)
+    CROWD_STUDY_SET = "crowd_study.set", "crowd study set"
+    CROWD_TOKEN_ROTATE = "crowd_study.rotate_token", "crowd entry token rotated"
+    CROWD_WORKER_JOIN = "crowd_worker.join", "crowd worker joined"
+    CROWD_WORKER_COMPLETE = "crowd_worker.complete", "crowd worker completed"
+    ATTENTION_CHECK_SET = "attention_check.set", "attention check set"
+    COMMENT_POST = "comment.post", "comment posted"
 
     @classmethod
     def parse(cls, spelling: str) -> "AuditAction":

@@ -1,6 +1,8 @@
 from django.urls import path
 
 from annotation.calibration import api as calibration
+from annotation.comments import api as comments
+from annotation.crowd import api as crowd
 from annotation.dashboards import api as dashboards
 
 from . import exports, invitations, labels, views
@@ -23,6 +25,11 @@ urlpatterns = [
     path("projects/<id:pk>/items/", views.ProjectItemListApi.as_view(), name="project-items"),
     path("projects/<id:pk>/next/", labels.NextItemApi.as_view(), name="project-next"),
     path("annotation-items/<id:pk>/", views.ItemDetailApi.as_view(), name="item-detail"),
+    path("projects/<id:pk>/crowd/", crowd.CrowdStudyApi.as_view(), name="project-crowd"),
+    path("projects/<id:pk>/crowd/rotate-token/", crowd.CrowdTokenRotateApi.as_view(), name="project-crowd-rotate"),
+    path("projects/<id:pk>/attention-checks/", crowd.AttentionCheckListApi.as_view(), name="project-attention-checks"),
+    path("annotation-items/<id:pk>/comments/", comments.ItemCommentListApi.as_view(), name="item-comments"),
+    path("notifications/", comments.NotificationListApi.as_view(), name="notification-list"),
     path("annotation-items/<id:pk>/adjudicate/", views.ItemAdjudicateApi.as_view(), name="item-adjudicate"),
     path("annotation-items/<id:pk>/<str:side>/", views.ItemSideApi.as_view(), name="item-side"),
     path("assignments/", labels.AssignmentListApi.as_view(), name="assignment-list"),

@@ -10,7 +10,7 @@ its items, so outsiders cannot tell which projects exist. What an item shows com
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
-from django.db.models import Q
+from django.db.models import BooleanField, Q, Value
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -24,7 +24,10 @@ from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerSerializerFi
 from core.parsers import BoundedJSONField
 from scoring.models import JudgeConfig
 
+from core.accounts import is_global_curator
+
 from ..blind import blind_overlap_warnings, status_shown, target_id_shown, with_revealed
+from ..crowd.models import CrowdStudy
 from ..models import (DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership,
                       Role, TargetKind)
 from ..selectors.progress import project_progress
@@ -174,8 +177,24 @@ class ProjectListApi(ListApi):
         return Response({**answer, "warnings": blind_overlap_warnings(project)}, status=status.HTTP_201_CREATED)
 
 
+class ProjectDetailSerializer(ProjectListApi.OutputSerializer):
+    crowd_token = serializers.SerializerMethodField(
+        help_text="the crowd study's entry token (/join/<token>/): the project's curators only; null otherwise")
+
+    class Meta(ProjectListApi.OutputSerializer.Meta):
+        fields = [*ProjectListApi.OutputSerializer.Meta.fields, "crowd_token"]
+
+    def get_crowd_token(self, project) -> str | None:
+        request = self.context.get("request")
+        if not project.has_crowd_study or request is None:
+            return None
+        if (project.my_role or (Role.CURATOR if is_global_curator(request.user) else None)) != Role.CURATOR:
+            return None
+        return CrowdStudy.objects.filter(project=project).values_list("token", flat=True).first()
+
+
 class ProjectDetailApi(DetailApi):
-    OutputSerializer = ProjectListApi.OutputSerializer
+    OutputSerializer = ProjectDetailSerializer
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(required=False, max_length=200)
@@ -205,7 +224,7 @@ class ProjectDetailApi(DetailApi):
         if "hold_seconds" in data:
             data["hold_duration"] = timedelta(seconds=data.pop("hold_seconds"))
         project_update(project=project, actor=request.user, **data)
-        return Response(self.OutputSerializer(self.get_queryset().get(pk=pk)).data)
+        return Response(self.OutputSerializer(self.get_queryset().get(pk=pk), context={"request": request}).data)
 
 
 class ProjectMemberListApi(GenericApi):
@@ -285,11 +304,21 @@ class ProjectItemListApi(ListApi):
         # unrevealed item's adjudication reads as complete.
         target_id = serializers.SerializerMethodField()
         status = serializers.SerializerMethodField()
+        labels_needed = serializers.SerializerMethodField(help_text="null for a crowd study's labellers")
+        labels_done = serializers.SerializerMethodField(help_text="null for a crowd study's labellers")
 
         class Meta:
             model = AnnotationItem
             fields = ["id", "project", "target_kind", "target_id", "task", "position", "labels_needed",
                       "labels_done", "status", "completed_at"]
+
+        # a crowd study's attention checks take every worker's label (``annotation.crowd``): their
+        # counts would single them out, so the study's labellers see none (as in the workspace)
+        def get_labels_needed(self, item) -> int | None:
+            return None if getattr(item, "counts_hidden", False) else item.labels_needed
+
+        def get_labels_done(self, item) -> int | None:
+            return None if getattr(item, "counts_hidden", False) else item.labels_done
 
         def get_target_id(self, item) -> int | None:
             return target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=item.revealed)
@@ -302,8 +331,11 @@ class ProjectItemListApi(ListApi):
     ordering_fields = ("position", "labels_done", "completed_at")
 
     def get_queryset(self):
-        project, _ = member_project(self.request, self.kwargs["pk"])
+        project, role = member_project(self.request, self.kwargs["pk"])
         items = with_revealed(AnnotationItem.objects.filter(project=project), self.request.user)
+        if project.has_crowd_study and role != Role.CURATOR:
+            items = items.annotate(counts_hidden=Value(True, output_field=BooleanField()))
+            self.ordering_fields = ("position", "completed_at")  # nor an order by the counts
         status_filter = self.request.query_params.get("status")
         if status_filter:  # the status as shown: ``adjudicated`` finds only items revealed as such
             complete = AnnotationItem.Status.COMPLETE

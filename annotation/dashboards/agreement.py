@@ -236,11 +236,13 @@ def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
     return _label_key(kind, annotation_kind.key_value(dict(zip(fields, parts))), order)
 
 
-def project_ratings(project: dict, *, expected: int = 0) -> Ratings:
+def project_ratings(project: dict, *, expected: int = 0, without: frozenset[int] = frozenset()) -> Ratings:
     """A project's labels as ``Ratings``: one streamed query of (item, annotator, the value's key
     fields as text), so neither model rows nor decoded JSON values are held in memory; the
     consensus key is computed once per distinct combination of fields. ``expected``: about how
-    many labels there are (the items' counters), the room reserved for them."""
+    many labels there are (the items' counters), the room reserved for them. A crowd study's
+    attention checks are no items of the study: never counted (``annotation.crowd``);
+    ``without``: annotators whose labels are left out (those its checks flag)."""
     kind = project["kind"]
     parts = {f"k_{f}": Cast(KT(f"value__{f}"), TextField()) for f in kind_of(kind).key_fields}
     whole = kind_of(kind).whole_value_when
@@ -252,7 +254,12 @@ def project_ratings(project: dict, *, expected: int = 0) -> Ratings:
         for left, left_system, right, right_system in ReportPair.objects.filter(project_id=project["id"]).values_list(
                 "report_left_id", "report_left__system_id", "report_right_id", "report_right__system_id"):
             order[left], order[right] = left_system, right_system
-    rows = (Label.objects.filter(project_id=project["id"]).order_by().annotate(**parts)
+    labels = Label.objects.filter(project_id=project["id"])
+    if project.get("has_crowd_study"):
+        labels = labels.filter(item__attention_check__isnull=True)
+    if without:
+        labels = labels.exclude(annotator_id__in=list(without))
+    rows = (labels.order_by().annotate(**parts)
             .values_list("item_id", "annotator_id", *parts).iterator(chunk_size=RATINGS_CHUNK))
     codes: dict[tuple, int] = {}  # text parts → category
     categories: dict[tuple, int] = {}  # (type, key) → category: parts that make the same key share it
@@ -294,7 +301,7 @@ def curated_projects(user, *, with_fingerprint: bool = False, only: int | None =
         projects = projects.filter(pk=only)
     elif not everyone and not is_global_curator(user):
         projects = projects.filter(pk__in=ProjectMembership.objects.filter(user=user, role=Role.CURATOR).values("project"))
-    fields = ["id", "name", "kind", "judge_config_id", "label_level", "label_set"]
+    fields = ["id", "name", "kind", "judge_config_id", "label_level", "label_set", "has_crowd_study"]
     if not with_fingerprint:
         return list(projects.values(*fields)[:500])
     counters = AnnotationItem.objects.filter(project=OuterRef("pk")).order_by().values("project")

@@ -30,7 +30,9 @@ import time
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.crowd.selectors import flagged_annotators
 from annotation.kinds import kind_of
+from annotation.models import AnnotationProject
 from annotation.services.values import label_numbers
 
 from .agreement import STORED_FIELDS, curated_projects, named_stats, numeric_ratings, project_ratings, ratings_stats
@@ -68,6 +70,13 @@ def agreement_compute(project: dict) -> tuple[dict, float]:
         ratings, level = numeric_ratings(*scored), "interval"
         numbers = [float(value) for value in ratings.categories]
     values = jsonable(ratings_stats(ratings, level=level, numbers=numbers))
+    if project.get("has_crowd_study") and scored is None:  # a crowd study's: also without whom its checks flag
+        flagged = frozenset(flagged_annotators(project=AnnotationProject(pk=project["id"])))
+        values["flagged"] = len(flagged)
+        if flagged:
+            ratings = project_ratings(project, expected=project["n_labels"] or 0, without=flagged)
+            numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
+            values["without_flagged"] = jsonable(ratings_stats(ratings, level=level, numbers=numbers))
     own = kind.statistics(project)
     if own is not None:
         values[kind.name] = jsonable(own)

@@ -25,6 +25,17 @@ from . import store
 
 MAX_CLAIMS = 50  # items one request may claim (``?count=``); documented in docs/performance.md
 
+# What a crowd study (``annotation.crowd``, registered at ready) makes of the next claims in its
+# project: ``planner(project=, user=, now=, held=, want=)`` → one entry per claim to make, an item to
+# claim (an attention check) or None (the next item in the usual order); fewer entries end the
+# worker's quota. Asked only in projects with ``has_crowd_study``: no query elsewhere.
+_claim_planner = None
+
+
+def claim_planner_register(planner) -> None:
+    global _claim_planner
+    _claim_planner = planner
+
 
 def require_labeller(*, project: AnnotationProject, user, role: str | None = None) -> None:
     """``rules.labeller_refusal`` as an error: ``PermissionError`` or ``ProjectNotOpenError``.
@@ -106,16 +117,38 @@ def claim_more(
         Assignment.objects.filter(pk__in=stale).update(status=Assignment.Status.EXPIRED, ended_at=now)
     if len(usable) >= count:
         return usable[:count]
+    plan: list[AnnotationItem | None] = [None] * (count - len(usable))
+    if project.has_crowd_study and _claim_planner is not None:
+        plan = _claim_planner(project=project, user=user, now=now, held=usable, want=len(plan))
     claims: list[Assignment] = []
     passed_over = [claim.item_id for claim in usable]
-    while len(claims) < count - len(usable):
+    start = 0
+    while start < len(plan):
+        if plan[start] is not None:  # an item the planner chose, locked by it
+            made = claims_create(project=project, items=[plan[start]], user=user, now=now, audit=audit)
+            claims += made
+            passed_over += [claim.item_id for claim in made]
+            start += 1
+            continue
+        end = next((i for i in range(start, len(plan)) if plan[i] is not None), len(plan))
+        claims += _claims_in_order(project=project, user=user, now=now, passed_over=passed_over,
+                                   want=end - start, audit=audit)
+        start = end
+    return usable + claims
+
+
+def _claims_in_order(*, project, user, now: datetime, passed_over: list[int], want: int,
+                     audit: list[dict] | None) -> list[Assignment]:
+    """Up to ``want`` new claims on the next items in ``rules.claim_order`` (``passed_over`` grows)."""
+    claims: list[Assignment] = []
+    while len(claims) < want:
         items = store.claimable_items(project=project, user=user, now=now, passed_over=passed_over,
-                                      limit=count - len(usable) - len(claims))
+                                      limit=want - len(claims))
         if not items:
             break
         claims += claims_create(project=project, items=items, user=user, now=now, audit=audit)
         passed_over += [item.pk for item in items]
-    return usable + claims
+    return claims
 
 
 def claims_create(

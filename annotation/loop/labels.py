@@ -21,6 +21,7 @@ from core.audit_actions import AuditAction
 
 from .. import rules
 from ..blind import REPORT_FIELDS
+from ..crowd.models import is_attention_check
 from ..models import (
     VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference, ReportPair, Role,
     TargetKind,
@@ -235,8 +236,9 @@ class LabelBatch:
         for claim in ended:
             claim.status, claim.ended_at = Assignment.Status.SUBMITTED, self.now
         store.labels_insert([label for _, label, _ in self.accepted], ended=ended)
+        # an attention check's answer (``annotation.crowd``) is a test of the worker, not a preference
         pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
-                 if item.target_kind == TargetKind.REPORT_PAIR]
+                 if item.target_kind == TargetKind.REPORT_PAIR and not is_attention_check(item)]
         if pairs:
             preference_record(rows=pairs)
 

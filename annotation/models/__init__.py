@@ -23,6 +23,8 @@ from .workspace import (
     ReportPair,
     TargetKind,
 )
+from ..crowd.models import AttentionCheck, CrowdStudy, CrowdWorker  # noqa: E402,F401 (models of annotation.crowd)
+from ..comments.models import CommentNotification, ItemComment  # noqa: E402,F401 (models of annotation.comments)
 
 __all__ = [
     "DEFAULT_HOLD",

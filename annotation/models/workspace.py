@@ -158,6 +158,10 @@ class AnnotationProject(TimeStamped):
     pairs_budget = models.PositiveIntegerField(
         null=True, blank=True, help_text="adaptive pairwise: pairs to label in all; empty: every pair of reports")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    has_crowd_study = models.BooleanField(
+        default=False, editable=False,
+        help_text="set by annotation.crowd when the project is opened to a crowd platform: the loop's claim hook"
+                  " and the item counts read it without a query")
 
     class Meta:
         ordering = ["-created_at", "-id"]

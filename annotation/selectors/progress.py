@@ -13,6 +13,8 @@ from django.utils import timezone
 from benchmark.models import SETTLED_STATUSES, ReviewStatus, Task
 
 from ..blind import revealed_unlabelled
+from ..crowd.models import AttentionCheck
+from ..crowd.selectors import attention_results, check_item_filter
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, ProjectMembership, Role
 from ..rules import claims_live
 from .projects import LABELLING_ROLES, project_role, projects_for
@@ -70,7 +72,9 @@ def projects_progress_for(*, user, projects) -> dict[int, dict]:
     for (project_id, _), counts in labelling_counts(project_ids=list(stats), user=user).items():
         stats[project_id]["mine"] = counts["labels"]
     totals = (
-        AnnotationItem.objects.filter(project_id__in=curated)
+        # without crowd studies' attention checks: a NOT IN of a small table, not a join of every item
+        AnnotationItem.objects.filter(project_id__in=curated).exclude(
+            pk__in=AttentionCheck.objects.filter(item__project_id__in=curated).values("item_id"))
         .values_list("project")
         .annotate(
             labels_done=Sum("labels_done"), labels_needed=Sum("labels_needed"),
@@ -103,7 +107,11 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
     role = Role.CURATOR if user is None else project_role(project=project, user=user)
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
-    totals = AnnotationItem.objects.filter(project=project).aggregate(
+    # a crowd study's attention checks are no items of the study (``annotation.crowd``): counted apart
+    items = AnnotationItem.objects.filter(project=project)
+    if project.has_crowd_study:
+        items = items.filter(check_item_filter())
+    totals = items.aggregate(
         items=Count("pk"),
         open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN)),
         complete=Count("pk", filter=Q(status=AnnotationItem.Status.COMPLETE)),
@@ -129,11 +137,18 @@ def project_progress(*, project: AnnotationProject, user=None) -> dict:
             per_user.setdefault(user.pk, Counter())
     names = dict(get_user_model().objects.filter(pk__in=per_user).values_list("pk", "username"))
     timing = annotator_timing(project=project, user_ids=list(per_user))
+    # attention checks (``annotation.crowd``): curators' alone, since a worker told of a failure
+    # would learn which items were checks
+    checks = attention_results(project=project, user_ids=list(per_user)) if (
+        role == Role.CURATOR and project.has_crowd_study) else None
+    no_checks = {"checks": 0, "failed": 0, "flagged": False}
     annotators = [
         {
             "user_id": user_id, "username": names.get(user_id, ""), "labels": counts["labels"],
             "skips": counts["skips"], "active_claims": counts["active_claims"],
             **timing.get(user_id, {"seconds_median": None, "seconds_mean": None, "n_timed": 0, "last_activity": None}),
+            **({"attention_checks": None, "attention_failed": None, "flagged": None} if checks is None else dict(
+                zip(("attention_checks", "attention_failed", "flagged"), checks.get(user_id, no_checks).values()))),
         }
         for user_id, counts in sorted(per_user.items(), key=lambda kv: names.get(kv[0], ""))
     ]
@@ -188,7 +203,8 @@ def project_item_totals(*, project: AnnotationProject) -> dict:
     key = f"annotation:item-totals:{project.pk}"
     totals = cache.get(key)
     if totals is None:
-        counts = AnnotationItem.objects.filter(project=project).aggregate(
+        items = AnnotationItem.objects.filter(project=project)
+        counts = (items.filter(check_item_filter()) if project.has_crowd_study else items).aggregate(
             items=Count("pk"), open=Count("pk", filter=Q(status=AnnotationItem.Status.OPEN))
         )
         totals = {"items": counts["items"], "settled": counts["items"] - counts["open"]}

@@ -167,7 +167,11 @@ def item_context_for(
         "role": role,
         "item": {
             "id": item.pk, "position": item.position, "status": status_shown(item.status, revealed=revealed),
-            "labels_needed": item.labels_needed, "labels_done": item.labels_done, "target_kind": item.target_kind,
+            # a crowd study's attention checks take every worker's label (``annotation.crowd``): their
+            # counts would single them out, so its labellers see no item's counts
+            **({"labels_needed": None, "labels_done": None} if project.has_crowd_study and role != "curator"
+               else {"labels_needed": item.labels_needed, "labels_done": item.labels_done}),
+            "target_kind": item.target_kind,
             "target_id": target_id_shown(kind=item.target_kind, target_id=item.target_id, revealed=revealed),
             "task_id": item.task_id, "conflict": item.conflict if revealed else "",
         },

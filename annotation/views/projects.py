@@ -6,6 +6,8 @@ from django.shortcuts import render
 from core.accounts import is_global_curator
 
 from ..calibration.views import planner_context, sampling_sentence
+from ..comments.selectors import unread_mentions
+from ..crowd.views import crowd_context
 from ..rules import labeller_refusal
 from ..selectors.progress import project_progress, projects_progress_for
 from ..services.adaptive_pairs import adaptive_design
@@ -21,7 +23,8 @@ def project_list(request):
     rows = [{"project": project, **stats[project.pk],
              "can_label": labeller_refusal(role=stats[project.pk].get("role"), blind=project.blind,
                                            project_status=project.status) is None} for project in projects]
-    context = {"rows": rows, "can_create": is_global_curator(request.user)}
+    context = {"rows": rows, "can_create": is_global_curator(request.user),
+               "mentions": unread_mentions(user=request.user, limit=20)}
     return render(request, "annotation/project_list.html", context)
 
 
@@ -31,5 +34,6 @@ def progress(request, project_id: int):
     stats = project_progress(project=project, user=request.user)
     stats["percent"] = round(100 * (stats["items"] - stats["open"]) / stats["items"]) if stats["items"] else 0
     context = {"project": project, "role": role, "stats": stats, "sampling": sampling_sentence(project, role),
-               "design": adaptive_design(project=project), **planner_context(request, project, role)}
+               "design": adaptive_design(project=project), **planner_context(request, project, role),
+               **crowd_context(request, project, role)}
     return render(request, "annotation/progress.html", context)

@@ -13,6 +13,9 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
+from django_htmx.http import HttpResponseClientRedirect
+
+from ..crowd.views import finish_url as crowd_finish_url
 from ..loop.claims import assignment_skip, claim_next_items, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..middleware import ranking_refusal
@@ -143,6 +146,10 @@ def _render(
     """The panel for ``item`` (or the "nothing left" panel), as a page or an htmx partial.
     ``role``: the user's role in ``project``, read once per request by ``project_for``.
     ``after``: the claim on the item to hold ready behind it."""
+    if item is None and project.has_crowd_study:  # a crowd worker with nothing left goes to their completion code
+        finished = crowd_finish_url(project=project, user=request.user)
+        if finished:
+            return HttpResponseClientRedirect(finished) if request.htmx else redirect(finished)
     if not request.htmx and not flash:
         flash = _carried_flash(request)
     # htmx loads "everything proposed for this task" when it is opened; a page without

@@ -76,7 +76,7 @@ def test_a_curator_gets_every_label_gold_label_and_audit_row_as_csv(world):
     events = AuditLog.objects.filter(project_id=project.pk).order_by("created_at", "pk")
     assert [int(a["event_id"]) for a in audit] == [e.pk for e in events] and len(audit) >= 5
     assert {a["action"] for a in audit} >= {"label.submit", "item.adjudicate"}
-    assert manifest["counts"] == {"labels": 3, "gold_labels": 1, "audit_events": events.count()}
+    assert manifest["counts"] == {"labels": 3, "gold_labels": 1, "audit_events": events.count(), "comments": 0}
     assert manifest["audit_trail"] is True
     assert "outsider" not in files["labels.csv"]  # the other project stays out
     # Each file's size and hash are in the manifest.

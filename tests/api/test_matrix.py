@@ -146,6 +146,17 @@ API = {
     # The item is open: the curator's gold label is refused with 409, annotators are not curators.
     "item-adjudicate": [("post", lambda w: {"pk": w.item_a.pk}, {"value": {"label": "correct"}},
                          (403, 403, 404, 403, 409, 409))],
+    # Discussion of item A (open, blind): closed until revealed (403); ann_a holds another item and ann_b is no
+    # member: neither reaches it (a missing item's very 404).
+    "item-comments": [("get", lambda w: {"pk": w.item_a.pk}, None, (403, 404, 404, 403, 403, 403)),
+                      ("post", lambda w: {"pk": w.item_a.pk}, {"text": ""}, (403, 404, 404, 403, 403, 403))],
+    "notification-list": [("get", None, None, READ)],
+    # Crowd study of A (it has none: 404 to its curators); a quota of 0 is refused with 400 and stores nothing.
+    "project-crowd": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 404, 404)),
+                      ("put", lambda w: {"pk": w.project_a.pk}, {"quota": 0}, (403, 403, 404, 403, 400, 400))],
+    "project-crowd-rotate": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 404, 404))],
+    "project-attention-checks": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
+                                 ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
     "assignment-list": [("get", None, None, READ)],
     # ann_a's own claim; everybody else cannot even see it.
     "assignment-skip": [("post", lambda w: {"pk": w.assignment_a.pk}, {}, (403, 200, 404, 403, 404, 404))],
@@ -261,6 +272,11 @@ PAGES = {
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
     "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
+    # the discussion page (closed on this open blind item: it says so; ann_a holds another item); the crowd
+    # completion page: crowd workers only
+    "annotation:comments": [("get", _item, (302, 404, 404, 200, 200, 200))],
+    "annotation:crowd_done": [("get", _project, (302, 404, 404, 404, 404, 404))],
+    "annotation:crowd_study": [("get", _project, (302, 403, 404, 403, 200, 200))],
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",
