@@ -108,7 +108,7 @@ def test_a_batch_of_ten_stays_within_the_budget_per_item(owner, alice, bob, kind
 
 @pytest.mark.skipif(os.environ.get("DATABASE_URL", "").startswith("sqlite"), reason="this is the SQLite run")
 def test_the_budget_holds_on_sqlite(tmp_path):
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # the repository: tests/annotation/loop/ is three below it
     env = dict(os.environ, DATABASE_URL=f"sqlite:///{tmp_path / 'budget.sqlite3'}")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "not sqlite"],
