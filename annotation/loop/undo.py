@@ -90,28 +90,34 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     item.target_version = updated.version
 
 
-# Why a label stays final in a blind project, in the words of what its kind hid until it was
-# committed (``annotation.blind``): each kind names only what it has.
+# Why a label stays final in a blind project, in the words of what its kind hides and of when the
+# project reveals it (``AnnotationProject.reveal``): each text states the project's actual policy.
 BLIND_UNDO_REFUSED = {
-    AnnotationProject.Kind.VERIFY: (
-        "your decision on item {position} is final: this project is blind, and committing it showed you how"
-        " the other reviewers decided this proposal; ask a curator to correct it"
-    ),
-    AnnotationProject.Kind.PAIRWISE: (
-        "your preference on item {position} is final: this project is blind, and committing it showed you which"
-        " systems wrote the two reports and any other annotator's preference; ask a curator to correct it"
-    ),
-    AnnotationProject.Kind.AGREEMENT: (
-        "your label on item {position} is final: this project is blind, and committing it showed you the"
-        " judge's verdict and any other annotator's label; ask a curator to correct it"
-    ),
+    AnnotationProject.Kind.VERIFY: ("your decision on item {position} is final: this project is blind, and {when}"
+                                    " how the other reviewers decided this proposal; ask a curator to correct it"),
+    AnnotationProject.Kind.PAIRWISE: ("your preference on item {position} is final: this project is blind, and {when}"
+                                      " which systems wrote the two reports and any other annotator's preference;"
+                                      " ask a curator to correct it"),
+    AnnotationProject.Kind.AGREEMENT: ("your label on item {position} is final: this project is blind, and {when}"
+                                       " the judge's verdict and any other annotator's label; ask a curator to"
+                                       " correct it"),
 }
+BLIND_REVEAL_WHEN = {
+    AnnotationProject.Reveal.AFTER_LABEL: "committing it showed you",
+    AnnotationProject.Reveal.AT_CLOSE: "a label stays as first given so that none depends on what the study shows"
+                                       " everyone when it closes:",
+}
+
+
+def blind_undo_refusal(*, project: AnnotationProject, position: int) -> str:
+    """Why undo is refused in a blind ``project`` (its kind, its reveal policy)."""
+    return BLIND_UNDO_REFUSED[project.kind].format(position=position, when=BLIND_REVEAL_WHEN[project.reveal])
 
 
 def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:
     locked = item_lock(item_id=label.item_id)
     if project.blind:
-        raise UndoRefusedError(BLIND_UNDO_REFUSED[project.kind].format(position=locked.position))
+        raise UndoRefusedError(blind_undo_refusal(project=project, position=locked.position))
     label = Label.objects.filter(pk=label.pk).first()
     if label is None:
         raise UndoRefusedError("that label was already undone")

@@ -316,7 +316,8 @@ def item_skip(request, project_id: int, item_id: int):
     if skipped is None:
         flash = f"Item {item.position} was not reserved for you, so there was nothing to skip; here is your next item."
     else:
-        flash = f"Skipped item {item.position}. Press u to undo."
+        flash = f"Skipped item {item.position}. " + (
+            "It comes back when you revisit the items you skipped." if project.blind else "Press u to undo.")
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
     return _next(request, project, role, flash=flash)

@@ -123,7 +123,10 @@
 
   function submit(form) {
     if (!form || form.classList.contains("htmx-request")) return;
-    form.requestSubmit();
+    // Always as its own submit button: never as whichever button of the form was clicked last.
+    const button = form.querySelector("[data-submit]");
+    if (button) form.requestSubmit(button);
+    else form.requestSubmit();
   }
 
   function toggleHelp() {
