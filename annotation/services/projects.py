@@ -30,7 +30,7 @@ from ..calibration.sampling import RANDOM_DESIGNS, calibration_sample, sampling_
 from .adaptive_pairs import adaptive_pairs_budget_clean, adaptive_pairs_fill, pair_design_clean
 from .audit import audit_record
 from ..blind import secret_seed
-from .schedule import double_round_robin
+from .schedule import pair_schedule
 from .values import dimensions_clean, label_level_clean, label_set_clean, step_label_union
 
 Kind = AnnotationProject.Kind
@@ -89,18 +89,11 @@ def _pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[t
     for report_id, task_id in reports.values_list("pk", "task_id"):
         by_task[task_id].append(report_id)
     existing = set(ReportPair.objects.filter(project=project).values_list("report_left", "report_right"))
-    scheduled = []
-    for task_id, report_ids in sorted(by_task.items()):
-        for leg, number, left, right in double_round_robin(report_ids, seed=f"{project.seed}:{task_id}"):
-            if (left, right) not in existing:
-                scheduled.append(
-                    ReportPair(
-                        project=project, task_id=task_id, report_left_id=left, report_right_id=right, leg=leg,
-                        round=number,
-                    )
-                )
-    # Every task's first leg before any second leg, so both sides of a pair are not labelled back to back.
-    scheduled.sort(key=lambda pair: (pair.leg, pair.round, pair.task_id))
+    scheduled = [
+        ReportPair(project=project, task_id=task_id, report_left_id=left, report_right_id=right, leg=leg, round=number)
+        for task_id, leg, number, left, right in pair_schedule(by_task, seed=project.seed)
+        if (left, right) not in existing
+    ]
     created = ReportPair.objects.bulk_create(scheduled, batch_size=BATCH)
     return [(TargetKind.REPORT_PAIR, pair.pk, pair.task_id, None) for pair in created]
 
