@@ -345,9 +345,10 @@ def blind_overlap_warnings(project: AnnotationProject) -> list[str]:
     its verdicts judge): in ``project`` its annotators would read what that study hides from
     them. The lists stay blind (``visible_verdicts``, ``visible_preferences``, ``hidden_reports``
     follow the blind study), but ``project``'s own pages show what ``project`` shows. Names the
-    members the two share."""
+    members the two share. When ``project`` is blind: the same, from its side, for every project
+    that is not blind over what it hides (``_blind_side_warnings``): either order warns."""
     if project.blind:
-        return []
+        return _blind_side_warnings(project)
     items = AnnotationItem.objects.filter(project=project)
     others = AnnotationItem.objects.filter(project__blind=True).exclude(project=project).exclude(
         project__status=CLOSED)
@@ -377,3 +378,32 @@ def _item_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
     """The reports that ``items`` compare (pairs) or whose verdicts they label."""
     verdicts = Verdict.objects.filter(pk__in=items.filter(target_kind=TargetKind.VERDICT).values("target_id"))
     return Report.objects.filter(Q(pk__in=_pair_reports(items).values("pk")) | Q(pk__in=verdicts.values("report")))
+
+
+def _blind_side_warnings(project: AnnotationProject) -> list[str]:
+    """One warning per project that is not blind and is about what blind ``project`` hides: the
+    same verdicts or pairs, or reports of the systems its pairs compare (``_compared_reports``)."""
+    if project.status == CLOSED:
+        return []
+    items = AnnotationItem.objects.filter(project=project)
+    others = AnnotationItem.objects.filter(project__blind=False)
+    same = others.filter(Exists(items.filter(target_kind=OuterRef("target_kind"), target_id=OuterRef("target_id"))))
+    reports = Report.objects.filter(Q(pk__in=_item_reports(items).values("pk"))
+                                    | Q(pk__in=_compared_reports(items).values("pk")))
+    pairs = ReportPair.objects.filter(Q(report_left__in=reports) | Q(report_right__in=reports))
+    by_reports = others.filter(Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=pairs.values("pk"))
+                               | Q(target_kind=TargetKind.VERDICT, target_id__in=Verdict.objects.filter(
+                                   report__in=reports).values("pk")))
+    overlapping = AnnotationProject.objects.filter(
+        Q(pk__in=same.values("project")) | Q(pk__in=by_reports.values("project"))).order_by("name")
+    annotators = set(ProjectMembership.objects.filter(project=project, role=Role.ANNOTATOR).values_list("user", flat=True))
+    warnings = []
+    for other in overlapping:
+        shared = sorted(ProjectMembership.objects.filter(project=other, user__in=annotators)
+                        .values_list("user__username", flat=True))
+        who = f"its members {', '.join(shared)} annotate here" if shared else "no annotator of this study is a member"
+        warnings.append(
+            f"project {other.name!r}, which is not blind, is about the same verdicts, reports or proposals as blind"
+            f" study {project.name!r}: {who}; there they see nothing {project.name!r} still hides from them (those"
+            " items stay unrevealed to them until it reveals them here)")
+    return warnings

@@ -4,7 +4,7 @@ module at the root): projects, labelling and curation under ``/annotate/``, and 
 
 from django.urls import include, path
 
-from .views import adjudication, curation, exports, projects, task_review, workspace
+from .views import adjudication, blind_audit, curation, exports, projects, task_review, workspace
 
 project_patterns = [
     path("", projects.project_list, name="project_list"),
@@ -23,6 +23,7 @@ project_patterns = [
     path("<id:project_id>/items/<id:item_id>/skip/", workspace.item_skip, name="skip"),
     path("<id:project_id>/items/<id:item_id>/add/", workspace.item_add, name="add_item"),
     path("<id:project_id>/adjudicate/", adjudication.queue, name="adjudication"),
+    path("<id:project_id>/blind-audit/", blind_audit.audit, name="blind_audit"),
     path("<id:project_id>/items/<id:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
 ]
 

@@ -111,3 +111,22 @@ def test_the_verdict_attack_beats_chance_when_label_answers_carry_judge_correct(
     attacks = _attacks(blind_audit(project=project))
     print(attacks)
     assert attacks["verdict"]["p_value"] < 0.01
+
+
+def test_the_curator_page_runs_the_audit_and_annotators_cannot(client, monkeypatch):
+    monkeypatch.setattr("annotation.services.projects.secret_seed", lambda: SECRET)
+    owner, author = curator(), annotator("author")
+    project = _styled_pairwise(owner, [author], n_tasks=2, n_systems=3)
+    url = f"/annotate/{project.pk}/blind-audit/"
+    client.force_login(author)
+    assert client.post(url).status_code == 403
+    client.force_login(owner)
+    page = client.get(url).content.decode()
+    assert "Run the attacks" in page and '<option value="author">' in page
+    answer = client.post(url, {"as": "author"})
+    assert answer.status_code == 200
+    html = answer.content.decode()
+    for name in ("schedule", "style", "verdict", "timing"):
+        assert f"<td>{name}</td>" in html
+    assert "beats chance</strong>" not in html
+    assert not Label.objects.exists() and not project.assignments.exists()
