@@ -37,7 +37,6 @@ import secrets
 from collections import defaultdict
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
-from django.utils import timezone
 
 from benchmark.models import Report
 from core.accounts import is_global_curator
@@ -45,7 +44,6 @@ from scoring.models import Verdict
 
 from .models import (AnnotationItem, AnnotationProject, Assignment, GoldLabel, Label, PairwisePreference,
                      ProjectMembership, ReportPair, Role, TargetKind)
-from .rules import claims_live
 from .selectors.projects import projects_for
 
 CLOSED = AnnotationProject.Status.CLOSED
@@ -237,18 +235,29 @@ def reach_restricted(*, project: AnnotationProject, role: str | None) -> bool:
     return project.blind and project.status != CLOSED and role != Role.CURATOR
 
 
+# The claims by which the server handed a user an item they have not given back: live, or whose
+# hold ran out (marked expired or not yet). Through them alone a blind project's item is reached.
+HANDED = (Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)
+
+
 def item_reachable(*, item: AnnotationItem, project: AnnotationProject, role: str | None, user,
                    holds_claim: bool = False) -> bool:
     """Whether ``user`` may open ``item`` of ``project`` at all (its sides, target, task material,
-    page, API answer): in a blind project (``reach_restricted``), only through their own live
-    claim (``rules.claims_live``; ``holds_claim``: the caller holds it, no query), or an item they
-    labelled (revisiting it shows what the rule reveals of it). Every other item is to be
-    answered as a missing one: its id, position and texts would let an annotator read the whole
-    schedule, or seek out the pairs of one system."""
+    page, API answer): in a blind project (``reach_restricted``), only through their own claim
+    (``HANDED``: live — ``holds_claim``, the caller holds it, no query — or run out, so that a
+    label sent late is answered with its input kept rather than lost), or an item they labelled
+    (revisiting it shows what the rule reveals of it). Every other item is to be answered as a
+    missing one: its id, position and texts would let an annotator read the whole schedule, or
+    seek out the pairs of one system."""
     if holds_claim or not reach_restricted(project=project, role=role):
         return True
-    return (Assignment.objects.filter(claims_live(timezone.now()), item_id=item.pk, user_id=user.pk).exists()
+    return (Assignment.objects.filter(item_id=item.pk, user_id=user.pk, status__in=HANDED).exists()
             or Label.objects.filter(item_id=item.pk, annotator_id=user.pk).exists())
+
+
+def item_handed(*, item_id: int, user) -> bool:
+    """Whether the server handed ``user`` the item by a claim they have not given back (``HANDED``)."""
+    return Assignment.objects.filter(item_id=item_id, user_id=user.pk, status__in=HANDED).exists()
 
 
 # --- Channels ---------------------------------------------------------------------------------

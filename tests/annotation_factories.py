@@ -167,3 +167,15 @@ def deepscholar_agreement_project(owner, users, *, name: str = "judged", **optio
                              **options)
     members_add(project, owner, users)
     return project
+
+
+def submit_held(*, item, annotator, **kwargs):
+    """``label_submit`` as the workspace makes it: in a blind project on an item the annotator
+    holds (``hold``, when they hold no live claim there), as ``annotation.loop.labels`` requires."""
+    from annotation.loop.labels import label_submit
+    from annotation.models import Assignment
+
+    if item.project.blind and not Assignment.objects.filter(
+            item_id=item.pk, user=annotator, status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now()).exists():
+        hold(item, annotator)
+    return label_submit(item=item, annotator=annotator, **kwargs)

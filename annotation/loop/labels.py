@@ -20,7 +20,7 @@ from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 
 from .. import rules
-from ..blind import REPORT_FIELDS, reach_restricted
+from ..blind import REPORT_FIELDS, item_handed, reach_restricted
 from ..models import (
     VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference, ReportPair, Role,
 )
@@ -192,9 +192,10 @@ class LabelBatch:
         project = item.project
         claims = [claim for claim in self.claims if claim.item_id == item.pk]
         claim = next((c for c in claims if c.user_id == self.annotator.pk), None)
-        if claim is None and reach_restricted(project=project, role=self.roles[item.project_id]):
-            # Blind: only an item the server handed them (a claim of theirs, lapsed or not), else
-            # an annotator could seek out the pairs of one system; answered as a missing item.
+        if claim is None and reach_restricted(project=project, role=self.roles[item.project_id]) and not item_handed(
+                item_id=item.pk, user=self.annotator):
+            # Blind: only an item the server handed them (a claim of theirs, live or run out),
+            # else an annotator could seek out the pairs of one system; answered as a missing item.
             raise _not_found(submission.item_id)
         require_labeller(project=project, user=self.annotator, role=self.roles[item.project_id])
         if item.status != AnnotationItem.Status.OPEN:

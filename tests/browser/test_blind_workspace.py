@@ -7,7 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from annotation.models import Label
+from django.utils import timezone
+
+from annotation.models import Assignment, Label
 from tests.annotation_factories import ProfileFactory, pairwise_project
 from tests.factories import UserFactory
 from tests.support.browser import SCREENSHOTS
@@ -16,6 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "pw-for-tests"  # UserFactory's
 UNDO = re.compile(r"/undo/?$")
+SKIP = re.compile(r".*/items/\d+/skip/$")
 
 
 def test_u_then_choose_and_enter_stores_the_label_in_a_blind_pairwise_study(browser, live_server):
@@ -55,4 +58,25 @@ def test_u_then_choose_and_enter_stores_the_label_in_a_blind_pairwise_study(brow
         assert Label.objects.filter(annotator=annotator, item_id=int(shown)).count() == 1
     page.screenshot(path=str(SCREENSHOTS / "blind-pairwise-after-three-labels.png"))
     assert undo_requests == []
+
+    # A refused skip (the item was skipped by them before, as a second tab would have done)
+    # neither moves on nor is sent again by the next Enter, which stores the label.
+    skips = []
+    page.on("request", lambda request: skips.append(request.url) if SKIP.search(request.url) else None)
+    shown = page.locator("#workspace > .ws-item").get_attribute("data-item")
+    now = timezone.now()
+    Assignment.objects.create(project=project, item_id=int(shown), user=annotator, claimed_at=now, expires_at=now,
+                              status=Assignment.Status.SKIPPED, ended_at=now)
+    page.keyboard.press("s")
+    expect(page.locator("#ws-alert")).to_contain_text("you already skipped this item")
+    assert page.locator("#workspace > .ws-item").get_attribute("data-item") == shown
+    page.keyboard.press("2")
+    page.keyboard.press("Enter")
+    expect(page.locator(f'#workspace > .ws-item[data-item="{shown}"]')).to_have_count(0)
+    for _ in range(100):
+        if Label.objects.filter(annotator=annotator, item_id=int(shown)).exists():
+            break
+        page.wait_for_timeout(100)
+    assert Label.objects.filter(annotator=annotator, item_id=int(shown)).count() == 1
+    assert len(skips) == 1 and undo_requests == []
     context.close()
