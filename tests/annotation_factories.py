@@ -173,9 +173,10 @@ def submit_held(*, item, annotator, **kwargs):
     """``label_submit`` as the workspace makes it: in a blind project on an item the annotator
     holds (``hold``, when they hold no live claim there), as ``annotation.loop.labels`` requires."""
     from annotation.loop.labels import label_submit
-    from annotation.models import Assignment
+    from annotation.models import Assignment, Label
 
     if item.project.blind and not Assignment.objects.filter(
-            item_id=item.pk, user=annotator, status=Assignment.Status.ACTIVE, expires_at__gt=timezone.now()).exists():
-        hold(item, annotator)
+            item_id=item.pk, user=annotator, status__in=(Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)).exists() \
+            and not Label.objects.filter(item_id=item.pk, annotator=annotator).exists():
+        hold(item, annotator)  # as the loop would have handed it out; one they hold, or held, is theirs already
     return label_submit(item=item, annotator=annotator, **kwargs)

@@ -18,6 +18,10 @@ from tests.api.conftest import USER_KINDS, client_for
 READ = (403, 200, 200, 200, 200, 200)
 CURATE = (403, 403, 403, 403, 400, 400)  # an empty body: curators reach validation, others are refused
 PROJECT_A_READ = (403, 200, 404, 200, 200, 200)
+# An item of blind project A that ann_a neither holds nor labelled: out of reach for its
+# annotators and viewers, the same 404 as a missing item (#37; with a claim: test_blind_reach.py).
+ITEM_A_READ = (403, 404, 404, 404, 200, 200)
+ITEM_A_PAGE = (302, 404, 404, 404, 200, 200)
 PAGE = (302, 200, 200, 200, 200, 200)
 # Scores and rankings: closed to ann_a and ann_b, who still have items to label in blind projects
 # (annotation.middleware); the viewer labels nothing.
@@ -121,19 +125,21 @@ API = {
     "project-items": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
     "project-next": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 200, 404, 403, 403, 403))],
-    "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, PROJECT_A_READ)],
-    "item-side": [("get", lambda w: {"pk": w.item_a.pk, "side": "report"}, None, PROJECT_A_READ)],
-    # The item is open: the curator's gold label is refused with 409, annotators are not curators.
+    "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, ITEM_A_READ)],
+    "item-side": [("get", lambda w: {"pk": w.item_a.pk, "side": "report"}, None, ITEM_A_READ)],
+    # The item is open: the curator's gold label is refused with 409; annotators and viewers do
+    # not reach it (not held).
     "item-adjudicate": [("post", lambda w: {"pk": w.item_a.pk}, {"value": {"label": "correct"}},
-                         (403, 403, 404, 403, 409, 409))],
+                         (403, 404, 404, 403, 409, 409))],  # viewers never write: 403 first
     "assignment-list": [("get", None, None, READ)],
     # ann_a's own claim; everybody else cannot even see it.
     "assignment-skip": [("post", lambda w: {"pk": w.assignment_a.pk}, {}, (403, 200, 404, 403, 404, 404))],
     "label-list": [("get", None, None, READ),
                    ("post", None, lambda w: {"item": w.item_b.pk, "value": {"decision": "accept"},
                                              "client_token": str(uuid.uuid4())},
-                    # ann_b labels item B; curators do not label in a blind project.
-                    (403, 404, 201, 403, 403, 403))],
+                    # ann_b holds no claim on item B: refused as a missing item (#37; with one, 201:
+                    # test_blind_reach.py); curators do not label in a blind project.
+                    (403, 404, 404, 403, 403, 403))],
     # Answers are refused one by one inside a 200 (tests/api/test_label_batch.py checks them);
     # viewers and anonymous users are refused the request.
     # (The answer names no item: labelling item B here would take it from the label-list row.)
@@ -220,14 +226,16 @@ PAGES = {
     "annotation:workspace": [("get", _project, None)],
     "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:my_work": [("get", _project, (302, 200, 404, 200, 200, 200))],
-    "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
+    "annotation:item": [("get", _item, ITEM_A_PAGE)],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
     "annotation:undo": [("get", _project, (405,) * 6)],
     "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/test_assignment.py
     "annotation:label": [("get", _item, (405,) * 6)],
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
-    "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
+    "annotation:add_item": [("get", _item, ITEM_A_PAGE)],
+    # Curators run the blind audit; annotators and viewers are refused, outsiders see no project.
+    "annotation:blind_audit": [("get", _project, (302, 403, 404, 403, 200, 200))],
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",
