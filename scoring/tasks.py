@@ -10,7 +10,6 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from .models import EvaluationRun
-from .services.batches import batches_poll
 from .services.proposals import proposal_batch_execute
 from .services.runs import job_execute, run_finalize
 
@@ -45,4 +44,8 @@ def propose_batch(self, batch_id: int) -> str:
 @shared_task(name="scoring.poll_batches", **RETRY)
 def poll_batches(run_id: int | None = None) -> dict:
     """One look at the batches of a run (or of every run with batch work); never sleeps waiting."""
+    # Imported here: this module is loaded by every web process (it enqueues), and the batch service
+    # imports the openai client, which only a worker polling batches needs.
+    from .services.batches import batches_poll
+
     return batches_poll(run_id=run_id)

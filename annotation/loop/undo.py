@@ -13,6 +13,7 @@ from benchmark.services.history import StaleEditError, proposable_update
 from core.audit_actions import AuditAction
 from core.models import AuditLog
 
+from ..kinds import kind_of
 from ..models import AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference
 from ..selectors.targets import item_target
 from ..services.audit import audit_record
@@ -90,18 +91,8 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     item.target_version = updated.version
 
 
-# Why a label stays final in a blind project, in the words of what its kind hides and of when the
-# project reveals it (``AnnotationProject.reveal``): each text states the project's actual policy.
-BLIND_UNDO_REFUSED = {
-    AnnotationProject.Kind.VERIFY: ("your decision on item {position} is final: this project is blind, and {when}"
-                                    " how the other reviewers decided this proposal; ask a curator to correct it"),
-    AnnotationProject.Kind.PAIRWISE: ("your preference on item {position} is final: this project is blind, and {when}"
-                                      " which systems wrote the two reports and any other annotator's preference;"
-                                      " ask a curator to correct it"),
-    AnnotationProject.Kind.AGREEMENT: ("your label on item {position} is final: this project is blind, and {when}"
-                                       " the judge's verdict and any other annotator's label; ask a curator to"
-                                       " correct it"),
-}
+# When a blind project reveals what a label's item hides (``AnnotationProject.reveal``): the
+# refusal states the project's actual policy (each kind's ``undo_refused`` has ``{when}``).
 BLIND_REVEAL_WHEN = {
     AnnotationProject.Reveal.AFTER_LABEL: "committing it showed you",
     AnnotationProject.Reveal.AT_CLOSE: "a label stays as first given so that none depends on what the study shows"
@@ -111,7 +102,7 @@ BLIND_REVEAL_WHEN = {
 
 def blind_undo_refusal(*, project: AnnotationProject, position: int) -> str:
     """Why undo is refused in a blind ``project`` (its kind, its reveal policy)."""
-    return BLIND_UNDO_REFUSED[project.kind].format(position=position, when=BLIND_REVEAL_WHEN[project.reveal])
+    return kind_of(project).undo_refused.format(position=position, when=BLIND_REVEAL_WHEN[project.reveal])
 
 
 def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:

@@ -60,6 +60,12 @@ class Candidate:
     last: int
 
 
+def candidate_texts(text: str) -> list[str]:
+    """The texts a ``TextIndex`` of ``text`` embeds (its sentences, then adjacent pairs), without building it."""
+    sentences = lexical.split_sentences(text)
+    return list(sentences) + [f"{sentences[i]} {sentences[i + 1]}" for i in range(len(sentences) - 1)]
+
+
 class TextIndex:
     """A text's sentences and adjacent pairs, with their vectors (fetched on first use) and common names.
 

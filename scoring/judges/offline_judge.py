@@ -70,11 +70,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-from scoring.embeddings import Embedder, EmbeddingError, embedder_for
+from scoring.embeddings import Embedder, EmbeddingError, embed_cached, embedder_for
 
 from . import lexical, offline_claims, offline_comparison, offline_criteria, offline_extraction, offline_proposals
 from .base import Judge, JudgeAnswer, JudgeCall
-from .offline_claims import TextIndex, round4
+from .offline_claims import TextIndex, candidate_texts, round4
 from .steps import STEPS, StepError, get_step, request_hash, validate_answer, validate_variables
 
 DEFAULTS = {
@@ -109,20 +109,21 @@ HANDLERS = {
 
 
 class _VectorMemo:
-    """Process-wide memo text → vector per embedder, bounded, so a report is embedded once per process."""
+    """Process-wide memo text → vector per embedder, bounded, in front of the database cache."""
 
     def __init__(self, capacity: int = 50_000) -> None:
         self.capacity = capacity
         self._data: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def vectors(self, embedder: Embedder, texts: list[str]) -> np.ndarray:
+    def vectors(self, embedder: Embedder, texts: list[str], compute=None) -> np.ndarray:
+        """Vectors of ``texts``; the ones not remembered come from ``compute`` (default ``embedder.embed``)."""
         keys = [(embedder.name, t) for t in texts]
         with self._lock:
             known = {k: self._data[k] for k in keys if k in self._data}
         todo = list(dict.fromkeys(t for k, t in zip(keys, texts) if k not in known))
         if todo:
-            fresh = embedder.embed(todo)
+            fresh = (compute or embedder.embed)(todo)
             with self._lock:
                 for text, vector in zip(todo, fresh):
                     self._data[(embedder.name, text)] = vector
@@ -140,8 +141,11 @@ MEMO = _VectorMemo()
 class OfflineJudge(Judge):
     heuristic = True
 
-    def __init__(self, config, *, embedder: Embedder | None = None) -> None:
+    def __init__(self, config, *, embedder: Embedder | None = None, stored: bool = True) -> None:
+        """``stored``: vectors go through the database cache (``scoring.embeddings.cache``), shared by every
+        process and run; off only where there is no database (a few unit tests)."""
         super().__init__(config)
+        self.stored = stored
         options = getattr(config, "options", None) or {}
         self.options = options
         self.thresholds = {key: type(default)(options.get(key, default)) for key, default in DEFAULTS.items()}
@@ -185,33 +189,39 @@ class OfflineJudge(Judge):
 
     def answer_many(self, calls) -> list[JudgeAnswer]:
         """Embed every text the calls need in one batch, then answer them in order (one thread, deterministic)."""
+        self.prefetch(calls)
+        return [self.answer(call) for call in calls]
+
+    def answer_as_completed(self, calls, *, stop=lambda: False):
+        """Every text of every call embedded first, in one length-sorted pass (a job's calls are one
+        report's step: one pass per report, not one per chunk of ``max_concurrency`` calls, which left
+        batches of ~7 texts and 39 % padding), then answered one by one; ``stop`` is asked between calls."""
+        calls = list(calls)
+        self.prefetch(calls)
+        for index, call in enumerate(calls):
+            if index and stop():
+                return
+            yield index, self.answer(call)
+
+    def prefetch(self, calls) -> None:
+        """The vectors of every text ``calls`` will embed, computed (or read from the cache) at once."""
         needed: list[str] = []
         for call in calls:
             if call.step in STEPS and not validate_variables(call.step, call.variables):
                 needed.extend(self._texts_for(call.step, call.variables))
         if needed:
             self.vectors_of(list(dict.fromkeys(needed)))
-        return [self.answer(call) for call in calls]
-
-    def answer_as_completed(self, calls, *, stop=lambda: False):
-        """In chunks of ``max_concurrency`` through ``answer_many`` (keeps its batched embedding)."""
-        size = max(1, int(getattr(self.config, "max_concurrency", 1) or 1))
-        for start in range(0, len(calls), size):
-            if start and stop():
-                return
-            for offset, answer in enumerate(self.answer_many(calls[start:start + size])):
-                yield start + offset, answer
 
     def _texts_for(self, step: str, v: dict) -> list[str]:
         """The texts a call will embed, for prefetching; steps that are cheap anyway return none."""
         if step == "deepsynth.checklist_group":
-            return [lexical.strip_requirement(i["text"]) for i in v["items"]] + self.text_index(v["report"]).texts
+            return [lexical.strip_requirement(i["text"]) for i in v["items"]] + candidate_texts(v["report"])
         if step == "deepscholar.nugget_support":
-            return [n["text"] for n in v["nuggets"]] + self.text_index(v["report"]).texts
+            return [n["text"] for n in v["nuggets"]] + candidate_texts(v["report"])
         if step == "reportbench.consistency":
-            return [v["statement"]] + self.text_index(v["passage"]).texts
+            return [v["statement"]] + candidate_texts(v["passage"])
         if step == "deepscholar.citation_support":
-            return [lexical.strip_citations(v["sentence"])] + self.text_index(v["source"]).texts
+            return [lexical.strip_citations(v["sentence"])] + candidate_texts(v["source"])
         if step in ("deepscholar.relevance", "deepscholar.reference_importance"):
             return [v["query"], v["document"]]
         return []
@@ -219,7 +229,9 @@ class OfflineJudge(Judge):
     # --- what the step handlers share ------------------------------------------------------------------------
 
     def vectors_of(self, texts: list[str]) -> np.ndarray:
-        return MEMO.vectors(self.embedder, texts)
+        if not self.stored:
+            return MEMO.vectors(self.embedder, texts)
+        return MEMO.vectors(self.embedder, texts, lambda todo: embed_cached(self.embedder, todo))
 
     def text_index(self, text: str) -> TextIndex:
         key = hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -31,8 +31,26 @@ def test_readme_table_and_environment_template_list_every_setting():
 
 def test_every_unit_stops_its_whole_process_group_and_reads_the_environment_file():
     units = sorted((ROOT / "deploy" / "systemd").glob("*.service"))
-    assert [u.name for u in units] == ["survey-eval-web.service", "survey-eval-worker@.service"]
+    assert [u.name for u in units] == ["survey-eval-exports.service", "survey-eval-web.service",
+                                       "survey-eval-worker@.service"]
     for unit in units:
         text = unit.read_text()
         assert re.search(r"^KillMode=control-group$", text, flags=re.M), unit.name
         assert re.search(r"^EnvironmentFile=/etc/survey-eval/env$", text, flags=re.M), unit.name
+
+
+def test_exports_have_their_own_queue_and_every_worker_command_says_which_it_consumes():
+    """An export goes to the exports queue (so it never waits behind a judge run's jobs); the general
+    workers consume both queues, the exports worker only that one (deploy/, Procfile, ``studio``)."""
+    from config.celery import app
+
+    assert app.amqp.router.route({}, "benchmark.run_export")["queue"].name == "exports"
+    assert app.amqp.router.route({}, "scoring.execute_job")["queue"].name == "celery"
+    commands = [line for line in (ROOT / "deploy" / "Procfile").read_text().splitlines() if " worker " in line]
+    commands += [line for unit in (ROOT / "deploy" / "systemd").glob("*.service")
+                 for line in unit.read_text().splitlines() if line.startswith("ExecStart=") and "celery" in line]
+    studio = (ROOT / "scoring" / "management" / "commands" / "studio.py").read_text()
+    queues = sorted(re.findall(r"--queues=([a-z,]+)", "\n".join(commands))) + sorted(
+        re.findall(r'"--queues=([a-z,]+)"', studio))
+    assert len(queues) == len(commands) + 2
+    assert queues.count("exports") == 3 and queues.count("celery,exports") == 3

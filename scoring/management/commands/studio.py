@@ -1,4 +1,7 @@
-"""Run the web server and a Celery worker together; Ctrl-C stops both."""
+"""Run the web server and Celery workers together; Ctrl-C stops them all.
+
+Two workers: the general one (``--concurrency``, every queue) and one for exports only, so an
+export never waits behind a judge run's jobs (``CELERY_TASK_ROUTES``)."""
 
 import os
 import signal
@@ -10,7 +13,7 @@ from django.core.management.base import BaseCommand
 
 
 class Command(BaseCommand):
-    help = "Start the web server on ADDRPORT and a real Celery worker process; stop both on Ctrl-C."
+    help = "Start the web server on ADDRPORT and real Celery worker processes (general, exports); stop them on Ctrl-C."
 
     def add_arguments(self, parser):
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
@@ -22,7 +25,13 @@ class Command(BaseCommand):
         children = {
             "worker": subprocess.Popen(
                 [python, "-m", "celery", "-A", "config", "worker", "--loglevel=INFO",
-                 f"--concurrency={concurrency}", "--hostname=studio@%h"],
+                 f"--concurrency={concurrency}", "--hostname=studio@%h", "--queues=celery,exports"],
+                env=env,
+                start_new_session=True,
+            ),
+            "exports worker": subprocess.Popen(
+                [python, "-m", "celery", "-A", "config", "worker", "--loglevel=INFO", "--pool=threads",
+                 "--concurrency=1", "--hostname=studio-exports@%h", "--queues=exports"],
                 env=env,
                 start_new_session=True,
             ),
@@ -56,4 +65,4 @@ class Command(BaseCommand):
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     proc.kill()
-            self.stdout.write("stopped web server and worker")
+            self.stdout.write("stopped web server and workers")

@@ -10,6 +10,8 @@ from scoring.judges.offline_judge import OfflineJudge
 from scoring.models import JudgeConfig
 from tests.scoring.judges.samples import SAMPLES
 
+pytestmark = pytest.mark.django_db  # the judge reads and stores vectors in the embedding cache
+
 CONFIG = JudgeConfig(name="offline", backend="offline")
 
 
@@ -41,7 +43,7 @@ def test_every_item_of_the_first_deepsynth_task_gets_a_verdict_and_reruns_agree(
         assert {v["label"] for v in answer.data["verdicts"]} <= {"correct", "omitted", "incorrect"}
     assert sum(len(a.data["verdicts"]) for a in first) == 276
 
-    offline_judge.MEMO = offline_judge._VectorMemo()  # nothing remembered: vectors are computed again
+    offline_judge.MEMO = offline_judge._VectorMemo()  # nothing remembered in the process: vectors come from the cache
     again = judge_for(CONFIG)
     some = calls[:4]  # the general groups (54 items), one at a time and in the other order
     second = [again.answer(call) for call in reversed(some)][::-1]
