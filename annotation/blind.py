@@ -160,8 +160,8 @@ def _revealed(roles: dict[int, str | None], user) -> QuerySet[AnnotationItem]:
     unlabelled = Q(pk__in=[])
     for role, project_ids in by_role.items():
         unlabelled |= Q(project_id__in=project_ids) & _revealed_unlabelled_q(role)
-    return AnnotationItem.objects.filter(project_id__in=list(roles)).filter(unlabelled | _revealed_by_label_q(user)).exclude(
-        _hidden_elsewhere_q(user))
+    items = AnnotationItem.objects.filter(project_id__in=list(roles))
+    return items.filter(unlabelled | _revealed_by_label_q(user)).exclude(_hidden_elsewhere_q(user))
 
 
 def _hidden_elsewhere_q(user) -> Q:

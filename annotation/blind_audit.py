@@ -238,7 +238,8 @@ def _label_attacks(view: _AnnotatorView, held: list[dict], project: AnnotationPr
     if half >= 2:
         learn, test = timed[:half], timed[half:]
         threshold = sorted(t for t, _ in learn)[half // 2]
-        fast_agree = sum(agree for t, agree in learn if t < threshold) >= sum(agree for t, agree in learn if t >= threshold)
+        fast = sum(agree for t, agree in learn if t < threshold)
+        fast_agree = fast >= sum(agree for t, agree in learn if t >= threshold)
         cut = sorted(t for t, _ in test)[len(test) // 2]
         timing = [(((t < cut) == fast_agree) == agree, 0.5) for t, agree in test]
     return Attack.scored("verdict", inferred), Attack.scored("timing", timing)
