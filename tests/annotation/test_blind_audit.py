@@ -116,7 +116,7 @@ def test_the_verdict_attack_beats_chance_when_label_answers_carry_judge_correct(
 def test_the_curator_page_runs_the_audit_and_annotators_cannot(client, monkeypatch):
     monkeypatch.setattr("annotation.services.projects.secret_seed", lambda: SECRET)
     owner, author = curator(), annotator("author")
-    project = _styled_pairwise(owner, [author], n_tasks=2, n_systems=3)
+    project = _styled_pairwise(owner, [author])
     url = f"/annotate/{project.pk}/blind-audit/"
     client.force_login(author)
     assert client.post(url).status_code == 403
