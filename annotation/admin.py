@@ -40,6 +40,7 @@ class AnnotationProjectAdmin(ReadOnlyAdmin):
     list_display = ("name", "kind", "status", "overlap", "blind", "created_by", "created_at")
     list_filter = ("kind", "status", "blind")
     search_fields = ("name", "description")
+    exclude = ("seed",)  # a blind project's seed is secret (``annotation.blind.secret_seed``)
     inlines = [MembershipInline]
 
 

@@ -33,6 +33,7 @@ shows them (``visible_verdicts``), and ``blind_labelling_projects`` (score cards
 and runs stay closed, ``annotation.middleware``).
 """
 
+import secrets
 from collections import defaultdict
 
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
@@ -42,8 +43,8 @@ from core.accounts import is_global_curator
 from scoring.models import Verdict
 
 from .kinds import KINDS
-from .models import (AnnotationItem, AnnotationProject, GoldLabel, Label, PairwisePreference, ProjectMembership,
-                     ReportPair, Role, TargetKind)
+from .models import (AnnotationItem, AnnotationProject, Assignment, GoldLabel, Label, PairwisePreference,
+                     ProjectMembership, ReportPair, Role, TargetKind)
 from .selectors.projects import projects_for
 
 CLOSED = AnnotationProject.Status.CLOSED
@@ -54,6 +55,13 @@ HANDLE_KINDS = frozenset({TargetKind.REPORT_PAIR, TargetKind.VERDICT, TargetKind
 # What a label's value says of the reports beside what was chosen (each kind's ``blind_fields``:
 # a pairwise label's report ids).
 REPORT_FIELDS = tuple(sorted({name for kind in KINDS.values() for name in kind.blind_fields}))
+# What a label's value holds that the server derived from the hidden answer: an agreement label's
+# ``judge_correct`` is true exactly when the label equals the judge's verdict (issue #37).
+DERIVED_FIELDS = ("judge_correct",)
+# The one answer for an item a user may not reach and for one that does not exist (API and pages).
+NO_ITEM = "No such item in your projects"
+# Bits of a blind project's schedule seed (``secret_seed``): far beyond trying every seed.
+SEED_BITS = 62
 
 # --- The rule ---------------------------------------------------------------------------------
 
@@ -91,11 +99,12 @@ def labeller_revealed(project: AnnotationProject) -> bool:
 
 
 def label_value_shown(value, *, revealed: bool):
-    """A label's value as a user sees it: without the reports it compares until the item is
-    revealed to them (the side chosen says what they chose)."""
+    """A label's value as a user sees it: without the reports it compares, nor anything the
+    server derived from the hidden answer (``judge_correct``), until the item is revealed to
+    them (the side chosen and the label given say what they chose)."""
     if revealed or not isinstance(value, dict):
         return value
-    return {key: field for key, field in value.items() if key not in REPORT_FIELDS}
+    return {key: field for key, field in value.items() if key not in REPORT_FIELDS and key not in DERIVED_FIELDS}
 
 
 def status_shown(status: str, *, revealed: bool) -> str:
@@ -153,7 +162,39 @@ def _revealed(roles: dict[int, str | None], user) -> QuerySet[AnnotationItem]:
     unlabelled = Q(pk__in=[])
     for role, project_ids in by_role.items():
         unlabelled |= Q(project_id__in=project_ids) & _revealed_unlabelled_q(role)
-    return AnnotationItem.objects.filter(project_id__in=list(roles)).filter(unlabelled | _revealed_by_label_q(user))
+    items = AnnotationItem.objects.filter(project_id__in=list(roles))
+    return items.filter(unlabelled | _revealed_by_label_q(user)).exclude(_hidden_elsewhere_q(user))
+
+
+def _hidden_elsewhere_q(user) -> Q:
+    """Items about what a blind study still hides from the user (``blind_items``), in any other
+    project: the same verdict or pair, a verdict on a report of a system its pairs compare, a
+    pair of such reports (``_compared_reports``). The rule of one project never reveals what
+    another hides (issue #37: a project that is not blind over the same verdicts)."""
+    blind = blind_items(user)
+    compared = _compared_reports(blind)
+    about = (Q(target_kind=TargetKind.VERDICT, target_id__in=blind.filter(target_kind=TargetKind.VERDICT).values(
+        "target_id")) | Q(target_kind=TargetKind.VERDICT, target_id__in=Verdict.objects.filter(
+            report__in=compared).values("pk"))
+        | Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=ReportPair.objects.filter(
+            Q(report_left__in=compared) | Q(report_right__in=compared)).values("pk")))
+    # A blind project's own items follow its own rule (``reveal``), not this one.
+    return about & ~Q(project__in=blind.values("project"))
+
+
+def hidden_elsewhere(*, item: AnnotationItem, target, user) -> bool:
+    """``_hidden_elsewhere_q`` for one item whose target row (``target``: a verdict with its
+    report, or a pair with its reports) the caller read: one query, none for other kinds."""
+    if target is None or item.target_kind not in HANDLE_KINDS or not getattr(user, "is_authenticated", False):
+        return False
+    if item.target_kind == TargetKind.VERDICT:
+        systems = [target.report.system_id]
+    else:
+        systems = [target.report_left.system_id, target.report_right.system_id]
+    blind = blind_items(user).exclude(project_id=item.project_id)  # its own project: its own rule
+    same = Q(target_kind=item.target_kind, target_id=item.target_id)
+    pairs = ReportPair.objects.filter(Q(report_left__system__in=systems) | Q(report_right__system__in=systems))
+    return blind.filter(same | Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=pairs.values("pk"))).exists()
 
 
 def revealed_items(user) -> QuerySet[AnnotationItem]:
@@ -176,6 +217,49 @@ def blind_items(user) -> QuerySet[AnnotationItem]:
     return AnnotationItem.objects.filter(Exists(labelling)).exclude(
         _revealed_unlabelled_q(Role.ANNOTATOR) | _revealed_by_label_q(user)
     )
+
+
+# --- Reach: which items a user may open at all ---------------------------------------------------
+
+
+def secret_seed() -> int:
+    """The seed of a blind project's schedules, sample and adaptive draws: drawn here, from the
+    operating system's randomness, never from a request nor a constant, and never shown. A
+    seed an annotator could guess or try (seed 0; any 31-bit one) lets them rebuild the pair
+    schedule from the items' positions and name the systems (issue #37)."""
+    return secrets.randbits(SEED_BITS)
+
+
+def reach_restricted(*, project: AnnotationProject, role: str | None) -> bool:
+    """Whether a user of ``role`` reaches an item of ``project`` only through what they hold
+    (``item_reachable``): everyone but its curators, in a blind project not yet closed. Curators
+    do not label there (``rules.labeller_refusal``) and see items as the rule above says."""
+    return project.blind and project.status != CLOSED and role != Role.CURATOR
+
+
+# The claims by which the server handed a user an item they have not given back: live, or whose
+# hold ran out (marked expired or not yet). Through them alone a blind project's item is reached.
+HANDED = (Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)
+
+
+def item_reachable(*, item: AnnotationItem, project: AnnotationProject, role: str | None, user,
+                   holds_claim: bool = False) -> bool:
+    """Whether ``user`` may open ``item`` of ``project`` at all (its sides, target, task material,
+    page, API answer): in a blind project (``reach_restricted``), only through their own claim
+    (``HANDED``: live — ``holds_claim``, the caller holds it, no query — or run out, so that a
+    label sent late is answered with its input kept rather than lost), or an item they labelled
+    (revisiting it shows what the rule reveals of it). Every other item is to be answered as a
+    missing one: its id, position and texts would let an annotator read the whole schedule, or
+    seek out the pairs of one system."""
+    if holds_claim or not reach_restricted(project=project, role=role):
+        return True
+    return (Assignment.objects.filter(item_id=item.pk, user_id=user.pk, status__in=HANDED).exists()
+            or Label.objects.filter(item_id=item.pk, annotator_id=user.pk).exists())
+
+
+def item_handed(*, item_id: int, user) -> bool:
+    """Whether the server handed ``user`` the item by a claim they have not given back (``HANDED``)."""
+    return Assignment.objects.filter(item_id=item_id, user_id=user.pk, status__in=HANDED).exists()
 
 
 # --- Channels ---------------------------------------------------------------------------------
@@ -214,7 +298,7 @@ def visible_verdicts(*, user) -> QuerySet[Verdict]:
             pk__in=revealed_items(user).filter(target_kind=TargetKind.VERDICT).values("target_id"))
     blind = blind_items(user)
     return verdicts.exclude(pk__in=blind.filter(target_kind=TargetKind.VERDICT).values("target_id")).exclude(
-        report__in=_pair_reports(blind))
+        report__in=_compared_reports(blind))
 
 
 def _pair_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
@@ -224,11 +308,19 @@ def _pair_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
                                  | Q(pk__in=items.filter(target_kind=TargetKind.REPORT).values("target_id")))
 
 
+def _compared_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
+    """Every report of the systems that the pairs among ``items`` compare, on any task: with
+    one report of a system named, a 4-gram nearest neighbour names that system's side of a
+    blind pair (86 of 100 sides, issue #37)."""
+    return Report.objects.filter(system__in=_pair_reports(items).values("system"))
+
+
 def hidden_reports(user) -> QuerySet[Report]:
-    """Reports whose system a blind pairwise item still hides from the user (``blind_items``)."""
+    """Reports whose system a blind pairwise item still hides from the user (``blind_items``):
+    every report of the systems those items compare (``_compared_reports``), not only theirs."""
     if not getattr(user, "is_authenticated", False):
         return Report.objects.none()
-    return _pair_reports(blind_items(user))
+    return _compared_reports(blind_items(user))
 
 
 def blind_labelling_projects(user) -> list[str]:
@@ -252,7 +344,7 @@ def visible_preferences(user) -> QuerySet[PairwisePreference]:
     preferences = PairwisePreference.objects.all() if is_global_curator(user) else PairwisePreference.objects.filter(
         annotator=user)
     blind = blind_items(user)
-    hidden = _pair_reports(blind)
+    hidden = _compared_reports(blind)
     return preferences.exclude(label__item__in=blind).exclude(report_left__in=hidden).exclude(
         report_right__in=hidden)
 
@@ -266,9 +358,10 @@ def blind_overlap_warnings(project: AnnotationProject) -> list[str]:
     its verdicts judge): in ``project`` its annotators would read what that study hides from
     them. The lists stay blind (``visible_verdicts``, ``visible_preferences``, ``hidden_reports``
     follow the blind study), but ``project``'s own pages show what ``project`` shows. Names the
-    members the two share."""
+    members the two share. When ``project`` is blind: the same, from its side, for every project
+    that is not blind over what it hides (``_blind_side_warnings``): either order warns."""
     if project.blind:
-        return []
+        return _blind_side_warnings(project)
     items = AnnotationItem.objects.filter(project=project)
     others = AnnotationItem.objects.filter(project__blind=True).exclude(project=project).exclude(
         project__status=CLOSED)
@@ -299,3 +392,32 @@ def _item_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
     """The reports that ``items`` compare (pairs) or whose verdicts they label."""
     verdicts = Verdict.objects.filter(pk__in=items.filter(target_kind=TargetKind.VERDICT).values("target_id"))
     return Report.objects.filter(Q(pk__in=_pair_reports(items).values("pk")) | Q(pk__in=verdicts.values("report")))
+
+
+def _blind_side_warnings(project: AnnotationProject) -> list[str]:
+    """One warning per project that is not blind and is about what blind ``project`` hides: the
+    same verdicts or pairs, or reports of the systems its pairs compare (``_compared_reports``)."""
+    if project.status == CLOSED:
+        return []
+    items = AnnotationItem.objects.filter(project=project)
+    others = AnnotationItem.objects.filter(project__blind=False)
+    same = others.filter(Exists(items.filter(target_kind=OuterRef("target_kind"), target_id=OuterRef("target_id"))))
+    reports = Report.objects.filter(Q(pk__in=_item_reports(items).values("pk"))
+                                    | Q(pk__in=_compared_reports(items).values("pk")))
+    pairs = ReportPair.objects.filter(Q(report_left__in=reports) | Q(report_right__in=reports))
+    by_reports = others.filter(Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=pairs.values("pk"))
+                               | Q(target_kind=TargetKind.VERDICT, target_id__in=Verdict.objects.filter(
+                                   report__in=reports).values("pk")))
+    overlapping = AnnotationProject.objects.filter(
+        Q(pk__in=same.values("project")) | Q(pk__in=by_reports.values("project"))).order_by("name")
+    annotators = set(ProjectMembership.objects.filter(project=project, role=Role.ANNOTATOR).values_list("user", flat=True))
+    warnings = []
+    for other in overlapping:
+        shared = sorted(ProjectMembership.objects.filter(project=other, user__in=annotators)
+                        .values_list("user__username", flat=True))
+        who = f"its members {', '.join(shared)} annotate here" if shared else "no annotator of this study is a member"
+        warnings.append(
+            f"project {other.name!r}, which is not blind, is about the same verdicts, reports or proposals as blind"
+            f" study {project.name!r}: {who}; there they see nothing {project.name!r} still hides from them (those"
+            " items stay unrevealed to them until it reveals them here)")
+    return warnings

@@ -6,7 +6,8 @@ from django.urls import include, path
 
 from .comments import views as comments
 from .crowd import views as crowd
-from .views import adjudication, curation, exports, item_browser, projects, review_queue, task_review, workspace
+from .views import (adjudication, blind_audit, curation, exports, item_browser, projects, review_queue, task_review,
+                    workspace)
 
 project_patterns = [
     path("", projects.project_list, name="project_list"),
@@ -34,6 +35,7 @@ project_patterns = [
     path("<id:project_id>/crowd/", crowd.study_page, name="crowd_study"),
     path("<id:project_id>/crowd/done/", crowd.done, name="crowd_done"),
     path("<id:project_id>/items/<id:item_id>/comments/", comments.panel, name="comments"),
+    path("<id:project_id>/blind-audit/", blind_audit.audit, name="blind_audit"),
     path("<id:project_id>/items/<id:item_id>/adjudicate/", adjudication.adjudicate, name="adjudicate"),
 ]
 

@@ -87,11 +87,24 @@ def token() -> str:
     return str(uuid.uuid4())
 
 
+def hold(item, user):
+    """``user`` holds a live claim on ``item``, as the loop hands it out (a blind project takes
+    labels only on items held: ``annotation.blind.reach_restricted``)."""
+    from annotation.models import Assignment
+
+    now = timezone.now()
+    return Assignment.objects.create(project_id=item.project_id, item=item, user=user, claimed_at=now,
+                                     expires_at=now + timezone.timedelta(hours=1))
+
+
 def label_all(item, users, *values):
-    """Each user labels ``item`` (one value for all, or one per user); returns the refreshed item."""
+    """Each user labels ``item`` (one value for all, or one per user); returns the refreshed item.
+    In a blind project each holds the item first (``hold``), as the workspace's claim does."""
     from annotation.loop.labels import label_submit
 
     for n, user in enumerate(users):
+        if item.project.blind:
+            hold(item, user)
         label_submit(item=item, annotator=user, value=values[min(n, len(values) - 1)], client_token=token())
     item.refresh_from_db()
     return item
@@ -154,3 +167,16 @@ def deepscholar_agreement_project(owner, users, *, name: str = "judged", **optio
                              **options)
     members_add(project, owner, users)
     return project
+
+
+def submit_held(*, item, annotator, **kwargs):
+    """``label_submit`` as the workspace makes it: in a blind project on an item the annotator
+    holds (``hold``, when they hold no live claim there), as ``annotation.loop.labels`` requires."""
+    from annotation.loop.labels import label_submit
+    from annotation.models import Assignment, Label
+
+    if item.project.blind and not Assignment.objects.filter(
+            item_id=item.pk, user=annotator, status__in=(Assignment.Status.ACTIVE, Assignment.Status.EXPIRED)).exists() \
+            and not Label.objects.filter(item_id=item.pk, annotator=annotator).exists():
+        hold(item, annotator)  # as the loop would have handed it out; one they hold, or held, is theirs already
+    return label_submit(item=item, annotator=annotator, **kwargs)

@@ -26,7 +26,7 @@ from scoring.models import JudgeConfig
 
 from core.accounts import is_global_curator
 
-from ..blind import blind_overlap_warnings, status_shown, target_id_shown, with_revealed
+from ..blind import NO_ITEM, blind_overlap_warnings, item_reachable, status_shown, target_id_shown, with_revealed
 from ..crowd.models import CrowdStudy
 from ..models import (DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership,
                       Role, TargetKind)
@@ -43,6 +43,17 @@ def member_project(request, pk: int) -> tuple[AnnotationProject, str]:
     if role is None:
         raise Http404("No such project")
     return project, role
+
+
+def reachable_item(request, pk: int) -> tuple[AnnotationItem, str]:
+    """The item and the user's role in its project, when they may reach it (``item_reachable``:
+    in a blind project, through their own claim or label). A missing item, one of a project they
+    are not in, and one they may not reach all answer the same 404 (``NO_ITEM``)."""
+    item = next(iter(AnnotationItem.objects.select_related("project").filter(pk=pk)[:1]), None)
+    role = None if item is None else project_role(project=item.project, user=request.user)
+    if role is None or not item_reachable(item=item, project=item.project, role=role, user=request.user):
+        raise Http404(NO_ITEM)
+    return item, role
 
 
 def curated_project(request, pk: int, *, action: str) -> AnnotationProject:
@@ -141,7 +152,10 @@ class ProjectListApi(ListApi):
                                       help_text='rating: {"min": 1, "max": 5} by default (0–100 allowed), "anchors":'
                                                 ' {point: meaning}, "adjudicate_beyond": the score distance that goes'
                                                 " to a curator (default a quarter of the scale)")
-        seed = BoundedIntegerSerializerField(required=False, default=0)
+        seed = BoundedIntegerSerializerField(
+            required=False, allow_null=True, default=None,
+            help_text="not blind only (default 0): seed of the schedule and sample; a blind project's is drawn by"
+                      " the server and kept secret")
         sampling = serializers.ChoiceField(
             choices=[c for c in AnnotationProject.Sampling.choices if c[0] != AnnotationProject.Sampling.CHOSEN],
             required=False, default=AnnotationProject.Sampling.ALL,
@@ -352,10 +366,10 @@ class ItemDetailApi(GenericApi):
     OutputSerializer = ContextSerializer
 
     def get(self, request, pk: int):
-        """What the workspace shows you about this item (blind until you have labelled it)."""
-        item = get_object_or_404(AnnotationItem, pk=pk)
-        member_project(request, item.project_id)
-        return Response(ContextSerializer(item_context_for(item=item, user=request.user)).data)
+        """What the workspace shows you about this item (blind until you have labelled it; in a
+        blind project, only an item you hold or labelled: every other one is a 404)."""
+        item, role = reachable_item(request, pk)
+        return Response(ContextSerializer(item_context_for(item=item, user=request.user, role=role)).data)
 
 
 class ItemSideApi(GenericApi):
@@ -374,13 +388,13 @@ class ItemSideApi(GenericApi):
     def get(self, request, pk: int, side: str):
         """One side of an item: ``left``/``right`` of a pair, the ``report`` a verdict judged: its
         text (and a pair's outline). Which report and system it is stays null until the item is
-        revealed to you (blind mode), as in the item's answer."""
-        item = get_object_or_404(AnnotationItem, pk=pk)
-        member_project(request, item.project_id)
-        context = item_context_for(item=item, user=request.user)
+        revealed to you (blind mode), as in the item's answer; in a blind project, only of an item
+        you hold or labelled (every other one is a 404)."""
+        item, role = reachable_item(request, pk)
+        context = item_context_for(item=item, user=request.user, role=role)
         target = context["target"]
         if self.SIDES.get(side) != context["item"]["target_kind"] or target.get("missing"):
-            raise Http404(f"No side {side!r} of this item")
+            raise Http404("No such side of this item")
         if side == "report":
             shown = {"text": target["report_text"], "report_id": target["report_id"], "system": None,
                      "system_label": None}
@@ -400,8 +414,7 @@ class ItemAdjudicateApi(GenericApi):
     @extend_schema(request=InputSerializer, responses={201: ContextSerializer})
     def post(self, request, pk: int):
         """A curator's gold label for a complete item whose labels disagree."""
-        item = get_object_or_404(AnnotationItem, pk=pk)
-        member_project(request, item.project_id)
+        item, _ = reachable_item(request, pk)
         data = input_of(self, request)
         item_adjudicate(item=item, curator=request.user, value=data["value"], note=data.get("note", ""),
                         expected_version=data.get("expected_version"))

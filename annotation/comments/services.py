@@ -14,7 +14,7 @@ from django.utils import timezone
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 
-from ..blind import item_revealed
+from ..blind import item_reachable, item_revealed
 from ..models import AnnotationItem, ProjectMembership
 from ..selectors.projects import project_role
 from ..services.audit import audit_record
@@ -37,7 +37,7 @@ class ItemUnreachable(LookupError):
 def comment_access(*, item: AnnotationItem, user) -> str:
     """The user's role when they may read and write the item's comments (``item.project`` read
     along). ``ItemUnreachable`` for someone who may not reach the item (no member; in a blind
-    project, an annotator who neither holds nor labelled it); ``CommentsClosed`` while the item
+    project, anyone ``annotation.blind.item_reachable`` keeps out); ``CommentsClosed`` while the item
     still hides what others did from them (``annotation.blind.item_revealed``: the same rule as
     others' labels, since comments speak of them)."""
     role = project_role(project=item.project, user=user)
@@ -45,11 +45,8 @@ def comment_access(*, item: AnnotationItem, user) -> str:
         raise ItemUnreachable(item.pk)
     if item_revealed(item=item, role=role, user=user):
         return role
-    if item.project.blind and role == "annotator":  # a blind annotator reaches what they hold or labelled
-        reached = item.assignments.filter(user=user, status="active").exists() or item.labels.filter(
-            annotator=user).exists()
-        if not reached:
-            raise ItemUnreachable(item.pk)
+    if not item_reachable(item=item, project=item.project, role=role, user=user):  # the blind reach rule (#37)
+        raise ItemUnreachable(item.pk)
     raise CommentsClosed(
         "The discussion of this item opens to you once your label on it is committed"
         + (" and the study has closed (this project reveals at close)." if item.project.reveal == "close"

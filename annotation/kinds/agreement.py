@@ -54,7 +54,7 @@ class Agreement(AnnotationKind):
     # what project_create takes for this kind beyond the common fields
     create_fields = ("systems", "judge_config", "steps", "sampling", "sample_size")
     undo_refused = (
-        "your label on item {position} is final: this project is blind, and committing it showed you the"
+        "your label on item {position} is final: this project is blind, and {when} the"
         " judge's verdict and any other annotator's label; ask a curator to correct it"
     )
     dashboard_sections = ("progress", "inter_annotator", "judge_agreement", "calibration")

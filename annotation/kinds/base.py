@@ -44,7 +44,7 @@ class AnnotationKind(abc.ABC):
     default_reveal: ClassVar[str] = AnnotationProject.Reveal.AFTER_LABEL
     key_fields: ClassVar[tuple[str, ...]]  # the value fields ``consensus_key`` reads
     blind_fields: ClassVar[tuple[str, ...]] = ()  # value fields hidden until the item is revealed
-    undo_refused: ClassVar[str]  # why a blind label is final, ``{position}`` the item's
+    undo_refused: ClassVar[str]  # why a blind label is final, ``{position}`` the item's, ``{when}`` the reveal policy
     dashboard_sections: ClassVar[tuple[str, ...]]  # the dashboards that show this kind's projects
     export_columns: ClassVar[tuple[str, ...]]  # the value's columns in flat exports
     applies_to_benchmark: ClassVar[bool] = False  # completing an agreed item writes the benchmark row

@@ -13,7 +13,7 @@ from benchmark.models import Report
 
 from ..models import AnnotationProject, ReportPair, TargetKind
 from ..services.adaptive_pairs import adaptive_pairs_fill
-from ..services.schedule import double_round_robin
+from ..services.schedule import pair_schedule
 from .base import AnnotationKind, choice, only, text
 
 PAIRWISE_CHOICES = ("left", "right", "tie")
@@ -63,18 +63,12 @@ def pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[tu
     for report_id, task_id in reports.values_list("pk", "task_id"):
         by_task[task_id].append(report_id)
     existing = set(ReportPair.objects.filter(project=project).values_list("report_left", "report_right"))
-    scheduled = []
-    for task_id, report_ids in sorted(by_task.items()):
-        for leg, number, left, right in double_round_robin(report_ids, seed=f"{project.seed}:{task_id}"):
-            if (left, right) not in existing:
-                scheduled.append(
-                    ReportPair(
-                        project=project, task_id=task_id, report_left_id=left, report_right_id=right, leg=leg,
-                        round=number,
-                    )
-                )
-    # Every task's first leg before any second leg, so both sides of a pair are not labelled back to back.
-    scheduled.sort(key=lambda pair: (pair.leg, pair.round, pair.task_id))
+    # ``pair_schedule``: the one order of positions, which the blind audit's attacker rebuilds too.
+    scheduled = [
+        ReportPair(project=project, task_id=task_id, report_left_id=left, report_right_id=right, leg=leg, round=number)
+        for task_id, leg, number, left, right in pair_schedule(by_task, seed=project.seed)
+        if (left, right) not in existing
+    ]
     created = ReportPair.objects.bulk_create(scheduled, batch_size=BATCH)
     return [(TargetKind.REPORT_PAIR, pair.pk, pair.task_id, None) for pair in created]
 
@@ -92,7 +86,7 @@ class Pairwise(AnnotationKind):
     # what project_create takes for this kind beyond the common fields
     create_fields = ("systems", "component", "dimensions", "pair_choice", "uniform_share", "pairs_budget")
     undo_refused = (
-        "your preference on item {position} is final: this project is blind, and committing it showed you which"
+        "your preference on item {position} is final: this project is blind, and {when} which"
         " systems wrote the two reports and any other annotator's preference; ask a curator to correct it"
     )
     dashboard_sections = ("progress", "inter_annotator", "human_ranking", "position_bias")

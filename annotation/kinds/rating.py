@@ -111,7 +111,7 @@ class Rating(AnnotationKind):
     # what project_create takes for this kind beyond the common fields
     create_fields = ("systems", "component", "criteria", "scale")
     undo_refused = (
-        "your rating on item {position} is final: this project is blind, and committing it showed you which"
+        "your rating on item {position} is final: this project is blind, and {when} which"
         " system wrote the report and any other expert's scores; ask a curator to correct it"
     )
     dashboard_sections = ("progress", "inter_annotator", "rating")

@@ -63,7 +63,7 @@ class Verify(AnnotationKind):
     # what project_create takes for this kind beyond the common fields
     create_fields = ("item_kinds",)
     undo_refused = (
-        "your decision on item {position} is final: this project is blind, and committing it showed you how"
+        "your decision on item {position} is final: this project is blind, and {when} how"
         " the other reviewers decided this proposal; ask a curator to correct it"
     )
     dashboard_sections = ("progress", "inter_annotator")

@@ -20,7 +20,7 @@ from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 
 from .. import rules
-from ..blind import REPORT_FIELDS
+from ..blind import REPORT_FIELDS, item_handed, reach_restricted
 from ..crowd.models import is_attention_check
 from ..models import (
     VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference, ReportPair, Role,
@@ -192,6 +192,13 @@ class LabelBatch:
         if any(label.item_id == item.pk for label in self.own):
             raise AlreadyLabelledError(f"you already labelled item {item.pk}; undo your last label to change it")
         project = item.project
+        claims = [claim for claim in self.claims if claim.item_id == item.pk]
+        claim = next((c for c in claims if c.user_id == self.annotator.pk), None)
+        if claim is None and reach_restricted(project=project, role=self.roles[item.project_id]) and not item_handed(
+                item_id=item.pk, user=self.annotator):
+            # Blind: only an item the server handed them (a claim of theirs, live or run out),
+            # else an annotator could seek out the pairs of one system; answered as a missing item.
+            raise _not_found(submission.item_id)
         require_labeller(project=project, user=self.annotator, role=self.roles[item.project_id])
         if item.status != AnnotationItem.Status.OPEN:
             raise ItemNotOpenError(f"item {item.pk} already has all {item.labels_needed} labels it needs")
@@ -205,8 +212,6 @@ class LabelBatch:
             raise ValueError("value.left_report_id: not accepted in a blind project; the choice names a side (left,"
                              " right or tie) and the server resolves it")
         clean = value_clean(project=project, target=self.targets.get(item.pk), value=value)
-        claims = [claim for claim in self.claims if claim.item_id == item.pk]
-        claim = next((c for c in claims if c.user_id == self.annotator.pk), None)
         if claim is None or not rules.claim_live(status=claim.status, expires_at=claim.expires_at, now=self.now):
             # Without a live claim of their own, the label takes a free slot or none.
             others = sum(1 for c in claims if c.user_id != self.annotator.pk

@@ -91,10 +91,24 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     item.target_version = updated.version
 
 
+# When a blind project reveals what a label's item hides (``AnnotationProject.reveal``): the
+# refusal states the project's actual policy (each kind's ``undo_refused`` has ``{when}``).
+BLIND_REVEAL_WHEN = {
+    AnnotationProject.Reveal.AFTER_LABEL: "committing it showed you",
+    AnnotationProject.Reveal.AT_CLOSE: "a label stays as first given so that none depends on what the study shows"
+                                       " everyone when it closes:",
+}
+
+
+def blind_undo_refusal(*, project: AnnotationProject, position: int) -> str:
+    """Why undo is refused in a blind ``project`` (its kind, its reveal policy)."""
+    return kind_of(project).undo_refused.format(position=position, when=BLIND_REVEAL_WHEN[project.reveal])
+
+
 def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:
     locked = item_lock(item_id=label.item_id)
     if project.blind:
-        raise UndoRefusedError(kind_of(project).undo_refused.format(position=locked.position))
+        raise UndoRefusedError(blind_undo_refusal(project=project, position=locked.position))
     label = Label.objects.filter(pk=label.pk).first()
     if label is None:
         raise UndoRefusedError("that label was already undone")

@@ -147,7 +147,9 @@ class AnnotationProject(TimeStamped):
     scale = models.JSONField(default=dict, blank=True,
                              help_text="rating: {min, max, anchors: {point: text}, adjudicate_beyond}")
     hold_duration = models.DurationField(default=DEFAULT_HOLD, help_text="how long a claimed item stays reserved")
-    seed = models.IntegerField(default=0, help_text="pairwise: seed of the randomized schedule")
+    seed = models.BigIntegerField(default=0, help_text=(
+        "seed of the randomized schedule, sample and adaptive draws; a blind project's is drawn by the server"
+        " (annotation.blind.secret_seed) and never shown"))
     sampling = models.CharField(
         max_length=12, choices=Sampling.choices, default=Sampling.ALL,
         help_text="agreement: how the verdicts were chosen; a random sample records each item's inclusion probability",

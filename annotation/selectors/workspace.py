@@ -9,7 +9,7 @@ from django.utils import timezone
 from benchmark import selectors as benchmark_selectors
 from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
 
-from ..blind import item_revealed, status_shown, target_id_shown
+from ..blind import NO_ITEM, hidden_elsewhere, item_reachable, item_revealed, status_shown, target_id_shown
 from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
 from ..kinds.rating import task_criteria
 from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
@@ -152,16 +152,20 @@ def item_context_for(
     if role is None:
         raise PermissionError(f"{user} is not a member of project {project.name!r}")
     held = claim is not None and claim.user_id == user.pk and claim.status == Assignment.Status.ACTIVE
+    if not item_reachable(item=item, project=project, role=role, user=user, holds_claim=held):
+        raise AnnotationItem.DoesNotExist(NO_ITEM)  # as a missing item: blind mode's reach
     revealed = item_revealed(item=item, role=role, user=user, holds_claim=held)
+    if target is None or target.pk != item.target_id:
+        target = item_target(item, with_text=True)
+    elsewhere = revealed and hidden_elsewhere(item=item, target=target, user=user)
+    revealed = revealed and not elsewhere  # another project's blind study still hides it from this user
     if revealed:
         labels = list(item.labels.select_related("annotator"))
-    elif held or blind_revealed(project=project, role=role, status=item.status, labelled=True):
+    elif held or (not elsewhere and blind_revealed(project=project, role=role, status=item.status, labelled=True)):
         labels = []  # not labelled: a claim is held, or ``item_revealed`` found no label of theirs
     else:  # a study that reveals at close: their own label, whose value names no report
         labels = list(item.labels.filter(annotator=user).select_related("annotator"))
     own = next((label for label in labels if label.annotator_id == user.pk), None)
-    if target is None or target.pk != item.target_id:
-        target = item_target(item, with_text=True)
     context = {
         "project": _project_view(project),
         "role": role,

@@ -26,6 +26,7 @@ from ..selectors.projects import project_role
 from ..calibration.sampling import RANDOM_DESIGNS, sampling_check
 from .adaptive_pairs import adaptive_pairs_budget_clean, pair_design_clean
 from .audit import audit_record
+from ..blind import secret_seed
 from ..kinds import kind_of
 from .values import label_level_clean, label_set_clean, step_label_union
 
@@ -73,6 +74,17 @@ def _populate(project: AnnotationProject, *, actor, sample_size: int | None = No
     return len(new)
 
 
+def project_seed(*, blind: bool, seed: int | None) -> int:
+    """The seed a new project draws its schedule, sample and adaptive choices from: a blind
+    project's from ``secret_seed`` (a seed sent for one is refused: known, it would rebuild the
+    schedule), any other's as given (0 by default: reproducible)."""
+    if not blind:
+        return 0 if seed is None else seed
+    if seed is not None:
+        raise ValueError("seed: not accepted for a blind project; the server draws its seed and keeps it secret")
+    return secret_seed()
+
+
 def _settings_view(project: AnnotationProject) -> dict:
     return {
         "name": project.name, "kind": project.kind, "status": project.status, "overlap": project.overlap,
@@ -80,7 +92,8 @@ def _settings_view(project: AnnotationProject) -> dict:
         "component": project.component,
         "judge_config_id": project.judge_config_id, "steps": project.steps, "label_set": project.label_set,
         "label_level": project.label_level,
-        "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
+        "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(),
+        **({} if project.blind else {"seed": project.seed}),  # a blind project's seed is secret (``secret_seed``)
         "sampling": project.sampling, "task_set_id": project.task_set_id,
         "guidelines_version": project.guidelines_version,
         **{field: getattr(project, field) for field in kind_of(project).settings_fields},
@@ -104,6 +117,8 @@ def project_row_new(
         raise ValueError(f"name: a project called {name!r} already exists")
     if not task_ids:
         raise ValueError("tasks: give tasks or a task set")
+    fields["seed"] = project_seed(blind=fields.get("blind", AnnotationProject._meta.get_field("blind").default),
+                                  seed=fields.get("seed"))
     project = AnnotationProject.objects.create(name=name, kind=kind, created_by=created_by, **fields)
     project.tasks.set(task_ids)
     project.systems.set(list(systems))
@@ -137,7 +152,7 @@ def project_create(
     hold_duration: timedelta = DEFAULT_HOLD,
     description: str = "",
     guidelines: str = "",
-    seed: int = 0,
+    seed: int | None = None,
     sampling: str = AnnotationProject.Sampling.ALL,
     sample_size: int | None = None,
     pair_choice: str = AnnotationProject.PairChoice.ROUND_ROBIN,
@@ -169,7 +184,8 @@ def project_create(
     tasks (of ``systems``), rated on ``criteria`` (default each task's rubric criteria of
     ``component``) on ``scale`` (``annotation.kinds.rating``). Each kind checks its own fields
     (``settings_clean``) and says how its items are made (``targets``). Only global curators
-    create projects.
+    create projects. ``seed`` (projects that are not blind; default 0): of the schedule, sample
+    and adaptive draws; a blind project's is drawn here and kept secret (``project_seed``).
     """
     if not is_global_curator(created_by):
         raise PermissionError("only curators create annotation projects")

@@ -5,7 +5,7 @@ to cancel position bias: every pair of entrants meets twice, once with each on t
 """
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -42,3 +42,18 @@ def double_round_robin(entrants: Sequence[T], *, seed: int | str = 0) -> list[tu
     return [(1, number, left, right) for number, left, right in first_leg] + [
         (2, number, right, left) for number, left, right in first_leg
     ]
+
+
+def pair_schedule(entrants_by_task: Mapping[int, Sequence[T]], *, seed: int | str) -> list[tuple[int, int, int, T, T]]:
+    """``(task id, leg, round, left, right)`` in the order a round-robin project's items take their positions:
+    each task's ``double_round_robin`` (seeded by ``seed`` and the task), then every task's first
+    leg before any second leg, round by round, so both sides of a pair are not labelled back to
+    back. Whoever knows ``seed`` and the entrants reads which pair every position holds: a blind
+    project's seed is secret (``annotation.blind.secret_seed``)."""
+    scheduled = [
+        (leg, number, task_id, left, right)
+        for task_id, entrants in sorted(entrants_by_task.items())
+        for leg, number, left, right in double_round_robin(entrants, seed=f"{seed}:{task_id}")
+    ]
+    scheduled.sort(key=lambda row: row[:3])
+    return [(task_id, leg, number, left, right) for leg, number, task_id, left, right in scheduled]

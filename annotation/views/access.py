@@ -4,6 +4,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 
+from ..blind import NO_ITEM, item_reachable
 from ..models import AnnotationItem, AnnotationProject
 from ..selectors.projects import project_with_role
 
@@ -22,10 +23,12 @@ def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
     return project, role
 
 
-def item_in(project: AnnotationProject, item_id: int) -> AnnotationItem:
+def item_in(project: AnnotationProject, item_id: int, *, role: str | None, user) -> AnnotationItem:
+    """The item of ``project`` that ``user`` (of ``role`` there) may reach (``blind.item_reachable``:
+    in a blind project, through their own claim or label); any other id is the same 404."""
     item = next(iter(AnnotationItem.objects.filter(pk=item_id, project_id=project.pk)[:1]), None)  # no ORDER BY
-    if item is None:
-        raise Http404("No such item in this project")
+    if item is None or not item_reachable(item=item, project=project, role=role, user=user):
+        raise Http404(NO_ITEM)
     item.project = project
     return item
 

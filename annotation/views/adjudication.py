@@ -88,7 +88,7 @@ def adjudicate(request, project_id: int, item_id: int):
     project, refused = _curator_project(request, project_id)
     if refused:
         return refused
-    item = item_in(project, item_id)
+    item = item_in(project, item_id, role=Role.CURATOR, user=request.user)
     row = _row_view(project, _row_from_context(item_context_for(item=item, user=request.user)), request.POST)
     form = row["form"]
     template = "annotation/_adjudication_row.html"

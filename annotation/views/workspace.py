@@ -242,7 +242,7 @@ def item_detail(request, project_id: int, item_id: int):
     """The item's panel; ``?part=task-material``: only the "everything proposed for this
     task" section, which the htmx panel loads when it is opened."""
     project, role = project_for(request, project_id)
-    item = item_in(project, item_id)
+    item = item_in(project, item_id, role=role, user=request.user)
     if request.GET.get("part") == MATERIAL_PART:
         return _task_material(request, project, item)
     return _render(request, project, role, item=item)
@@ -268,7 +268,7 @@ def _task_material(request, project, item):
 @login_required
 def label_create(request, project_id: int, item_id: int):
     project, role = project_for(request, project_id)
-    item = item_in(project, item_id)
+    item = item_in(project, item_id, role=role, user=request.user)
     target = item_target(item)
     form = label_form_for(label_form_context(item=item, project=project, target=target), data=request.POST)
     if not form.is_valid():
@@ -315,7 +315,7 @@ def label_create(request, project_id: int, item_id: int):
 @login_required
 def item_skip(request, project_id: int, item_id: int):
     project, role = project_for(request, project_id)
-    item = item_in(project, item_id)
+    item = item_in(project, item_id, role=role, user=request.user)
     try:
         skipped = assignment_skip(item=item, user=request.user)
     except PermissionError as exc:
@@ -325,7 +325,8 @@ def item_skip(request, project_id: int, item_id: int):
     if skipped is None:
         flash = f"Item {item.position} was not reserved for you, so there was nothing to skip; here is your next item."
     else:
-        flash = f"Skipped item {item.position}. Press u to undo."
+        flash = f"Skipped item {item.position}. " + (
+            "It comes back when you revisit the items you skipped." if project.blind else "Press u to undo.")
     if not request.htmx:
         return _redirect(request, flash, "annotation:workspace", project_id=project.pk)
     return _next(request, project, role, flash=flash)
@@ -359,7 +360,7 @@ def undo(request, project_id: int):
         return alert(request, str(exc))
     if event is None:
         return alert(request, "Nothing to undo in this project.", status=200, tone="info")
-    item = item_in(project, event.target_id)
+    item = item_in(project, event.target_id, role=role, user=request.user)
     what = "skip" if event.action == AuditAction.ASSIGNMENT_SKIP_UNDO else "label"
     flash = f"Undid your {what} on item {item.position}; label it again."
     if not request.htmx:
@@ -386,7 +387,7 @@ def my_work(request, project_id: int):
 def item_add(request, project_id: int, item_id: int):
     """Add a missing item to the task of ``item`` (verify). GET switches the form's kind."""
     project, role = project_for(request, project_id)
-    item = item_in(project, item_id)
+    item = item_in(project, item_id, role=role, user=request.user)
     if request.method != "POST":
         return _add_response(request, project, role, item, kind=request.GET.get("add-kind", ""))
     context = item_context_for(item=item, user=request.user, with_task=True, role=role)

@@ -123,7 +123,12 @@
 
   function submit(form) {
     if (!form || form.classList.contains("htmx-request")) return;
-    form.requestSubmit();
+    // Always through its own submit button, clicked: htmx sends a form to the formaction of the
+    // button clicked last, so after a refused skip (a button of this form) a bare requestSubmit()
+    // would send the skip again and the label would be lost (issue #37).
+    const button = form.querySelector("[data-submit]");
+    if (button) button.click();
+    else form.requestSubmit();
   }
 
   function toggleHelp() {

@@ -23,6 +23,7 @@ from benchmark.models import Report, System
 from annotation.services.exports import annotations_bundle_write
 from scoring.models import EvaluationRun, ScoreCard, Verdict
 from tests.annotation_factories import (
+    hold,
     JudgeConfigFactory,
     agreement_project,
     annotator,
@@ -252,6 +253,7 @@ def test_the_oracle_probe_gets_the_same_answer_whatever_the_verdict():
     verdict_labels = set()
     for item in project.items.all():
         verdict_labels.add(item_target(item).label)
+        hold(item, prober)  # as the loop hands it out: an item not held is refused as a missing one
         for label in ("correct", "omitted", "incorrect"):
             for claim in (True, False):
                 body = {"item": item.pk, "value": {"label": label, "judge_correct": claim},

@@ -8,7 +8,7 @@ from annotation.models import Label
 from core.accounts import is_global_curator
 from annotation.services.projects import membership_add
 from annotation.loop.settle import item_adjudicate
-from tests.annotation_factories import agreement_project, annotator, label_all
+from tests.annotation_factories import agreement_project, annotator, hold, label_all
 from tests.api.conftest import client_for
 
 
@@ -24,10 +24,15 @@ def test_labels_and_verdicts_hidden_until_own_label(world):
     verdict_id = item.target_id
     a, b = client_for(world.users["ann_a"]), client_for(other)
     assert verdict_id not in _ids(a.get(reverse("api:verdict-list")))
+    assert a.get(reverse("api:item-detail", kwargs={"pk": item.pk})).status_code == 404  # not held: as missing
+    hold(item, world.users["ann_a"])
     context = a.get(reverse("api:item-detail", kwargs={"pk": item.pk})).json()
     assert context["revealed"] is False and context["judge"] is None and context["other_labels"] is None
 
     body = {"item": item.pk, "value": {"label": "correct"}, "client_token": str(uuid.uuid4())}
+    assert b.post(reverse("api:label-list"), body, format="json").status_code == 404  # b holds no claim
+    assert not Label.objects.filter(item=item).exists()
+    hold(item, other)
     assert b.post(reverse("api:label-list"), body, format="json").status_code == 201
     other_label = set(_ids(b.get(reverse("api:label-list"))))
     assert not other_label & _ids(a.get(reverse("api:label-list"), {"item": item.pk}))
@@ -64,11 +69,12 @@ def test_each_user_sees_the_same_items_revealed_on_every_api_channel(world):
     names = {complete: "complete", half: "half", untouched: "untouched", unlabelled_open: "open item"}
 
     # user → (items they may open, those revealed to them)
+    # In a blind open project, non-curators reach only what they hold or labelled (issue #37).
     expected = {
-        "ann_a": ({complete, half, untouched}, {complete}),  # only what they labelled
-        "other": ({complete, half, untouched, unlabelled_open}, {complete, half, unlabelled_open}),
-        "viewer": ({complete, half, untouched}, set()),  # viewers never label, so nothing is revealed
-        "ann_b": (b_items, set()),
+        "ann_a": ({complete, untouched}, {complete}),  # what they labelled, and the claim ``world`` gave them
+        "other": ({complete, half, unlabelled_open}, {complete, half, unlabelled_open}),
+        "viewer": (set(), set()),  # viewers never label nor hold: nothing of a blind study
+        "ann_b": (set(), set()),
         # curators: every item once it has all its labels, and the open project's
         "curator": ({complete, half, untouched, unlabelled_open} | b_items, {complete, unlabelled_open}),
         "admin": ({complete, half, untouched, unlabelled_open} | b_items, {complete, unlabelled_open}),
@@ -107,6 +113,7 @@ def test_an_agreement_item_carries_what_the_judge_saw_and_its_labels_before_the_
     citation = Verdict.objects.filter(step="deepscholar.citation_support", target_key="0:arxiv:2101.00001").get()
     item = project.items.get(target_id=citation.pk)
     client = client_for(alice)
+    hold(item, alice)
     context = client.get(reverse("api:item-detail", kwargs={"pk": item.pk})).json()
     assert context["revealed"] is False and context["judge"] is None
     assert context["item"]["labels"] == ["support", "not_support"]

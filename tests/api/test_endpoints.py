@@ -187,7 +187,10 @@ def test_session_post_without_csrf_token_is_refused(world):
 
 
 def test_label_submit_through_the_api_is_idempotent(world):
+    from tests.annotation_factories import hold
+
     client = client_for(world.users["ann_b"])
+    hold(world.item_b, world.users["ann_b"])  # blind: a label only on an item held (#37)
     body = {"item": world.item_b.pk, "value": {"decision": "accept"}, "client_token": str(uuid.uuid4())}
     first = client.post(reverse("api:label-list"), body, format="json")
     again = client.post(reverse("api:label-list"), body, format="json")

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from core.models import AuditLog
 from annotation.models import Assignment, Label
-from tests.annotation_factories import agreement_project, annotator, curator
+from tests.annotation_factories import agreement_project, annotator, curator, hold
 
 
 @pytest.fixture
@@ -60,6 +60,7 @@ def test_each_answer_is_accepted_or_refused_on_its_own(blind):
 def test_refusals_in_a_blind_project_reveal_nothing_hidden(blind):
     project, alice, bob = blind
     item = project.items.order_by("position").first()
+    hold(item, bob), hold(item, alice)
     _client(bob).post("/api/labels/", {"item": item.pk, "value": {"label": "omitted"},
                                        "client_token": str(uuid.uuid4())}, format="json")
     results = _client(alice).post("/api/labels/batch/", [

@@ -18,6 +18,10 @@ from tests.api.conftest import USER_KINDS, client_for
 READ = (403, 200, 200, 200, 200, 200)
 CURATE = (403, 403, 403, 403, 400, 400)  # an empty body: curators reach validation, others are refused
 PROJECT_A_READ = (403, 200, 404, 200, 200, 200)
+# An item of blind project A that ann_a neither holds nor labelled: out of reach for its
+# annotators and viewers, the same 404 as a missing item (#37; with a claim: test_blind_reach.py).
+ITEM_A_READ = (403, 404, 404, 404, 200, 200)
+ITEM_A_PAGE = (302, 404, 404, 404, 200, 200)
 PAGE = (302, 200, 200, 200, 200, 200)
 # Scores and rankings: closed to ann_a and ann_b, who still have items to label in blind projects
 # (annotation.middleware); the viewer labels nothing.
@@ -141,15 +145,16 @@ API = {
     "project-items": [("get", lambda w: {"pk": w.project_a.pk}, None, PROJECT_A_READ)],
     # Claims an item: labellers of A only (viewers never label, ann_b is not a member).
     "project-next": [("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 200, 404, 403, 403, 403))],
-    "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, PROJECT_A_READ)],
-    "item-side": [("get", lambda w: {"pk": w.item_a.pk, "side": "report"}, None, PROJECT_A_READ)],
-    # The item is open: the curator's gold label is refused with 409, annotators are not curators.
+    "item-detail": [("get", lambda w: {"pk": w.item_a.pk}, None, ITEM_A_READ)],
+    "item-side": [("get", lambda w: {"pk": w.item_a.pk, "side": "report"}, None, ITEM_A_READ)],
+    # The item is open: the curator's gold label is refused with 409; annotators and viewers do
+    # not reach it (not held).
     "item-adjudicate": [("post", lambda w: {"pk": w.item_a.pk}, {"value": {"label": "correct"}},
-                         (403, 403, 404, 403, 409, 409))],
+                         (403, 404, 404, 403, 409, 409))],  # viewers never write: 403 first
     # Discussion of item A (open, blind): closed until revealed (403); ann_a holds another item and ann_b is no
-    # member: neither reaches it (a missing item's very 404).
-    "item-comments": [("get", lambda w: {"pk": w.item_a.pk}, None, (403, 404, 404, 403, 403, 403)),
-                      ("post", lambda w: {"pk": w.item_a.pk}, {"text": ""}, (403, 404, 404, 403, 403, 403))],
+    # member, and the viewer holds nothing: none reaches it (a missing item's very 404).
+    "item-comments": [("get", lambda w: {"pk": w.item_a.pk}, None, (403, 404, 404, 404, 403, 403)),
+                      ("post", lambda w: {"pk": w.item_a.pk}, {"text": ""}, (403, 404, 404, 404, 403, 403))],
     "notification-list": [("get", None, None, READ)],
     # Crowd study of A (it has none: 404 to its curators); a quota of 0 is refused with 400 and stores nothing.
     "project-crowd": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 404, 404)),
@@ -163,8 +168,9 @@ API = {
     "label-list": [("get", None, None, READ),
                    ("post", None, lambda w: {"item": w.item_b.pk, "value": {"decision": "accept"},
                                              "client_token": str(uuid.uuid4())},
-                    # ann_b labels item B; curators do not label in a blind project.
-                    (403, 404, 201, 403, 403, 403))],
+                    # ann_b holds no claim on item B: refused as a missing item (#37; with one, 201:
+                    # test_blind_reach.py); curators do not label in a blind project.
+                    (403, 404, 404, 403, 403, 403))],
     # Answers are refused one by one inside a 200 (tests/api/test_label_batch.py checks them);
     # viewers and anonymous users are refused the request.
     # (The answer names no item: labelling item B here would take it from the label-list row.)
@@ -261,7 +267,7 @@ PAGES = {
     "annotation:workspace": [("get", _project, None)],
     "annotation:progress": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:my_work": [("get", _project, (302, 200, 404, 200, 200, 200))],
-    "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
+    "annotation:item": [("get", _item, ITEM_A_PAGE)],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
     # The item browser (issue 38): the project's curators; an empty selection changes nothing.
     "annotation:items": [("get", _project, (302, 403, 404, 403, 200, 200))],
@@ -271,12 +277,14 @@ PAGES = {
     "annotation:label": [("get", _item, (405,) * 6)],
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
-    "annotation:add_item": [("get", _item, (302, 200, 404, 200, 200, 200))],
-    # the discussion page (closed on this open blind item: it says so; ann_a holds another item); the crowd
-    # completion page: crowd workers only
-    "annotation:comments": [("get", _item, (302, 404, 404, 200, 200, 200))],
+    "annotation:add_item": [("get", _item, ITEM_A_PAGE)],
+    # the discussion page (closed on this open blind item for its curators: it says so; annotators and
+    # viewers do not reach it); the crowd completion page: crowd workers only
+    "annotation:comments": [("get", _item, ITEM_A_PAGE)],
     "annotation:crowd_done": [("get", _project, (302, 404, 404, 404, 404, 404))],
     "annotation:crowd_study": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    # Curators run the blind audit; annotators and viewers are refused, outsiders see no project.
+    "annotation:blind_audit": [("get", _project, (302, 403, 404, 403, 200, 200))],
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",

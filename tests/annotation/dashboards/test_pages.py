@@ -287,7 +287,7 @@ def test_judge_agreement_and_inter_annotator_numbers(curator_client):
 
 
 def test_agreement_names_steps_in_words(curator_client):
-    from annotation.loop.labels import label_submit
+    from tests.annotation_factories import submit_held as label_submit
     from tests.annotation_factories import annotator, curator, deepscholar_agreement_project, token
 
     alice = annotator("alice")

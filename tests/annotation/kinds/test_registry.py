@@ -29,7 +29,8 @@ def test_kind_implements_every_part(name):
     assert set(kind.export_columns) <= set(kind.value_fields)
     assert kind.min_overlap <= kind.default_overlap
     assert kind.default_reveal in AnnotationProject.Reveal.values
-    assert "{position}" in kind.undo_refused and kind.undo_refused.format(position=3)
+    assert "{position}" in kind.undo_refused and "{when}" in kind.undo_refused  # the reveal policy (#37)
+    assert kind.undo_refused.format(position=3, when="committing it showed you")
     get_template(kind.item_template)  # its folder under templates/annotation/kinds/
 
 

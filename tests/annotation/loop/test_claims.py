@@ -7,7 +7,7 @@ from annotation.loop.claims import assignment_release, assignment_skip, claim_ne
 from core.models import AuditLog
 from annotation.models import Assignment
 from annotation.services.errors import ClaimLostError, ProjectNotOpenError
-from annotation.loop.labels import label_submit
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from annotation.services.projects import project_set_status
 from tests.annotation_factories import agreement_project, annotator, token
 from tests.factories import UserFactory

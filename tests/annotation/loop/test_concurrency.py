@@ -13,7 +13,8 @@ from annotation.loop.claims import claim_next_item, claim_next_items
 from core.models import AuditLog
 from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference
 from annotation.services.errors import ClaimLostError
-from annotation.loop.labels import Submission, label_submit, label_submit_many
+from annotation.loop.labels import Submission, label_submit_many
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from tests.annotation_factories import annotator, curator, pairwise_project
 
 ANNOTATORS = 20

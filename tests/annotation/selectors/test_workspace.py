@@ -2,9 +2,10 @@ import pytest
 
 from annotation.loop.claims import claim_next_item
 from annotation.selectors.workspace import adjudication_queue, item_context_for
-from annotation.loop.labels import label_submit
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from annotation.services.projects import project_update
-from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
+from annotation.models import AnnotationItem
+from tests.annotation_factories import agreement_project, annotator, hold, pairwise_project, token
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -18,6 +19,7 @@ def test_blind_context_hides_the_judge_and_others_until_committed(owner, alice, 
     item = project.items.get()
     label_submit(item=item, annotator=alice, value={"label": "omitted", "note": "not there"}, client_token=token())
 
+    hold(item, bob)  # blind: an item is reached through one's claim (#37)
     before = item_context_for(item=item, user=bob)
     assert before["revealed"] is False
     assert before["judge"] is None and before["other_labels"] is None and before["own_label"] is None
@@ -35,6 +37,7 @@ def test_blind_context_hides_the_judge_and_others_until_committed(owner, alice, 
 def test_blind_pairwise_context_hides_system_names(owner, alice):
     project = pairwise_project(owner, [alice], overlap=2)
     item = project.items.first()
+    hold(item, alice)
     before = item_context_for(item=item, user=alice)
     assert before["target"]["left"]["system"] is None and before["target"]["right"]["system"] is None
     assert before["target"]["left"]["text"]
@@ -71,7 +74,8 @@ def test_context_carries_the_users_claim_for_the_countdown(owner, alice, bob):
     project = agreement_project(owner, [alice, bob])
     claim = claim_next_item(project=project, user=alice)
     assert item_context_for(item=claim.item, user=alice)["claim"]["expires_at"] == claim.expires_at
-    assert item_context_for(item=claim.item, user=bob)["claim"] is None
+    with pytest.raises(AnnotationItem.DoesNotExist):  # blind: bob neither holds nor labelled it (#37)
+        item_context_for(item=claim.item, user=bob)
 
 
 def test_verify_context_carries_the_task_only_when_asked(owner, alice, django_assert_max_num_queries):
@@ -80,6 +84,7 @@ def test_verify_context_carries_the_task_only_when_asked(owner, alice, django_as
     task, _ = checklist_task(2)
     project = verify_project(owner, [alice], tasks=[task])
     item = project.items.first()
+    hold(item, alice)
     assert item_context_for(item=item, user=alice)["task"] is None
     context = item_context_for(item=item, user=alice, with_task=True)
     assert context["task"] == task
@@ -160,6 +165,7 @@ def test_a_citation_item_shows_its_sentence_and_source_and_only_its_step_labels_
     project = deepscholar_agreement_project(owner, [alice])
     assert {"win", "support", "partial_support", "important"} <= set(project.label_set["label"])  # mixed steps
     item = _item_of(project, "deepscholar.citation_support", "0:arxiv:2101.00001")
+    hold(item, alice)
     context = item_context_for(item=item, user=alice)
     assert context["revealed"] is False and context["judge"] is None
     assert context["item"]["labels"] == context["target"]["labels"] == ["support", "not_support"]
@@ -173,6 +179,8 @@ def test_a_citation_item_shows_its_sentence_and_source_and_only_its_step_labels_
     parts = context["target"]["judged_input"]["parts"]
     assert [part["name"] for part in parts] == ["sentence", "source"]
 
+    hold(_item_of(project, "deepscholar.organization", "report_first"), alice)
+    hold(_item_of(project, "deepscholar.nugget_support"), alice)
     organization = item_context_for(item=_item_of(project, "deepscholar.organization", "report_first"), user=alice)
     assert organization["item"]["labels"] == ["win", "tie", "loss"]
     assert [(p["name"], p["is_report"]) for p in organization["target"]["judged_input"]["parts"]] == [

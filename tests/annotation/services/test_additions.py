@@ -8,7 +8,7 @@ from core.models import AuditLog
 from annotation.models import AnnotationItem, Role
 from annotation.services.additions import proposable_add
 from annotation.services.errors import ProjectNotOpenError
-from annotation.loop.labels import label_submit
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from annotation.services.projects import membership_add, project_set_status
 from benchmark.models import (
     BibEntry,

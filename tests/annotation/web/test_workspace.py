@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import AnnotationItem, Assignment, Label, PairwisePreference, Role
-from annotation.loop.labels import label_submit
+from tests.annotation_factories import submit_held as label_submit  # blind: on an item held (#37)
 from annotation.services.projects import membership_add
-from tests.annotation_factories import agreement_project, annotator, pairwise_project, token
+from tests.annotation_factories import agreement_project, annotator, hold, pairwise_project, token
 from tests.factories import ReportFactory
 
 from .conftest import claim_of
@@ -567,7 +567,7 @@ def test_viewers_and_outsiders_may_not_add(as_user, verify_all, owner, alice):
     viewer = annotator("vera")
     membership_add(project=verify_all, user=viewer, role=Role.VIEWER, actor=owner)
     response = as_user(viewer).post(url("add_item", verify_all, item), add_data(kind="nugget", text="x"))
-    assert response.status_code == 403
+    assert response.status_code == 404  # a viewer reaches no item of an open blind study (#37)
 
 
 def test_non_htmx_add_redirects_back_to_the_item(as_user, verify_all, alice):
@@ -584,6 +584,12 @@ def test_skip_without_a_claim_says_so(as_user, verify, alice):
     client = as_user(alice)
     item = verify.items.first()
     response = client.post(url("skip", verify, item))
+    assert response.status_code == 404  # blind: an item not held answers like a missing one (#37)
+    hold(item, alice)
+    Assignment.objects.filter(item=item, user=alice).update(status=Assignment.Status.EXPIRED)
+    labelled = verify.items.order_by("position").last()
+    label_submit(item=labelled, annotator=alice, value={"decision": "accept"}, client_token=token())
+    response = client.post(url("skip", verify, labelled))  # reachable (labelled), no claim to skip
     assert "was not reserved for you, so there was nothing to skip" in body(response)
 
 
@@ -677,6 +683,8 @@ def test_the_htmx_panel_loads_the_task_material_when_it_is_opened(as_user, verif
 def test_the_task_material_is_for_members_only(as_user, verify, alice, carol):
     item = verify.items.first()
     assert as_user(carol).get(url("item", verify, item), {"part": "task-material"}).status_code == 404
+    assert as_user(alice).get(url("item", verify, item), {"part": "task-material"}).status_code == 404  # not held
+    hold(item, alice)
     assert as_user(alice).get(url("item", verify, item), {"part": "task-material"}).status_code == 200
 
 
