@@ -8,7 +8,7 @@ models under the ``annotation`` app as before (no migration change).
 from core.models import AnnotatorProfile, Role  # re-exported: the workspace's roles are the global ones
 from .exports import ExportJob
 from .preferences import PairwisePreference
-from .statistics import ProjectStatistics
+from .statistics import CalibratedScores, ProjectStatistics
 from .webhooks import Webhook, WebhookDelivery, WebhookEvent  # noqa: F401 (re-exported)
 from .workspace import (
     DEFAULT_HOLD,
@@ -35,6 +35,7 @@ __all__ = [
     "Label",
     "PairwisePreference",
     "ProjectMembership",
+    "CalibratedScores",
     "ProjectStatistics",
     "ReportPair",
     "Role",
