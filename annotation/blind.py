@@ -9,7 +9,7 @@ every other handle) — is *revealed* to a user of its project when
    the item is no longer open (it has all its labels): ``revealed_unlabelled``, which reads only
    the project, the user's role in it and the item's status; or
 2. the user has labelled the item themselves and the project reveals after each label
-   (``AnnotationProject.reveal``; ``DEFAULT_REVEAL``: pairwise projects at close, so that
+   (``AnnotationProject.reveal``; the kind's ``default_reveal``: pairwise and rating projects at close, so that
    annotators do not learn each system's style label by label; agreement and verify after the
    label, as the judge's verdict is what an agreement study audits).
 
@@ -49,7 +49,7 @@ CLOSED = AnnotationProject.Status.CLOSED
 AFTER_LABEL = AnnotationProject.Reveal.AFTER_LABEL
 
 # Items whose target id names reports (a pair, a verdict on one report): hidden until revealed.
-HANDLE_KINDS = frozenset({TargetKind.REPORT_PAIR, TargetKind.VERDICT})
+HANDLE_KINDS = frozenset({TargetKind.REPORT_PAIR, TargetKind.VERDICT, TargetKind.REPORT})
 # What a pairwise label's value says of the reports beside the side chosen.
 REPORT_FIELDS = ("left_report_id", "right_report_id")
 
@@ -216,8 +216,10 @@ def visible_verdicts(*, user) -> QuerySet[Verdict]:
 
 
 def _pair_reports(items: QuerySet[AnnotationItem]) -> QuerySet[Report]:
+    """The reports ``items`` show without their system: a pair's two, a rating's one."""
     pairs = ReportPair.objects.filter(pk__in=items.filter(target_kind=TargetKind.REPORT_PAIR).values("target_id"))
-    return Report.objects.filter(Q(pk__in=pairs.values("report_left")) | Q(pk__in=pairs.values("report_right")))
+    return Report.objects.filter(Q(pk__in=pairs.values("report_left")) | Q(pk__in=pairs.values("report_right"))
+                                 | Q(pk__in=items.filter(target_kind=TargetKind.REPORT).values("target_id")))
 
 
 def hidden_reports(user) -> QuerySet[Report]:
@@ -273,7 +275,8 @@ def blind_overlap_warnings(project: AnnotationProject) -> list[str]:
     pairs = ReportPair.objects.filter(Q(report_left__in=reports) | Q(report_right__in=reports))
     verdicts = Verdict.objects.filter(report__in=reports)
     by_reports = others.filter(Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=pairs.values("pk"))
-                               | Q(target_kind=TargetKind.VERDICT, target_id__in=verdicts.values("pk")))
+                               | Q(target_kind=TargetKind.VERDICT, target_id__in=verdicts.values("pk"))
+                               | Q(target_kind=TargetKind.REPORT, target_id__in=reports.values("pk")))
     overlapping = AnnotationProject.objects.filter(
         Q(pk__in=same.values("project")) | Q(pk__in=by_reports.values("project"))).order_by("name")
     members = set(ProjectMembership.objects.filter(project=project).values_list("user", flat=True))

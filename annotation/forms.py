@@ -16,21 +16,13 @@ from benchmark.models import BibEntry, GoldReference
 from core.bounded import BoundedIntegerField, IdChoiceField, bounded_formfield
 from core.converters import MAX_ID
 
+from .kinds import kind_of
+from .kinds.pairwise import CHOICE_LABELS  # the words of each kind's values live with the kind
+from .kinds.verify import DECISION_LABELS, REASON_LABELS
 from .models import VERIFY_TARGETS, AnnotationProject, TargetKind
 from .services.additions import ADD_FIELDS, BIB_FIELDS
 
 Kind = AnnotationProject.Kind
-
-REASON_LABELS = {
-    "over_specified": "Over-specified",
-    "ambiguous": "Ambiguous",
-    "unverifiable": "Unverifiable from the source",
-    "factually_wrong": "Factually wrong",
-    "duplicate": "Duplicate",
-    "other": "Other (add a note)",
-}
-DECISION_LABELS = {"accept": "Accept", "edit": "Edit", "reject": "Reject"}
-CHOICE_LABELS = {"left": "A is better", "right": "B is better", "tie": "Tie"}
 
 
 def _humanize(value: str) -> str:
@@ -153,6 +145,7 @@ class VerifyForm(LabelForm):
 
 
 class PairwiseForm(LabelForm):
+    places_seconds = True  # its template puts ``seconds_taken`` in the decision bar
     choice = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick A, B or tie."})
     reason = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     # No report ids: the choice names a side of the item, and the server resolves it to the
@@ -218,8 +211,48 @@ class AgreementForm(LabelForm):
         }
 
 
+class RatingForm(LabelForm):
+    """One number per criterion on the project's scale (typed: digits, Tab to the next
+    criterion), and a rationale. The service checks the scale and the criteria again."""
+
+    rationale = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args, project: dict, target: dict, **kwargs):
+        # Ids of this form's own (its token's): the next item's fields are new elements, so the
+        # workspace puts the focus on its first score instead of keeping it on the same id.
+        data, initial = (args[0] if args else None) or {}, kwargs.get("initial") or {}
+        kwargs.setdefault("auto_id", f"id_{str(data.get('client_token') or initial.get('client_token', ''))[:8]}_%s")
+        super().__init__(*args, **kwargs)
+        scale = project.get("scale") or {"min": 1, "max": 5}
+        self.scale = scale
+        self.criteria = list(target.get("criteria") or project.get("criteria") or ())
+        whole = float(scale["min"]).is_integer() and float(scale["max"]).is_integer()
+        for position, name in enumerate(self.criteria):
+            self.fields[f"score_{position}"] = forms.FloatField(
+                label=_humanize(name), min_value=scale["min"], max_value=scale["max"],
+                widget=forms.NumberInput(attrs={"step": "1" if whole else "any", "min": scale["min"],
+                                                "max": scale["max"], "inputmode": "decimal",
+                                                "data-score": name, "autocomplete": "off"}),
+                error_messages={"required": f"Score {name} from {scale['min']:g} to {scale['max']:g}."},
+            )
+
+    def rows(self) -> list[dict]:
+        return [{"name": name, "field": self[f"score_{position}"]} for position, name in enumerate(self.criteria)]
+
+    def anchors(self) -> list[tuple[str, str]]:
+        return sorted((self.scale.get("anchors") or {}).items(), key=lambda pair: float(pair[0]))
+
+    def value(self) -> dict:
+        data = self.cleaned_data
+        scores = {}
+        for position, name in enumerate(self.criteria):
+            score = data[f"score_{position}"]
+            scores[name] = int(score) if float(score).is_integer() else score
+        return {"scores": scores, "rationale": data["rationale"]}
+
+
 LABEL_FORMS: dict[str, type[LabelForm]] = {
-    Kind.VERIFY: VerifyForm, Kind.PAIRWISE: PairwiseForm, Kind.AGREEMENT: AgreementForm,
+    Kind.VERIFY: VerifyForm, Kind.PAIRWISE: PairwiseForm, Kind.AGREEMENT: AgreementForm, Kind.RATING: RatingForm,
 }
 
 
@@ -233,8 +266,6 @@ def label_form_for(context: dict, data=None) -> LabelForm:
 class AdjudicationForm(OptionsMixin, forms.Form):
     """The gold label: one of the labels given (or the judge's), or another value of the label set."""
 
-    MAIN_FIELD = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}
-
     pick = forms.ChoiceField(widget=forms.RadioSelect, error_messages={"required": "Pick the gold label."})
     custom = forms.ChoiceField(required=False, widget=forms.RadioSelect)
     reason = forms.ChoiceField(required=False, widget=forms.RadioSelect)
@@ -246,16 +277,16 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         super().__init__(*args, **kwargs)
         self.kind = kind
         self.candidates = {candidate["key"]: candidate for candidate in candidates}
-        main = self.MAIN_FIELD[kind]
-        labels = {Kind.VERIFY: DECISION_LABELS, Kind.PAIRWISE: CHOICE_LABELS}.get(kind)
+        main = kind_of(kind).main_field
+        labels = {**DECISION_LABELS, **CHOICE_LABELS}
         self.fields["pick"].choices = [(c["key"], c["summary"]) for c in candidates] + [("custom", "Something else")]
         # A verify gold label may accept the proposal with the curator's own edit of its fields.
         self.edit_form = None
-        if kind == Kind.VERIFY and target and target.get("kind") in VERIFY_TARGETS:
+        if target and target.get("kind") in VERIFY_TARGETS:
             self.edit_form = VerifyEditForm(*args[:1], prefix=f"{self.prefix}-edit" if self.prefix else "edit",
                                             target_kind=target["kind"], current=target.get("fields", {}))
         self.fields["custom"].choices = _choices(
-            [v for v in label_set.get(main, ()) if not (v == "edit" and kind == Kind.VERIFY and not self.edit_form)],
+            [v for v in label_set.get(main, ()) if not (v == "edit" and main == "decision" and not self.edit_form)],
             labels,
         )
         self.fields["reason"].choices = _choices(label_set.get("reason", ()), REASON_LABELS)
@@ -284,17 +315,17 @@ class AdjudicationForm(OptionsMixin, forms.Form):
         data = self.cleaned_data
         if data["pick"] != "custom":
             return dict(self.candidates[data["pick"]]["value"])
-        if self.kind == Kind.VERIFY:
+        if kind_of(self.kind).applies_to_benchmark:
             rejected = data["custom"] == "reject"
             # The curator's note explains a reject for reason "other" (the service requires one).
             value = {"decision": data["custom"], "reason": data["reason"] if rejected else "", "note": data["note"]}
             if data["custom"] == "edit":
                 value["edits"] = self.edit_form.edits()
             return value
-        return {self.MAIN_FIELD[self.kind]: data["custom"]}
+        return {kind_of(self.kind).main_field: data["custom"]}
 
 
-_SERVICE_FIELD = re.compile(r"^value\.(?P<field>\w+)(?:\.(?P<sub>\w+))?:\s*(?P<message>.*)$", re.S)
+_SERVICE_FIELD = re.compile(r"^value\.(?P<field>\w+)(?:\.(?P<sub>[^:]+))?:\s*(?P<message>.*)$", re.S)
 
 
 def service_error_attach(form: forms.Form, exc: ValueError) -> None:
@@ -307,6 +338,9 @@ def service_error_attach(form: forms.Form, exc: ValueError) -> None:
         if field == "edits" and sub and isinstance(form, VerifyForm) and sub in form.edit_form.fields:
             form.edit_form.add_error(sub, match["message"])
             form.add_error(None, f"{form.edit_form[sub].label}: {match['message']}")
+            return
+        if field == "scores" and isinstance(form, RatingForm) and sub in form.criteria:
+            form.add_error(f"score_{form.criteria.index(sub)}", match["message"])
             return
         if field == "dimensions" and sub and f"dim_{sub}" in form.fields:
             form.add_error(f"dim_{sub}", match["message"])

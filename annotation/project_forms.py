@@ -1,5 +1,5 @@
 """Forms of the curator's project pages: they turn POST data into the arguments of
-``project_create``, ``project_update``, ``membership_add`` and ``account_invite``. Type coercion
+``project_create``, ``project_update``, ``membership_add``, ``account_invite`` and ``invitations_create``. Type coercion
 only; the rules live in the services, whose ``ValueError("field: why")`` comes back onto the form
 field it names through ``attach_service_error``."""
 
@@ -14,7 +14,10 @@ from core.bounded import HOLD_SECONDS_MAX, SMALL_MAX, BoundedIntegerField, IdCho
 from scoring.judges.steps import step_label
 from scoring.models import JudgeConfig, Verdict
 
+from .kinds import kind_of
+from .label_help import label_help, label_help_parse
 from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+from .services.invitations import invitees_parse
 
 Kind = AnnotationProject.Kind
 
@@ -24,8 +27,9 @@ SERVICE_FIELDS = {
     "steps": "steps", "dimensions": "dimensions", "judge_config": "judge_config", "overlap": "overlap",
     "item_kinds": "item_kinds", "name": "name", "guidelines": "guidelines", "kind": "kind", "status": "status", "username": "username",
     "role": "role", "user": "username", "pair_choice": "pair_choice", "uniform_share": "uniform_share",
-    "pairs_budget": "pairs_budget",
+    "pairs_budget": "pairs_budget", "criteria": "criteria", "component": "component", "emails": "emails",
 }
+_SCALE_FIELDS = {"min": "scale_min", "max": "scale_max", "anchors": "anchors", "adjudicate_beyond": "adjudicate_beyond"}
 
 
 GUIDELINES_HELP = ("markdown; shown in every workspace of the project, open on an annotator's first item and"
@@ -40,15 +44,46 @@ class ServiceErrorForm(forms.Form):
     def attach_service_error(self, exc: ValueError) -> None:
         """Put ``"field: why"`` on the field it names (``label_set.label`` on ``labels``), else on the form."""
         field, _, why = str(exc).partition(": ")
-        name = SERVICE_FIELDS.get(field.split(".")[0])
+        parts = field.split(".")
+        name = _SCALE_FIELDS.get(parts[1]) if parts[0] == "scale" and len(parts) > 1 else SERVICE_FIELDS.get(parts[0])
         if why and name in self.fields:
             self.add_error(name, why)
         else:
             self.add_error(None, str(exc))
 
 
+def _anchors(raw: str) -> dict:
+    """``"1=poor, 3=adequate, 5=excellent"`` as ``{point: meaning}`` (the service checks the points)."""
+    anchors = {}
+    for part in _split(raw):
+        point, _, meaning = part.partition("=")
+        anchors[point.strip()] = meaning.strip()
+    return anchors
+
+
+def _scale(data: dict) -> dict:
+    scale = {"min": 1 if data["scale_min"] is None else data["scale_min"],
+             "max": 5 if data["scale_max"] is None else data["scale_max"], "anchors": _anchors(data["anchors"])}
+    if data["adjudicate_beyond"] is not None:
+        scale["adjudicate_beyond"] = data["adjudicate_beyond"]
+    return scale
+
+
+# How a field of the form becomes an argument of ``project_create`` (others: as cleaned).
+_ARGUMENTS = {
+    "systems": lambda data: list(data["systems"]),
+    "component": lambda data: data["component"] or "report",
+    "dimensions": lambda data: _split(data["dimensions"]) or None,
+    "pair_choice": lambda data: data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN,
+    "uniform_share": lambda data: 0.25 if data["uniform_share"] is None else data["uniform_share"],
+    "sampling": lambda data: data["sampling"] or AnnotationProject.Sampling.ALL,
+    "criteria": lambda data: _split(data["criteria"]) or None,
+    "scale": _scale,
+}
+
+
 class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
-    kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.VERIFY)
+    kind = forms.ChoiceField(choices=Kind.choices, widget=forms.RadioSelect, initial=Kind.choices[0][0])
     name = forms.CharField(max_length=200)
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     guidelines = forms.CharField(
@@ -90,7 +125,7 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
     blind = forms.BooleanField(required=False, initial=True,
                                help_text="annotators see no judge verdict or other label before giving theirs")
     reveal = forms.ChoiceField(
-        choices=[("", "The kind's default (pairwise: at close; agreement, verify: after each label)"),
+        choices=[("", "The kind's default (pairwise, rating: at close; agreement, verify: after each label)"),
                  *AnnotationProject.Reveal.choices],
         required=False, label="Blind: reveal to an annotator",
         help_text="when one who labelled an item learns what it hid: others' labels, the judge's verdict, which"
@@ -109,6 +144,17 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                                      help_text="0 to 1; these pairs are drawn at random, the rest by information")
     pairs_budget = BoundedIntegerField(min_value=1, max_value=10**6, required=False, label="Adaptive: pairs in all",
                                        help_text="empty: every ordered pair of reports (as many as the round-robin)")
+    criteria = forms.CharField(required=False, label="Criteria (rating)",
+                               help_text="comma-separated, e.g. coverage, structure, relevance; empty: each task's"
+                                         " rubric criteria of the component")
+    scale_min = forms.FloatField(required=False, initial=1, min_value=0, max_value=100, label="Scale from (rating)")
+    scale_max = forms.FloatField(required=False, initial=5, min_value=0, max_value=100, label="Scale to (rating)",
+                                 help_text="1–5 by default; up to 0–100")
+    anchors = forms.CharField(required=False, label="Anchors (rating)",
+                              help_text="what points mean, comma-separated: 1=poor, 3=adequate, 5=excellent")
+    adjudicate_beyond = forms.FloatField(required=False, min_value=0, label="Adjudicate beyond (rating)",
+                                         help_text="scores of a criterion further apart go to a curator; empty: a"
+                                                   " quarter of the scale")
 
     def __init__(self, *args, task_filter: TaskFilterForm, **kwargs) -> None:
         super().__init__(*args, task_filter=task_filter, **kwargs)
@@ -122,29 +168,16 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         chosen = list(data["tasks"])
         tasks = chosen or (list(self.matching) if self.task_filter.is_filtering and not data["task_set"] else [])
         labels = _split(data["labels"])
-        field = {Kind.VERIFY: "decision", Kind.PAIRWISE: "choice", Kind.AGREEMENT: "label"}[kind]
+        annotation_kind = kind_of(kind)
         arguments = {
             "name": data["name"], "kind": kind, "description": data["description"],
             "guidelines": data["guidelines"], "tasks": tasks,
             "task_set": data["task_set"], "overlap": data["overlap"], "blind": data["blind"],
-            "reveal": data["reveal"] or None,
-            "hold_duration": timedelta(minutes=data["hold_minutes"]), "label_set": {field: labels} if labels else None,
+            "reveal": data["reveal"] or None, "hold_duration": timedelta(minutes=data["hold_minutes"]),
+            "label_set": {annotation_kind.main_field: labels} if labels else None,
         }
-        if kind == Kind.VERIFY:
-            arguments["item_kinds"] = data["item_kinds"]
-        if kind in (Kind.PAIRWISE, Kind.AGREEMENT):
-            arguments["systems"] = list(data["systems"])
-        if kind == Kind.PAIRWISE:
-            arguments["component"] = data["component"] or "report"
-            arguments["dimensions"] = _split(data["dimensions"]) or None
-            arguments["pair_choice"] = data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN
-            arguments["uniform_share"] = 0.25 if data["uniform_share"] is None else data["uniform_share"]
-            arguments["pairs_budget"] = data["pairs_budget"]
-        if kind == Kind.AGREEMENT:
-            arguments["judge_config"] = data["judge_config"]
-            arguments["steps"] = data["steps"]
-            arguments["sampling"] = data["sampling"] or AnnotationProject.Sampling.ALL
-            arguments["sample_size"] = data["sample_size"]
+        for name in annotation_kind.create_fields:  # the kind's own settings, as project_create takes them
+            arguments[name] = _ARGUMENTS.get(name, lambda data, name=name: data[name])(data)
         return arguments
 
 
@@ -158,19 +191,45 @@ class ProjectEditForm(ServiceErrorForm):
     hold_minutes = BoundedIntegerField(min_value=1, max_value=HOLD_SECONDS_MAX // 60, label="Hold time (minutes)")
     status = forms.ChoiceField(choices=AnnotationProject.Status.choices,
                                help_text="paused and closed projects hand out and accept no labels")
+    label_help = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}), label="What each label means",
+        help_text="one line per label, “label: what it means”; shown beside the controls in the workspace; "
+                  "a change is a new version of the guidelines")
 
     @classmethod
     def for_project(cls, project: AnnotationProject, data=None) -> "ProjectEditForm":
+        labels = project_labels(project)
+        shown = dict(label_help(labels=labels, step=_one_step(project), own=project.label_help))
         initial = {"name": project.name, "description": project.description, "guidelines": project.guidelines,
                    "status": project.status,
-                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60))}
-        return cls(data, initial=initial)
+                   "hold_minutes": max(1, round(project.hold_duration.total_seconds() / 60)),
+                   "label_help": "\n".join(f"{label}: {text}" for label, text in shown.items())}
+        form = cls(data, initial=initial)
+        form.labels = labels
+        form.defaults = dict(label_help(labels=labels, step=_one_step(project)))
+        return form
+
+    def clean_label_help(self) -> dict:
+        try:
+            return label_help_parse(self.cleaned_data["label_help"], labels=self.labels, defaults=self.defaults)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc).partition(": ")[2]) from None
 
     def service_arguments(self) -> dict:
         data = self.cleaned_data
         return {"name": data["name"], "description": data["description"], "guidelines": data["guidelines"],
-                "status": data["status"],
+                "status": data["status"], "label_help": data["label_help"],
                 "hold_duration": timedelta(minutes=data["hold_minutes"])}
+
+
+def project_labels(project: AnnotationProject) -> list[str]:
+    """The values of the project's main label field (what its annotators choose among)."""
+    main = {"verify": "decision", "pairwise": "choice", "agreement": "label"}.get(project.kind, "label")
+    return list((project.label_set or {}).get(main, []))
+
+
+def _one_step(project: AnnotationProject) -> str:
+    return project.steps[0] if len(project.steps or []) == 1 else ""
 
 
 class MemberAddForm(ServiceErrorForm):
@@ -192,3 +251,41 @@ class InviteForm(ServiceErrorForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, prefix="invite", **kwargs)
+
+
+class EmailInviteForm(ServiceErrorForm):
+    """Invitations by e-mail (``invitations_create``): pasted lines, an uploaded CSV, or both."""
+
+    emails = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 5}), label="E-mail addresses",
+        help_text="one a line: a@lab.org, Ada Lovelace <ada@lab.org>, or CSV lines such as ada@lab.org,Ada Lovelace")
+    emails_file = forms.FileField(required=False, label="or a CSV or text file of them")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, prefix="email", **kwargs)
+
+    def clean(self):
+        """``invitees``: the pasted lines' and the file's, each source's bad lines named on its field."""
+        data = super().clean()
+        invitees = []
+        sources = [("emails", "", data.get("emails") or "")]
+        upload = data.get("emails_file")
+        if upload is not None:
+            try:
+                sources.append(("emails_file", f"{upload.name}: ",
+                                upload.read(INVITE_FILE_MAX + 1)[:INVITE_FILE_MAX].decode("utf-8-sig")))
+            except UnicodeDecodeError:
+                self.add_error("emails_file", f"{upload.name}: not UTF-8 text")
+        for field, prefix, text in sources:
+            try:
+                invitees += invitees_parse(text)
+            except ValueError as exc:
+                self.add_error(field, prefix + str(exc).removeprefix("emails: "))
+        if not invitees and not self.errors:
+            self.add_error("emails", "paste at least one address, or choose a file")
+        data["invitees"] = invitees
+        return data
+
+
+INVITE_FILE_MAX = 512 * 1024  # bytes of an uploaded list read: 500 addresses are far less

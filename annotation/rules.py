@@ -22,7 +22,7 @@ from datetime import datetime
 from django.db.models import Q
 
 from .models import AnnotationItem, AnnotationProject, Assignment, Role
-from .services.values import consensus_key
+from .kinds import kind_of
 
 LABELLING_ROLES = (Role.CURATOR, Role.ANNOTATOR)
 
@@ -87,11 +87,9 @@ def claim_order(*, labels_needed: int, labels_done: int, position: int, pk: int)
     return (labels_needed - labels_done, labels_done, position, pk)
 
 
-def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = None) -> bool:
-    """Whether a complete item goes to adjudication: its labels differ (``consensus_key``: the
-    decision and its edits, the pair's outcome, the label), or, agreement projects, any label
-    differs from the judge's."""
-    if len({consensus_key(kind, value) for value in values}) > 1:
-        return True
-    return judge_label is not None and any(value["label"] != judge_label for value in values)
-
+def labels_disagree(*, kind: str, values: list[dict], judge_label: str | None = None,
+                    project: AnnotationProject | None = None) -> bool:
+    """Whether a complete item goes to adjudication (the kind's ``labels_disagree``): its labels
+    differ (``consensus_key``), or, agreement projects, any label differs from the judge's; a
+    rating's scores lie further apart than the project's ``adjudicate_beyond``."""
+    return kind_of(kind).labels_disagree(project, values, judge_label=judge_label)

@@ -131,6 +131,70 @@ AUTHENTICATION_BACKENDS = ["core.authentication.ProfileModelBackend", "annotatio
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Sign-in with an OpenID Connect provider (off unless OIDC_ISSUER is set) -----------------
+# The issuer is the operator's configuration, not a user's input: its discovery document
+# (<issuer>/.well-known/openid-configuration), token, userinfo and JWKS endpoints are fetched
+# directly, not through core.outbound's address rule, so an institution's provider on a private
+# network works. Endpoints are discovered at the first sign-in and cached (core.oidc).
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").rstrip("/")
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "")  # "Sign in with …"; default: the issuer's host
+# A first sign-in creates an account only for these e-mail domains (empty: any address the provider vouches for).
+OIDC_ALLOWED_DOMAINS = [domain.lower().lstrip("@") for domain in env_list("OIDC_ALLOWED_DOMAINS", "")]
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = float(os.environ.get("OIDC_TIMEOUT", "10"))
+OIDC_DISCOVERY_SECONDS = 3600  # how long discovered endpoints are kept before they are asked again
+if OIDC_ISSUER and not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+    raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID and OIDC_CLIENT_SECRET too")
+OIDC_BACKEND = "annotation.oidc.OidcBackend"
+if OIDC_ISSUER:  # listed only when on: it loads mozilla-django-oidc (requests, PyJWT, cryptography)
+    AUTHENTICATION_BACKENDS.append(OIDC_BACKEND)
+
+# --- E-mail (invitations) ----------------------------------------------------------------------
+# EMAIL_URL (smtp://user:password@host:587/?tls=1, smtps://…:465, console:, file:///path,
+# locmem:) or Django's usual EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD,
+# EMAIL_USE_TLS, EMAIL_USE_SSL. Without either: the console backend with DEBUG=1, else SMTP on
+# localhost:25.
+def email_settings_from_url(url: str) -> dict:
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    parts = urlsplit(url)
+    scheme, query = parts.scheme.lower(), parse_qs(parts.query)
+    backends = {"console": "console", "file": "filebased", "locmem": "locmem", "smtp": "smtp", "smtps": "smtp",
+                "submission": "smtp"}
+    if scheme not in backends:
+        raise ImproperlyConfigured(f"EMAIL_URL={url!r}: the scheme must be one of {', '.join(backends)}")
+    config = {"EMAIL_BACKEND": f"django.core.mail.backends.{backends[scheme]}.EmailBackend"}
+    if scheme == "file":
+        config["EMAIL_FILE_PATH"] = unquote(parts.path)
+    elif backends[scheme] == "smtp":
+        config.update(EMAIL_HOST=parts.hostname or "localhost", EMAIL_HOST_USER=unquote(parts.username or ""),
+                      EMAIL_HOST_PASSWORD=unquote(parts.password or ""), EMAIL_USE_SSL=scheme == "smtps",
+                      EMAIL_USE_TLS=scheme == "submission" or query.get("tls", ["0"])[0] in {"1", "true"},
+                      EMAIL_PORT=parts.port or {"smtps": 465, "submission": 587}.get(scheme, 25))
+    return config
+
+
+if os.environ.get("EMAIL_URL"):
+    globals().update(email_settings_from_url(os.environ["EMAIL_URL"]))
+else:
+    EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+        "django.core.mail.backends.console.EmailBackend" if DEBUG and not os.environ.get("EMAIL_HOST")
+        else "django.core.mail.backends.smtp.EmailBackend")
+    EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+    EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+    EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+    EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "20"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Survey Eval Studio <noreply@localhost>")
+# How long an invitation's link works (a resend draws a new link and a new expiry).
+INVITATION_EXPIRY_DAYS = int(os.environ.get("INVITATION_EXPIRY_DAYS", "14"))
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

@@ -6,7 +6,6 @@ from django.views.generic import RedirectView
 
 from config import account_views
 from config import views as config_views
-from config.throttling import ThrottledLoginView
 from scoring import views as scoring_views
 
 urlpatterns = [
@@ -14,7 +13,10 @@ urlpatterns = [
     path("healthz", scoring_views.healthz, name="healthz"),
     # Browsers ask for /favicon.ico on pages that name no icon (JSON answers, the admin).
     path("favicon.ico", RedirectView.as_view(url=f"{settings.STATIC_URL}favicon.svg", permanent=True)),
-    path("login/", ThrottledLoginView.as_view(), name="login"),
+    path("login/", account_views.LoginView.as_view(), name="login"),
+    # Sign-in with the OpenID Connect provider of OIDC_ISSUER (404 while it is unset).
+    path("oidc/authenticate/", account_views.oidc_start, name="oidc_authentication_init"),
+    path("oidc/callback/", account_views.oidc_callback, name="oidc_authentication_callback"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     # Accounts made with a generated password (manage.py create_account) change it here.
     path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
@@ -23,6 +25,8 @@ urlpatterns = [
     # A new account's one-time link to set its password (a password-reset token, made by account_invite).
     path("invite/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
         template_name="registration/invite.html", success_url=reverse_lazy("invite_done")), name="invite"),
+    # An e-mailed invitation's one-time link (annotation.services.invitations).
+    path("invitation/<str:token>/", account_views.invitation, name="invitation"),
     path("invite/done/", auth_views.PasswordResetCompleteView.as_view(
         template_name="registration/invite_done.html"), name="invite_done"),
     path("benchmark/", include("benchmark.urls")),

@@ -13,6 +13,15 @@ class AuditAction(models.TextChoices):
     # accounts and API tokens
     ACCOUNT_CREATE = "account.create", "account created"
     ACCOUNT_INVITE = "account.invite", "account invited"
+    ACCOUNT_SSO_CREATE = "account.sso_create", "account created at a first sign-in with the identity provider"
+    # invitations by e-mail (``annotation.Invitation``)
+    INVITATION_CREATE = "invitation.create", "invitation made"
+    INVITATION_SEND = "invitation.send", "invitation e-mail sent"
+    INVITATION_SEND_FAIL = "invitation.send_fail", "invitation e-mail not delivered"
+    INVITATION_RESEND = "invitation.resend", "invitation link renewed"
+    INVITATION_OPEN = "invitation.open", "invitation link opened"
+    INVITATION_JOIN = "invitation.join", "joined by invitation"
+    INVITATION_REVOKE = "invitation.revoke", "invitation revoked"
     API_TOKEN_ISSUE = "api_token.issue", "API token issued"
     API_TOKEN_ROTATE = "api_token.rotate", "API token rotated"
     API_TOKEN_REVOKE = "api_token.revoke", "API token revoked"
@@ -60,6 +69,7 @@ class AuditAction(models.TextChoices):
     LABEL_SUBMIT = "label.submit", "label submitted"
     LABEL_UNDO = "label.undo", "label undone"
     ITEM_ADJUDICATE = "item.adjudicate", "item adjudicated"
+    ITEM_REOPEN = "item.reopen", "item reopened for one more label"
     TASK_REVIEW_START = "task.review_start", "task review started"
     TASK_CURATE = "task.curate", "task curated"
     TASK_UNCURATE = "task.uncurate", "task curation undone"

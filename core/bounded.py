@@ -33,22 +33,34 @@ HOLD_SECONDS_MAX = 366 * 24 * 3600  # the longest an item may stay claimed: a ye
 WHOLE_NUMBER_MAX_DIGITS = 100  # longer text is not read as a number at all
 
 
+def ascii_digits(text: str) -> bool:
+    """Whether ``text`` is one or more of the digits 0–9 and nothing else. ``str.isdigit`` and ``int``
+    also take superscripts ("²", which ``int`` then refuses), mathematical digits ("𝟓") and other
+    scripts' digits ("٣"): not a number anybody typed on purpose into a field of ours."""
+    return bool(text) and text.isascii() and text.isdigit()
+
+
+def not_whole_number(name: str, value) -> ValueError:
+    """The one message for a whole number that is not one (every integer input says the same)."""
+    return ValueError(f"{name}: expected a whole number (digits 0-9), got {str(value)[:40]!r}")
+
+
 def whole_number(name: str, value) -> int:
     """``value`` (an int, an integral float, or decimal text of at most ``WHOLE_NUMBER_MAX_DIGITS``
-    digits) as an int, however large; ``ValueError`` naming ``name`` otherwise."""
+    ASCII digits, ``ascii_digits``) as an int, however large; ``ValueError`` naming ``name`` otherwise."""
     if isinstance(value, bool):
-        raise ValueError(f"{name}: expected a whole number, got {value!r}")
+        raise not_whole_number(name, value)
     if isinstance(value, str):
         text = value.strip()
         digits = text[1:] if text[:1] in "+-" else text
-        if not digits or len(digits) > WHOLE_NUMBER_MAX_DIGITS or not (digits.isascii() and digits.isdigit()):
-            raise ValueError(f"{name}: expected a whole number, got {value[:40]!r}")
+        if len(digits) > WHOLE_NUMBER_MAX_DIGITS or not ascii_digits(digits):
+            raise not_whole_number(name, value)
         return int(text)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, int):
         return value
-    raise ValueError(f"{name}: expected a whole number, got {str(value)[:40]!r}")
+    raise not_whole_number(name, value)
 
 
 def integer_check(name: str, value, *, min_value: int = 0, max_value: int = INT32_MAX) -> int:

@@ -58,6 +58,7 @@ class RunCreateForm(forms.Form):
     def __init__(self, *args, protocol: str = "", **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.missing: list[tuple[str, list[str]]] = []
+        self.duplicate = None  # the same run, once run_create named it
         known = dict(runnable_protocols())
         chosen = self.data.get("protocol") if self.is_bound else protocol
         self.chosen_protocol = chosen if chosen in known else next(iter(known), "")
@@ -74,6 +75,11 @@ class RunCreateForm(forms.Form):
     accept_missing = forms.BooleanField(
         required=False, label="Evaluate only the reports there are",
         help_text="some chosen systems wrote no report on some tasks; tick to run without them",
+    )
+
+    force = forms.BooleanField(
+        required=False, label="Start another run anyway",
+        help_text="the same judge configuration, systems and tasks were already evaluated (the run is named above)",
     )
 
     def clean(self):
@@ -101,12 +107,16 @@ class RunCreateForm(forms.Form):
         return {
             "name": data["name"], "protocol": data["protocol"], "judge_config": data["judge_config"],
             "systems": list(data["systems"]), "task_set": data["task_set"],
-            "tasks": None if data["task_set"] else list(data["tasks"]),
+            "tasks": None if data["task_set"] else list(data["tasks"]), "force": data.get("force", False),
         }
 
     def attach_service_error(self, exc: ValidationError) -> None:
         """Put ``run_create``'s refusal on the field it is about (its messages name a system or
         task problem), else on the whole form."""
+        self.duplicate = getattr(exc, "run", None)
+        if self.duplicate is not None:  # the form then offers "force" (scoring/run_new.html)
+            self.add_error("force", exc.messages[0])
+            return
         for message in exc.messages:
             self.add_error(self._field_for(message), message)
 

@@ -96,11 +96,17 @@ class JudgeConfig(TimeStamped):
 
     def clean(self) -> None:
         from scoring.judges.endpoints import endpoint_check
+        from scoring.judges.options import options_check
 
         try:
             endpoint_check(self.base_url)
         except ValidationError as exc:
             raise ValidationError({"base_url": exc.messages}) from None
+        if isinstance(self.options, dict):  # not an object: the field's own validator says so
+            try:
+                options_check(self.backend, self.options)
+            except ValueError as exc:
+                raise ValidationError({"options": str(exc)}) from None
 
     def __str__(self) -> str:
         label = f"{self.name} ({self.backend}{':' + self.model if self.model else ''}, prompts {self.prompt_version})"

@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from benchmark.api.common import GenericApi, ListApi, input_of
-from core.bounded import BoundedIntegerSerializerField
+from core.bounded import BoundedIntegerSerializerField, integer_check
 from core.converters import MAX_ID
 from core.parsers import BoundedJSONField
 
@@ -49,9 +49,8 @@ class NextItemApi(LabellerApi, GenericApi):
         project, role = member_project(request, pk)
         raw = request.query_params.get("count")
         if raw is not None:
-            if not raw.isdigit() or not 1 <= int(raw) <= MAX_CLAIMS:
-                raise ValueError(f"count: a whole number from 1 to {MAX_CLAIMS}, not {raw!r}")
-            claims = claims_answer(request, project, role, count=int(raw))
+            count = integer_check("count", raw, min_value=1, max_value=MAX_CLAIMS)  # ASCII digits only
+            claims = claims_answer(request, project, role, count=count)
             return Response({"claims": self.OutputSerializer(claims, many=True).data})
         claims = claims_answer(request, project, role)
         if not claims:

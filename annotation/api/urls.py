@@ -3,7 +3,7 @@ from django.urls import path
 from annotation.calibration import api as calibration
 from annotation.dashboards import api as dashboards
 
-from . import exports, labels, views
+from . import exports, invitations, labels, views
 
 urlpatterns = [
     path("exports/", exports.ExportListApi.as_view(), name="export-list"),
@@ -14,6 +14,11 @@ urlpatterns = [
     path("projects/<id:pk>/members/", views.ProjectMemberListApi.as_view(), name="project-members"),
     path("projects/<id:pk>/members/<str:username>/", views.ProjectMemberDetailApi.as_view(),
          name="project-member-detail"),
+    path("projects/<id:pk>/invitations/", invitations.ProjectInvitationListApi.as_view(), name="project-invitations"),
+    path("projects/<id:pk>/invitations/<id:invitation_id>/resend/", invitations.ProjectInvitationResendApi.as_view(),
+         name="project-invitation-resend"),
+    path("projects/<id:pk>/invitations/<id:invitation_id>/revoke/", invitations.ProjectInvitationRevokeApi.as_view(),
+         name="project-invitation-revoke"),
     path("projects/<id:pk>/progress/", views.ProjectProgressApi.as_view(), name="project-progress"),
     path("projects/<id:pk>/items/", views.ProjectItemListApi.as_view(), name="project-items"),
     path("projects/<id:pk>/next/", labels.NextItemApi.as_view(), name="project-next"),

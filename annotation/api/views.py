@@ -25,7 +25,8 @@ from core.parsers import BoundedJSONField
 from scoring.models import JudgeConfig
 
 from ..blind import blind_overlap_warnings, status_shown, target_id_shown, with_revealed
-from ..models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership, Role
+from ..models import (DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership,
+                      Role, TargetKind)
 from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
 from ..selectors.workspace import item_context_for
@@ -96,7 +97,8 @@ class ProjectListApi(ListApi):
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "my_role", "n_items",
+                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale", "my_role",
+                      "n_items",
                       "n_settled", "created_at"]
 
     class InputSerializer(serializers.Serializer):
@@ -123,12 +125,19 @@ class ProjectListApi(ListApi):
             choices=AnnotationProject.Reveal.choices, required=False, allow_null=True, default=None,
             help_text="blind: when an annotator who labelled an item learns what it hid (others' labels, the"
                       " judge's verdict, the reports and systems): 'close' when the study closes, 'label' after each"
-                      " label; default: pairwise 'close', others 'label'")
+                      " label; default: pairwise and rating 'close', others 'label'")
         hold_seconds = BoundedIntegerSerializerField(required=False, min_value=1, max_value=HOLD_SECONDS_MAX,
                                                 default=int(DEFAULT_HOLD.total_seconds()))
         label_set = serializers.DictField(required=False, allow_null=True, help_text="default: the kind's labels")
         dimensions = serializers.ListField(child=serializers.CharField(max_length=100), required=False,
                                            allow_null=True, help_text="pairwise: dimensions (default the standard ones)")
+        criteria = serializers.ListField(child=serializers.CharField(max_length=100), required=False, allow_null=True,
+                                         help_text="rating: the criteria every report is rated on (default: each"
+                                                   " task's rubric criteria of the component)")
+        scale = serializers.DictField(required=False, allow_null=True,
+                                      help_text='rating: {"min": 1, "max": 5} by default (0–100 allowed), "anchors":'
+                                                ' {point: meaning}, "adjudicate_beyond": the score distance that goes'
+                                                " to a curator (default a quarter of the scale)")
         seed = BoundedIntegerSerializerField(required=False, default=0)
         sampling = serializers.ChoiceField(
             choices=[c for c in AnnotationProject.Sampling.choices if c[0] != AnnotationProject.Sampling.CHOSEN],
@@ -327,8 +336,7 @@ class ItemSideApi(GenericApi):
         system = serializers.CharField(allow_null=True)
         system_label = serializers.CharField(allow_null=True)
 
-    SIDES = {"left": AnnotationProject.Kind.PAIRWISE, "right": AnnotationProject.Kind.PAIRWISE,
-             "report": AnnotationProject.Kind.AGREEMENT}
+    SIDES = {"left": TargetKind.REPORT_PAIR, "right": TargetKind.REPORT_PAIR, "report": TargetKind.VERDICT}
 
     @extend_schema(operation_id="annotation_items_side_retrieve", responses={200: OutputSerializer})
     def get(self, request, pk: int, side: str):
@@ -339,7 +347,7 @@ class ItemSideApi(GenericApi):
         member_project(request, item.project_id)
         context = item_context_for(item=item, user=request.user)
         target = context["target"]
-        if self.SIDES.get(side) != context["project"]["kind"] or target.get("missing"):
+        if self.SIDES.get(side) != context["item"]["target_kind"] or target.get("missing"):
             raise Http404(f"No side {side!r} of this item")
         if side == "report":
             shown = {"text": target["report_text"], "report_id": target["report_id"], "system": None,

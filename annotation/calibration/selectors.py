@@ -26,6 +26,7 @@ from scoring.metrics.calibration import (
 from scoring.models import EvaluationRun, Verdict
 
 from ..blind import blind_items, hidden_reports
+from ..kinds import kinds_with
 from ..models import AnnotationItem, AnnotationProject, Label, Role, TargetKind
 from ..selectors.projects import project_role
 from .sampling import RANDOM_DESIGNS
@@ -54,7 +55,7 @@ class Unit:
 
 def calibration_projects(*, user, judge_config_id: int) -> list[AnnotationProject]:
     """Agreement projects on this judge configuration that ``user`` curates, newest first."""
-    projects = AnnotationProject.objects.filter(kind=AnnotationProject.Kind.AGREEMENT, judge_config_id=judge_config_id)
+    projects = AnnotationProject.objects.filter(kind__in=kinds_with("calibration"), judge_config_id=judge_config_id)
     if not is_global_curator(user):
         projects = projects.filter(memberships__user=user, memberships__role=Role.CURATOR)
     return [p for p in projects.order_by("-created_at", "-id") if project_role(project=p, user=user) == Role.CURATOR]
@@ -120,7 +121,7 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
     any, are of the inputs as they were at ``computed_at``) or ``no_worker``."""
     if project_role(project=project, user=user) != Role.CURATOR:
         raise PermissionError("only the project's curators read its calibrated scores")
-    if project.kind != AnnotationProject.Kind.AGREEMENT:
+    if project.kind not in kinds_with("calibration"):
         raise CalibrationRefused(f"project: {project.name!r} is not an agreement project (it labels no verdicts)")
     if project.judge_config_id is None:
         raise CalibrationRefused(f"project: {project.name!r} names no judge configuration")

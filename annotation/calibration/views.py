@@ -8,6 +8,7 @@ from __future__ import annotations
 from core.accounts import is_global_curator
 from core.bounded import integer_param
 
+from ..kinds import kinds_with
 from ..models import AnnotationProject, Role
 
 from .sampling import RANDOM_DESIGNS
@@ -64,7 +65,7 @@ def sampling_sentence(project, role: str | None) -> str:
     """What the project's page says about how its verdicts were chosen (agreement projects).
     Annotators are not told that an adaptive sample favours uncertain verdicts: in a blind
     project that would hint at the judge's verdict on the item in front of them."""
-    if project.kind != project.Kind.AGREEMENT:
+    if project.kind not in kinds_with("calibration"):
         return ""
     if project.sampling == project.Sampling.ADAPTIVE:
         return ADAPTIVE_FOR_CURATORS if role == "curator" else ADAPTIVE_FOR_ANNOTATORS
@@ -76,7 +77,7 @@ def planner_context(request, project, role: str | None) -> dict:
     labels are expected to bring a metric's interval (or the best-vs-second difference) below
     the width the curator names (``?plan_metric=&plan_width=&plan_separation=1``). The page
     itself costs no query for it: the estimates are computed only when a width is asked."""
-    if role != "curator" or project.kind != project.Kind.AGREEMENT or project.judge_config_id is None:
+    if role != "curator" or project.kind not in kinds_with("calibration") or project.judge_config_id is None:
         return {}
     steps = project.steps or list(UNIT_METRICS)
     metrics = [metric.key for step in steps for metric in UNIT_METRICS.get(step, ())]
@@ -116,7 +117,7 @@ def leaderboard_calibration(request, *, protocol: str, run_id: int | None) -> di
     find it, whatever the number of runs)."""
     from scoring.models import EvaluationRun
 
-    curated = AnnotationProject.objects.filter(kind=AnnotationProject.Kind.AGREEMENT, judge_config__isnull=False)
+    curated = AnnotationProject.objects.filter(kind__in=kinds_with("calibration"), judge_config__isnull=False)
     if not is_global_curator(request.user):
         curated = curated.filter(memberships__user=request.user, memberships__role=Role.CURATOR)
     runs = EvaluationRun.objects.filter(protocol=protocol, judge_config__in=curated.values("judge_config"))

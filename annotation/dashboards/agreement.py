@@ -21,6 +21,7 @@ from annotation.models import (
     AnnotationItem, AnnotationProject, Label, ProjectMembership, ProjectStatistics, ReportPair, Role,
 )
 from core.accounts import is_global_curator
+from annotation.kinds import kind_of, kinds_with
 from annotation.services.values import consensus_key, label_numbers
 from benchmark.naming import system_label
 from scoring import metrics as m
@@ -84,6 +85,14 @@ def _ratings_from_units(units: dict[Any, dict[Any, Any]]) -> tuple[Ratings, list
             rows.append((unit_ids.setdefault(unit, len(unit_ids)), coder_ids.setdefault(annotator, len(coder_ids)), code))
     arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
     return Ratings(arr[:, 0], arr[:, 1], arr[:, 2], [label for _, label in categories]), list(coder_ids)
+
+
+def numeric_ratings(units: Sequence[int], coders: Sequence[int], values: Sequence[float]) -> Ratings:
+    """Numeric scores (one per unit and coder) as ``Ratings``: each distinct value a category,
+    ``categories`` the values themselves (what ``ratings_stats`` compares at the interval level)."""
+    distinct, code = np.unique(np.asarray(values, dtype=float), return_inverse=True)
+    return Ratings(np.asarray(units, dtype=np.int64), np.asarray(coders, dtype=np.int64), code.ravel(),
+                   [float(v) for v in distinct])
 
 
 N_RESAMPLES = 1000
@@ -212,12 +221,6 @@ def _label_key(kind: str, value: dict, order: dict[int, Any] | None = None) -> A
     return key if isinstance(key, (str, int, float)) else json.dumps(key, sort_keys=True)
 
 
-# The parts of a label's value its consensus key reads (``consensus_key``), per project kind.
-_KEY_FIELDS = {
-    AnnotationProject.Kind.VERIFY: ("decision",),
-    AnnotationProject.Kind.PAIRWISE: ("choice", "left_report_id", "right_report_id"),
-    AnnotationProject.Kind.AGREEMENT: ("label",),
-}
 RATINGS_CHUNK = 20_000
 STORED_FIELDS = ("id", "version", "values", "computed_at", "seconds", "requested_at")
 
@@ -226,13 +229,11 @@ def _key_of_parts(kind: str, parts: tuple, order: dict[int, Any]) -> Any:
     """The label key (``_label_key``) from the text parts ``project_ratings`` reads: text is
     enough for verify decisions and agreement labels; a pairwise label's report ids are read
     back as numbers and its pair ordered by ``order`` (report → system)."""
-    if kind == AnnotationProject.Kind.VERIFY:
-        decision, edited = parts
-        return _label_key(kind, json.loads(edited) if edited is not None else {"decision": decision})
-    if kind == AnnotationProject.Kind.PAIRWISE:
-        choice, left, right = parts
-        return _label_key(kind, {"choice": choice, "left_report_id": int(left), "right_report_id": int(right)}, order)
-    return _label_key(kind, dict(zip(_KEY_FIELDS[kind], parts)))
+    annotation_kind = kind_of(kind)
+    fields = annotation_kind.key_fields
+    if annotation_kind.whole_value_when is not None and parts[len(fields)] is not None:
+        return _label_key(kind, json.loads(parts[len(fields)]))  # compared whole (a verify edit)
+    return _label_key(kind, annotation_kind.key_value(dict(zip(fields, parts))), order)
 
 
 def project_ratings(project: dict, *, expected: int = 0) -> Ratings:
@@ -241,12 +242,13 @@ def project_ratings(project: dict, *, expected: int = 0) -> Ratings:
     consensus key is computed once per distinct combination of fields. ``expected``: about how
     many labels there are (the items' counters), the room reserved for them."""
     kind = project["kind"]
-    parts = {f"k_{f}": Cast(KT(f"value__{f}"), TextField()) for f in _KEY_FIELDS[kind]}
-    if kind == AnnotationProject.Kind.VERIFY:  # the edits count only for an edit (``consensus_key``): read no others
-        parts["k_edited"] = Case(When(value__decision="edit", then=Cast("value", TextField())), default=Value(None),
-                                 output_field=TextField())
+    parts = {f"k_{f}": Cast(KT(f"value__{f}"), TextField()) for f in kind_of(kind).key_fields}
+    whole = kind_of(kind).whole_value_when
+    if whole is not None:  # the value counts whole only then (verify: an edit's edits): read no others
+        parts["k_whole"] = Case(When(**{f"value__{whole[0]}": whole[1]}, then=Cast("value", TextField())),
+                                default=Value(None), output_field=TextField())
     order: dict[int, Any] = {}  # pairwise: report → system, so "first" is the same system on every item
-    if kind == AnnotationProject.Kind.PAIRWISE:
+    if "report_pair" in kind_of(kind).target_kinds:
         for left, left_system, right, right_system in ReportPair.objects.filter(project_id=project["id"]).values_list(
                 "report_left_id", "report_left__system_id", "report_right_id", "report_right__system_id"):
             order[left], order[right] = left_system, right_system
@@ -316,7 +318,7 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     Krippendorff's α (at the projects' declared ``label_level``), a confusion matrix and the disagreements; and the
     same figures per prompt version of the judged verdicts (``versions``), oldest first, to see
     whether a prompt change moved the judge towards or away from people."""
-    projects = [p for p in curated_projects(user) if p["kind"] == AnnotationProject.Kind.AGREEMENT]
+    projects = [p for p in curated_projects(user) if p["kind"] in kinds_with("judge_agreement")]
     declared = {p["id"]: (p["label_level"], p["label_set"]) for p in projects}
     project_ids = [p["id"] for p in projects]
     items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")

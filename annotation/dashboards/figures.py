@@ -140,7 +140,7 @@ def recall_by_quartile(*, run_id: int | None = None, task_set_id: int | None = N
 
 def _window(key: Any) -> int | None:
     text = str(key)
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def coverage_by_window(*, run_id: int | None = None, task_set_id: int | None = None,

@@ -12,7 +12,8 @@ import numpy as np
 from django.core.cache import cache
 from django.db.models import Count
 
-from annotation.models import AnnotationProject, PairwisePreference
+from annotation.models import AnnotationProject, PairwisePreference, ProjectStatistics
+from annotation.kinds import kind_of, kinds_with
 from annotation.services.values import preference_outcome
 from benchmark.models import Protocol, TaskSet
 from benchmark.naming import system_label
@@ -22,6 +23,7 @@ from scoring import metrics as m
 from .agreement import agreement_stats
 from .human_bias import position_bias
 from .human_correlation import correlations_in_scope
+from .inter_annotator import INLINE_LABELS
 from .selectors import N_RESAMPLES
 
 # --------------------------------------------------------------------------- scope
@@ -92,7 +94,7 @@ def scope_options() -> dict:
     return {
         "protocols": Protocol.choices,
         "task_sets": list(TaskSet.objects.order_by("name", "-version").values("id", "name", "version")[:100]),
-        "projects": list(AnnotationProject.objects.filter(kind=AnnotationProject.Kind.PAIRWISE).order_by("name")
+        "projects": list(AnnotationProject.objects.filter(kind__in=kinds_with("human_ranking")).order_by("name")
                          .values("id", "name")[:100]),
         "sources": preference_sources(),
         "disciplines": sorted(d for d in prefs.values_list("task__survey__discipline__name", flat=True).distinct() if d),
@@ -165,13 +167,13 @@ def _bt_fit(comparisons: list[tuple], clusters: list, n_items: int, n_resamples:
     clusters and prior mode: the result is a pure function of them."""
     arr = np.asarray(comparisons, dtype=float)
     digest = hashlib.sha256(arr.tobytes() + repr(clusters).encode() + f"{n_items}:{n_resamples}:{prior}".encode())
-    key = "dashboards:bt:3:" + digest.hexdigest()
+    key = "dashboards:bt:4:" + digest.hexdigest()
     cached = cache.get(key)
     if cached is None:
         bt = m.bradley_terry_clustered(arr, clusters=clusters, n_items=n_items, n_resamples=n_resamples, seed=0,
                                        prior=prior)
         cached = {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters",
-                                     "prior_used")}
+                                     "prior_used", "small_sample_factor", "few_clusters")}
         cache.set(key, cached, timeout=24 * 3600)
     return cached
 
@@ -238,6 +240,13 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
     if bt["n_separable"] and not out["warnings"]:
         out["warnings"].append(f"{bt['n_separable']} of {bt['n_resamples']} resamples are separable: the interval "
                                "leans on the prior there")
+    out["small_sample_factor"] = bt["small_sample_factor"]
+    if cluster == "topic" and bt["few_clusters"]:
+        out["warnings"].append(
+            f"only {bt['n_clusters']} topics: the interval resamples topics and is widened to t with"
+            f" {max(bt['n_clusters'] - 1, 0)} degrees of freedom (× {bt['small_sample_factor'] or 0:.2f} the bootstrap"
+            " sd); below 5 topics its coverage is unmeasured" if bt["n_clusters"] >= 2 else
+            f"only {bt['n_clusters']} topic: no interval over topics is possible; use cluster=item")
     ranks = m.rank_with_ci(bt["low"], bt["high"])
     scaled = {key: m.to_elo_scale(bt[key]) for key in ("estimate", "low", "high")}
     surveylens = m.elo(comparisons, n_items=len(ids), **SURVEYLENS_ELO)  # in labelling order
@@ -253,6 +262,37 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
     ]
     systems.sort(key=lambda s: (s["rank"], -s["theta"], s["system"]))
     out["systems"] = systems
+    return out
+
+
+RATING_PROJECTS_SHOWN = 20
+
+
+def expert_ratings(scope: Scope) -> list[dict]:
+    """Rating projects' figures (``Rating.statistics``: per criterion and system the experts' mean
+    beside the judge's, judge vs experts), the scope's project only when it names one; the newest
+    ``RATING_PROJECTS_SHOWN`` with labels."""
+    projects = AnnotationProject.objects.filter(kind__in=kinds_with("rating"), labels__isnull=False).distinct()
+    if scope.project:
+        projects = projects.filter(pk=scope.project)
+    if scope.protocol:  # the leaderboard's: rating projects of its tasks
+        projects = projects.filter(tasks__protocol=scope.protocol)
+    if scope.task_set:
+        projects = projects.filter(tasks__task_sets=scope.task_set)
+    rows = list(projects.order_by("-created_at", "-id").annotate(n_labels=Count("labels", distinct=True))
+                [:RATING_PROJECTS_SHOWN])
+    # A large project's figures are those its workers stored with its agreement figures
+    # (``agreement_compute``), as of when they were computed: the page computes small ones only.
+    stored = dict(ProjectStatistics.objects.filter(
+        project__in=[p.pk for p in rows if p.n_labels > INLINE_LABELS],
+        kind=ProjectStatistics.Kind.INTER_ANNOTATOR).values_list("project_id", "values"))
+    out = []
+    for project in rows:
+        if project.n_labels > INLINE_LABELS:
+            figures = (stored.get(project.pk) or {}).get(project.kind) or {"criteria": [], "pending": True}
+        else:
+            figures = kind_of(project).statistics({"id": project.pk, "kind": project.kind})
+        out.append({"id": project.pk, "name": project.name, **figures})
     return out
 
 
@@ -281,7 +321,7 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
            "position_bias": position_bias(rows),
            "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
-           "by": by, "breakdown": []}
+           "by": by, "breakdown": [], "ratings": expert_ratings(scope)}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:

@@ -30,9 +30,10 @@ import time
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from annotation.kinds import kind_of
 from annotation.services.values import label_numbers
 
-from .agreement import STORED_FIELDS, curated_projects, named_stats, project_ratings, ratings_stats
+from .agreement import STORED_FIELDS, curated_projects, named_stats, numeric_ratings, project_ratings, ratings_stats
 from .selectors import jsonable
 
 # At most this many labels: computed in the request. Measured on PostgreSQL, 3 annotators (the
@@ -57,10 +58,19 @@ def agreement_compute(project: dict) -> tuple[dict, float]:
     """One project's figures as plain JSON (``ratings_stats``, coders as user ids) and the seconds
     taken. ``project``: a row of ``curated_projects(with_fingerprint=True)``."""
     started = time.perf_counter()
-    ratings = project_ratings(project, expected=project["n_labels"] or 0)
-    level = project["label_level"]
-    numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
+    kind = kind_of(project)
+    scored = kind.agreement_units(project)
+    if scored is None:  # categories: the labels' consensus keys
+        ratings = project_ratings(project, expected=project["n_labels"] or 0)
+        level = project["label_level"]
+        numbers = label_numbers(level=level, label_set=project["label_set"], labels=ratings.categories)
+    else:  # numbers (a rating's scores): α at the interval level over the kind's units
+        ratings, level = numeric_ratings(*scored), "interval"
+        numbers = [float(value) for value in ratings.categories]
     values = jsonable(ratings_stats(ratings, level=level, numbers=numbers))
+    own = kind.statistics(project)
+    if own is not None:
+        values[kind.name] = jsonable(own)
     return values, time.perf_counter() - started
 
 

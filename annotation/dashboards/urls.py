@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import views, views_reading
 
 app_name = "dashboards"
 urlpatterns = [
@@ -18,6 +18,7 @@ urlpatterns = [
     path("charts/discipline-heatmap/", views.chart_heatmap, name="chart_heatmap"),
     path("judge-sensitivity/", views.judge_sensitivity, name="judge_sensitivity"),
     path("look-next/", views.look_next, name="look_next"),
+    path("statistics/", views_reading.statistics_doc, name="statistics"),
     path("look-next/project/", views.look_next_project, name="look_next_project"),
     path("runs/progress/", views.run_progress, name="run_progress"),
 ]

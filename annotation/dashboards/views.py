@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -16,10 +19,13 @@ from annotation.services.projects import project_from_verdicts
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
 from core.accounts import is_global_curator
+from core.bounded import ascii_digits
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
+from core.workers import live_workers
 
 from ..calibration.views import leaderboard_calibration
+from .views_reading import human_vs_automated_protocol, preference_sources_in
 from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
@@ -126,7 +132,7 @@ def human_ranking(request):
         x_label="Bradley–Terry θ on an Elo-like scale", chart_id="chart-human",
     ) if ranking["systems"] else None
     context = {"ranking": ranking, "chart": chart, "options": human_selectors.scope_options(), "scope": scope,
-               "by": ranking["by"]}
+               "by": ranking["by"], "mixed_sources": preference_sources_in(scope)}
     return render(request, "dashboards/human.html", context)
 
 
@@ -143,12 +149,16 @@ def agreement(request):
             rows.extend([g["judge"], g["step"], v["level"], v["n"], v["accuracy"], v["kappa"], v["alpha"], None, None,
                          v["prompt_version"]] for v in g["versions"])
         return _csv("judge-agreement.csv", header, rows)
-    judge = agreement_selectors.judge_agreement(user=request.user)
-    iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
-    consistency = judge_consistency.judge_consistency() if is_global_curator(request.user) else None
+    # The scope picker: project labels and imported files side by side (default), or one of them.
+    labels = request.GET.get("labels", "")
+    labels = labels if labels in ("projects", "imported") else ""
+    projects, imported = labels != "imported", labels != "projects"
+    judge = agreement_selectors.judge_agreement(user=request.user) if projects else None
+    iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user)) if projects else None
+    consistency = judge_consistency.judge_consistency() if projects and is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
-                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement(),
-                   "judge_consistency": consistency})
+                  {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement() if imported else [],
+                   "judge_consistency": consistency, "labels_scope": labels})
 
 
 @login_required
@@ -158,12 +168,17 @@ def agreement_inter_annotator(request):
     return render(request, "dashboards/_inter_annotator.html", {"iaa": iaa})
 
 
+COMPUTE_HERE_EVERY_SECONDS = 300  # one "compute here" per project this often (a large one takes a minute)
+
+
 @require_POST
 @login_required
 def agreement_compute_here(request):
     """Compute one project's agreement figures (``project`` in the form) in this request, when no
-    worker is alive to do it: only for a project the user may see on the page, any other id is
-    answered as missing."""
+    worker is alive to do it (the page offers it only then): only for a project the user may see on
+    the page, any other id is answered as missing; with a worker alive it is refused (409: the worker
+    computes them), and per project at most once every ``COMPUTE_HERE_EVERY_SECONDS`` (429), so
+    presses cannot pile minute-long computations onto the web processes."""
     raw = request.POST.get("project", "")
     try:
         project_id = id_from_text("project", raw) if raw.isdigit() else None
@@ -173,6 +188,16 @@ def agreement_compute_here(request):
         raise BadRequest("project: give the id of a project")
     if not any(p["id"] == project_id for p in agreement_selectors.curated_projects(request.user)):
         return refuse(request, "No such project among those whose agreement you may see.", status=404)
+    if live_workers():
+        return refuse(request, "A worker is running: it computes these figures, and the agreement page shows them "
+                               "as soon as they are stored.", status=409)
+    # the shared cache (Redis, or the file cache every process of the machine reads): add() is the lock
+    if not cache.add(f"agreement-compute-here:{project_id}", timezone.now().isoformat(), COMPUTE_HERE_EVERY_SECONDS):
+        response = refuse(request, f"This project's figures were computed here less than "
+                                   f"{COMPUTE_HERE_EVERY_SECONDS // 60} minutes ago; start a worker, or try again later.",
+                          status=429)
+        response["Retry-After"] = str(COMPUTE_HERE_EVERY_SECONDS)
+        return response
     project_agreement_refresh(project_id=project_id)
     messages.success(request, "Agreement figures computed.")
     return redirect(f"{reverse('dashboards:agreement')}#iaa-section")
@@ -223,7 +248,12 @@ def chart_human_vs_auto(request):
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("dashboards:chart_human_vs_auto")
-    data = human_selectors.human_vs_automated(scope=scope, metric=request.GET.get("metric", ""))
+    metric = request.GET.get("metric", "")
+    if not scope.protocol and not metric:  # open on a protocol where the chart has points
+        scope = replace(scope, protocol=human_vs_automated_protocol())
+    if scope.protocol and metric and not metric.startswith(f"{scope.protocol}:"):
+        metric = ""  # the protocol was changed in the picker: its own first metric
+    data = human_selectors.human_vs_automated(scope=scope, metric=metric)
     chosen, corr = data["metric"], data["correlation"]
     if _wants_csv(request):
         rows = [[p["system"], p["human"], p["metric"]] for p in (corr["points"] if corr else [])]
@@ -235,6 +265,7 @@ def chart_human_vs_auto(request):
     ) if corr else None
     return render(request, "dashboards/chart.html", {
         "chart": chart, "kind": "human_vs_auto", "corr": corr, "options": data["correlations"], "metric": chosen,
+        "protocol": data["scope"]["protocol"], "protocols": Protocol.choices,
         "title": "Human vs automated", "explain": "Each point is a system present both in the human preferences and in "
         "the automated leaderboard.",
     })
@@ -393,7 +424,7 @@ def look_next_project(request):
     if not is_global_curator(request.user):
         return refuse(request, "Only curators create annotation projects.")
     raw_ids = request.POST.getlist("verdict")
-    bad = [raw for raw in raw_ids if not raw.isdigit() or int(raw) > MAX_ID]
+    bad = [raw for raw in raw_ids if not ascii_digits(raw) or int(raw) > MAX_ID]
     try:
         if bad:
             raise ValueError(f"verdict: {bad[0]!r} is not a verdict id")

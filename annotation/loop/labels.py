@@ -23,6 +23,7 @@ from .. import rules
 from ..blind import REPORT_FIELDS
 from ..models import (
     VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference, ReportPair, Role,
+    TargetKind,
 )
 from ..services.audit import audit_records, audit_rows_for
 from ..services.errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError
@@ -235,7 +236,7 @@ class LabelBatch:
             claim.status, claim.ended_at = Assignment.Status.SUBMITTED, self.now
         store.labels_insert([label for _, label, _ in self.accepted], ended=ended)
         pairs = [(label, self.targets[item.pk], item.project) for item, label, _ in self.accepted
-                 if item.project.kind == AnnotationProject.Kind.PAIRWISE]
+                 if item.target_kind == TargetKind.REPORT_PAIR]
         if pairs:
             preference_record(rows=pairs)
 

@@ -23,8 +23,8 @@ from benchmark.services.history import (
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 
-from ..models import AnnotationItem, AnnotationProject, GoldLabel, Label, Role
-from ..rules import labels_disagree
+from ..models import AnnotationItem, GoldLabel, Label, Role
+from ..kinds import kind_of
 from ..selectors.progress import task_curation_status
 from ..selectors.projects import project_role
 from ..selectors.targets import item_target
@@ -96,12 +96,12 @@ def item_complete(
         labels = list(Label.objects.filter(item_id=item.pk).order_by("created_at", "id"))
     if target is _UNREAD:
         target = item_target(item)
-    judge_label = target.label if project.kind == AnnotationProject.Kind.AGREEMENT and target is not None else None
-    disagreement = labels_disagree(kind=project.kind, values=[label.value for label in labels], judge_label=judge_label)
+    kind = kind_of(project)
+    disagreement = kind.labels_disagree(project, [label.value for label in labels], judge_label=kind.judge_label(target))
     item.status = AnnotationItem.Status.COMPLETE
     item.completed_at = timezone.now()
     item.disagreement = disagreement
-    if project.kind != AnnotationProject.Kind.VERIFY or disagreement:
+    if not kind.applies_to_benchmark or disagreement:
         return
     reviewers = ", ".join(str(label.annotator_id) for label in labels)
     note = f"two-stage verification in project {project.name!r} (reviewers {reviewers})"
@@ -163,7 +163,7 @@ def item_adjudicate(
     target = item_target(locked)
     clean = value_clean(project=project, target=target, value=value)
     before = {"status": locked.status, "disagreement": locked.disagreement, "conflict": locked.conflict}
-    if project.kind == AnnotationProject.Kind.VERIFY:
+    if kind_of(project).applies_to_benchmark:
         version = locked.target_version if expected_version is None else expected_version
         review_apply(
             item=locked, target=target, value=clean, actor=curator, expected_version=version,

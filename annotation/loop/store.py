@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.db.models import GeneratedField, Model
 
-from benchmark.models import SETTLED_STATUSES, BibEntry, GoldReference, Task
+from benchmark.models import SETTLED_STATUSES, BibEntry, GoldReference, Report, Task
 from scoring.models import Verdict
 
 from ..models import (
@@ -134,6 +134,8 @@ def _joined_model(kind: str) -> tuple[type, tuple[str, ...]]:
         return ReportPair, ()
     if kind == TargetKind.VERDICT:
         return Verdict, ("raw_response",)  # the judge's whole answer: what labelling reads is the label
+    if kind == TargetKind.REPORT:  # a rating's report: labelling reads its task, not its text
+        return Report, ("text", "parsed", "stats", "sources")
     return VERIFY_TARGETS[kind][0], ()
 
 

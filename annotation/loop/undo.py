@@ -13,6 +13,7 @@ from benchmark.services.history import StaleEditError, proposable_update
 from core.audit_actions import AuditAction
 from core.models import AuditLog
 
+from ..kinds import kind_of
 from ..models import AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference
 from ..selectors.targets import item_target
 from ..services.audit import audit_record
@@ -90,28 +91,10 @@ def _review_revert(*, item: AnnotationItem, annotator) -> None:
     item.target_version = updated.version
 
 
-# Why a label stays final in a blind project, in the words of what its kind hid until it was
-# committed (``annotation.blind``): each kind names only what it has.
-BLIND_UNDO_REFUSED = {
-    AnnotationProject.Kind.VERIFY: (
-        "your decision on item {position} is final: this project is blind, and committing it showed you how"
-        " the other reviewers decided this proposal; ask a curator to correct it"
-    ),
-    AnnotationProject.Kind.PAIRWISE: (
-        "your preference on item {position} is final: this project is blind, and committing it showed you which"
-        " systems wrote the two reports and any other annotator's preference; ask a curator to correct it"
-    ),
-    AnnotationProject.Kind.AGREEMENT: (
-        "your label on item {position} is final: this project is blind, and committing it showed you the"
-        " judge's verdict and any other annotator's label; ask a curator to correct it"
-    ),
-}
-
-
 def _label_undo(*, label: Label, annotator, project: AnnotationProject) -> AuditLog:
     locked = item_lock(item_id=label.item_id)
     if project.blind:
-        raise UndoRefusedError(BLIND_UNDO_REFUSED[project.kind].format(position=locked.position))
+        raise UndoRefusedError(kind_of(project).undo_refused.format(position=locked.position))
     label = Label.objects.filter(pk=label.pk).first()
     if label is None:
         raise UndoRefusedError("that label was already undone")

@@ -7,6 +7,7 @@ models under the ``annotation`` app as before (no migration change).
 
 from core.models import AnnotatorProfile, Role  # re-exported: the workspace's roles are the global ones
 from .exports import ExportJob
+from .invitations import INVITATION_OPEN, Invitation, InvitationStatus
 from .preferences import PairwisePreference
 from .statistics import CalibratedScores, ProjectStatistics
 from .webhooks import Webhook, WebhookDelivery, WebhookEvent  # noqa: F401 (re-exported)
@@ -32,6 +33,9 @@ __all__ = [
     "AnnotatorProfile",
     "Assignment",
     "GoldLabel",
+    "INVITATION_OPEN",
+    "Invitation",
+    "InvitationStatus",
     "Label",
     "PairwisePreference",
     "ProjectMembership",

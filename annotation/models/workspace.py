@@ -43,6 +43,7 @@ class TargetKind(models.TextChoices):
     RUBRIC_CRITERION = "rubric_criterion", "Rubric criterion"
     REPORT_PAIR = "report_pair", "Report pair"
     VERDICT = "verdict", "Judge verdict"
+    REPORT = "report", "Report"
 
 
 # The benchmark proposable models a ``verify`` project can review, and the lookup from the
@@ -79,6 +80,7 @@ class AnnotationProject(TimeStamped):
         VERIFY = "verify", "Verify proposed items"
         PAIRWISE = "pairwise", "Pairwise preferences"
         AGREEMENT = "agreement", "Label judge verdicts"
+        RATING = "rating", "Rate reports on rubric criteria"
 
     class Status(models.TextChoices):
         OPEN = "open", "Open"
@@ -134,8 +136,16 @@ class AnnotationProject(TimeStamped):
                   " others after the label)",
     )
     label_set = models.JSONField(default=dict, blank=True)
+    label_help = models.JSONField(
+        default=dict, blank=True,
+        help_text="{label: what it means}: shown beside the controls; a label without one reads the protocol's "
+                  "default (annotation.label_help); a change is a new guidelines version")
     label_level = models.CharField(max_length=10, choices=LabelLevel.choices, default=LabelLevel.NOMINAL)
     dimensions = models.JSONField(default=list, blank=True)
+    criteria = models.JSONField(default=list, blank=True,
+                                help_text="rating: the criteria every report is rated on; empty: each task's rubric")
+    scale = models.JSONField(default=dict, blank=True,
+                             help_text="rating: {min, max, anchors: {point: text}, adjudicate_beyond}")
     hold_duration = models.DurationField(default=DEFAULT_HOLD, help_text="how long a claimed item stays reserved")
     seed = models.IntegerField(default=0, help_text="pairwise: seed of the randomized schedule")
     sampling = models.CharField(

@@ -1,4 +1,4 @@
-"""What an item is about (its target row: a benchmark proposal, a report pair or a verdict)
+"""What an item is about (its target row: a benchmark proposal, a report pair, a verdict or a report)
 and the JSON-ready views of targets, labels, verdicts and gold labels the workspace shows."""
 
 from collections import defaultdict
@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import Case, OuterRef, QuerySet, Subquery, When
 
-from benchmark.models import GoldReference, ReviewStatus, TaskPrompt
+from benchmark.models import GoldReference, Report, ReviewStatus, TaskPrompt
 from benchmark.services.history import snapshot
 from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
@@ -44,6 +44,10 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
             else:  # with what both reports answer (``workspace._pair_task``), in the same query
                 rows = rows.select_related("task__survey").defer("task__survey__full_text").annotate(
                     task_prompt=_PAIR_PROMPT)
+        elif kind == TargetKind.REPORT:
+            rows = Report.objects.select_related("system", "task__survey").defer("task__survey__full_text")
+            if not with_text:
+                rows = rows.defer("parsed", "text")
         elif kind == TargetKind.VERDICT:
             rows = Verdict.objects.select_related("report__system", "judge_config").defer(
                 "report__parsed", "raw_response"
@@ -84,6 +88,9 @@ def target_brief(item: AnnotationItem, target: Any, *, blind: bool = False, labe
             "left": _report_brief(target.report_left, blind=blind),
             "right": _report_brief(target.report_right, blind=blind),
         }
+    if item.target_kind == TargetKind.REPORT:  # a rating's report: its system hidden like a pair's sides
+        return {"kind": item.target_kind, "id": None if blind else target.pk, "task_id": target.task_id,
+                **_report_brief(target, blind=blind)}
     if item.target_kind == TargetKind.VERDICT:
         return {
             "kind": item.target_kind, "id": None if blind else target.pk,

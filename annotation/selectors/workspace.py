@@ -12,7 +12,8 @@ from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
 
 from ..blind import item_revealed, status_shown, target_id_shown
 from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
-from ..models import AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
+from ..kinds.rating import task_criteria
+from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ReportPair, TargetKind
 from ..rules import claim_live, claims_live
 from .projects import project_role
 from .targets import gold_view, item_target, item_targets, judge_view, judged_inputs, label_view, target_brief
@@ -67,7 +68,7 @@ def _verify_task(item: AnnotationItem, target: Any, *, known: Task | None = None
     workspace asks for it: most proposals never need it, and it is the bulk of the panel.
     ``known``: a task this request already read this way (the panel's other item); used when it
     is the item's and was read for the same proposal (a prefetch it already holds is not read again)."""
-    if item.project.kind != AnnotationProject.Kind.VERIFY or not item.task_id or target is None:
+    if item.target_kind not in VERIFY_TARGETS or not item.task_id or target is None:
         return None
     panel_for = (item.target_kind, item.target_id)
     if known is not None and known.pk == item.task_id and getattr(known, "panel_for", None) == panel_for:
@@ -95,6 +96,8 @@ def _project_view(project: AnnotationProject) -> dict:
     return {
         "id": project.pk, "name": project.name, "kind": project.kind, "blind": project.blind,
         "label_set": project.label_set, "dimensions": project.dimensions, "status": project.status,
+        "criteria": project.criteria, "scale": project.scale, "component": project.component,
+        "label_help": project.label_help,
     }
 
 
@@ -103,8 +106,10 @@ def label_form_context(*, item: AnnotationItem, project: AnnotationProject, targ
     target as an unrevealed labeller sees it — a submission is checked against this before
     ``label_submit`` takes the item's lock, without reading labels or claims. ``target``: the
     item's target row (``item_target``), which the caller passes on to ``label_submit``."""
-    return {"project": _project_view(project),
-            "target": target_brief(item, target, blind=project.blind, label_set=project.label_set)}
+    brief = target_brief(item, target, blind=project.blind, label_set=project.label_set)
+    if item.target_kind == TargetKind.REPORT and target is not None:
+        brief["criteria"] = task_criteria(project, target.task_id)
+    return {"project": _project_view(project), "target": brief}
 
 
 def item_context_for(
@@ -186,6 +191,10 @@ def item_context_for(
             report = getattr(target, f"report_{side}")
             outline = [[entry.get("level"), entry.get("title")] for entry in (report.parsed or {}).get("outline", [])]
             context["target"][side].update(text=report.text, outline=outline)
+    if target is not None and item.target_kind == TargetKind.REPORT:  # the rating's report and its criteria
+        context["target"].update(text=target.text, task={"key": target.task.key,
+                                                          "title": target.task.title or target.task.survey.title},
+                                  criteria=task_criteria(project, target.task_id))
     if target is not None and item.target_kind == TargetKind.VERDICT:
         context["target"].update(judged_inputs([target])[target.pk])
         context["item"]["labels"] = context["target"]["labels"]

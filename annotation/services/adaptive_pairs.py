@@ -1,22 +1,23 @@
-"""Adaptive pairwise assignment: the next pairs are those whose Bradley–Terry outcome is least
-certain, with a stated share chosen uniformly, sides balanced.
+"""Adaptive pairwise assignment: the next pairs are neighbours in the current Bradley–Terry
+ranking whose order is in doubt, with a stated share chosen uniformly, sides balanced.
 
 A pairwise project with ``pair_choice = adaptive`` does not schedule the double round-robin at
 once. Its pool is the same — every ordered pair of two systems' reports on a task, each ordered
 pair at most once — but it materialises only a few items ahead of its annotators
 (:func:`pairs_ahead` open items that nobody labelled yet) and chooses each new one from the Bradley–Terry fit over the labels
-committed so far (``scoring.metrics.preference_design``: the expected information of one more
-comparison of two systems, the mutual information between its outcome and their strengths),
-until ``pairs_budget`` pairs exist.
+committed so far (``scoring.metrics.preference_design.choose_pairs_batch``: a pair adjacent in
+the ranking, drawn with probability proportional to the posterior probability that its order is
+wrong), until ``pairs_budget`` pairs exist. Items already open and not yet labelled count as
+asked (the covariance is updated for them before choosing).
 
 * **Uniform share.** Pair number m (0-based, in the project's sequence) is drawn uniformly from
   the system pairs that still have an unused report pair when ⌊(m + 1)s⌋ > ⌊ms⌋ (s =
   ``uniform_share``): exactly ⌊Ms⌋ of the first M pairs, spread evenly. They keep every pair
-  of systems in the fit (the information criterion leans on the model; a misspecified model
-  misleads it less when all pairs keep being seen).
-* **Rounds.** The pairs added at once are chosen greedily, each after updating the covariance
-  as one more comparison of the pair before it would (``covariance_after``), so a round does not
-  ask the same question many times.
+  of systems in the fit (the design leans on the model; a misspecified model misleads it less
+  when all pairs keep being seen).
+* **Rounds.** The pairs added at once are drawn one after another, the covariance updated after
+  each as one more comparison of the pair would (``covariance_after_batch``), so a round spreads
+  over the doubtful pairs rather than asking the same question many times.
 * **Sides.** A system pair's next comparison completes a report pair already shown on one side
   when there is one (its other side), else opens a new report pair (the task where the two
   systems met least) with the system that sat on the left less often (within this pair) on the
@@ -44,7 +45,7 @@ from django.db.models import Q
 
 from benchmark.models import Report
 from core.audit_actions import AuditAction
-from scoring.metrics.preference_design import bradley_terry_laplace, covariance_after, pair_information
+from scoring.metrics.preference_design import bradley_terry_laplace, choose_pairs_batch, covariance_after_batch
 
 from ..models import AnnotationItem, AnnotationProject, PairwisePreference, ProjectMembership, ReportPair, Role
 from ..models import TargetKind
@@ -66,38 +67,33 @@ def is_uniform_turn(number: int, share: float) -> bool:
 def pairs_choose(
     *, comparisons: Sequence[tuple[int, int, float]], n_systems: int, capacity: dict[tuple[int, int], int],
     count: int, start: int, uniform_share: float, rng: random.Random,
+    pending: Sequence[tuple[int, int]] = (),
 ) -> list[tuple[int, int]]:
     """The next ``count`` system pairs (i < j) to compare, in order.
 
     ``comparisons``: the committed (i, j, outcome) triples (1: i won, 0: j won, 0.5: tie);
     ``capacity``: how many more comparisons each pair (i < j) may get (pairs absent: none);
     ``start``: how many pairs the sequence had before (the uniform turns follow it, see the
-    module docstring); ``rng``: breaks ties among equally informative pairs and draws the
-    uniform ones. Fewer than ``count`` when the capacity runs out.
+    module docstring); ``pending``: the system pairs of open items nobody labelled yet (they
+    count as asked: Σ is updated for them first); ``rng`` seeds the draws. The choice is
+    ``scoring.metrics.preference_design.choose_pairs_batch`` with one fit (the function the
+    simulation replays). Fewer than ``count`` when the capacity runs out.
     """
-    left = {pair: slots for pair, slots in capacity.items() if slots > 0}
-    if not left or count < 1:
+    if count < 1 or n_systems < 2 or not any(slots > 0 for slots in capacity.values()):
         return []
     fit = bradley_terry_laplace(np.asarray(comparisons, dtype=float).reshape(-1, 3), n_items=n_systems)
-    theta, cov = fit["theta"], fit["covariance"]
-    chosen: list[tuple[int, int]] = []
-    for number in range(start, start + count):
-        if not left:
-            break
-        open_pairs = sorted(left)
-        if is_uniform_turn(number, uniform_share):
-            pair = rng.choice(open_pairs)
-        else:
-            info = pair_information(theta, cov)["information"]
-            scores = np.array([info[i, j] for i, j in open_pairs])
-            best = [p for p, s in zip(open_pairs, scores) if s >= scores.max() - 1e-12]
-            pair = best[0] if len(best) == 1 else rng.choice(best)
-        chosen.append(pair)
-        cov = covariance_after(theta, cov, *pair)
-        left[pair] -= 1
-        if not left[pair]:
-            del left[pair]
-    return chosen
+    theta, cov = fit["theta"][None, :], fit["covariance"][None, :, :]
+    for i, j in pending:
+        if i != j and max(i, j) < n_systems:
+            cov = covariance_after_batch(theta, cov, np.array([i]), np.array([j]))
+    slots = np.zeros((1, n_systems, n_systems))
+    for (i, j), left in capacity.items():
+        if left > 0:
+            slots[0, min(i, j), max(i, j)] = left
+    first, second = choose_pairs_batch(
+        theta, cov, uniform=[is_uniform_turn(m, uniform_share) for m in range(start, start + count)],
+        rng=np.random.default_rng(rng.getrandbits(64)), capacity=slots)
+    return [(int(i), int(j)) for i, j in zip(first[0], second[0]) if i >= 0]
 
 
 def pairs_ahead(*, annotators: int) -> int:
@@ -180,6 +176,21 @@ def _comparisons(project: AnnotationProject, pool: _Pool) -> list[tuple[int, int
     return found
 
 
+def _pending(project: AnnotationProject, pool: _Pool) -> list[tuple[int, int]]:
+    """The system pairs (i < j) of the project's open items nobody labelled yet."""
+    open_pairs = ReportPair.objects.filter(
+        project=project, pk__in=AnnotationItem.objects.filter(
+            project=project, target_kind=TargetKind.REPORT_PAIR, status=AnnotationItem.Status.OPEN,
+            labels_done=0).values("target_id"))
+    found = []
+    for left, right in open_pairs.values_list("report_left", "report_right"):
+        if left in pool.system_of and right in pool.system_of:
+            i, j = pool.index[pool.system_of[left]], pool.index[pool.system_of[right]]
+            if i != j:
+                found.append((min(i, j), max(i, j)))
+    return found
+
+
 def pair_design_clean(*, kind: str, pair_choice: str | None, uniform_share, pairs_budget) -> dict:
     """How a pairwise project chooses its pairs, checked; other kinds keep the defaults."""
     pair_choice = pair_choice or PairChoice.ROUND_ROBIN
@@ -231,7 +242,8 @@ def adaptive_pairs_fill(*, project: AnnotationProject, actor=None) -> int:
     comparisons = _comparisons(project, pool)
     rng = random.Random(f"{project.seed}:adaptive:{created}")
     chosen = pairs_choose(comparisons=comparisons, n_systems=len(pool.systems), capacity=pool.capacity(),
-                          count=wanted, start=created, uniform_share=project.uniform_share, rng=rng)
+                          count=wanted, start=created, uniform_share=project.uniform_share, rng=rng,
+                          pending=_pending(project, pool))
     if not chosen:
         return 0
     pairs = []

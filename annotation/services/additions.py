@@ -30,6 +30,7 @@ from benchmark.services.history import snapshot
 from core.audit import audit_log_record
 from core.audit_actions import AuditAction
 
+from ..kinds import kind_of
 from ..models import AnnotationItem, AnnotationProject, TargetKind
 from .audit import audit_record
 from ..loop.claims import require_labeller
@@ -50,7 +51,7 @@ ADDABLE_KINDS = tuple(ADD_FIELDS)
 
 def addable_kinds(project: AnnotationProject) -> list[str]:
     """The kinds a reviewer may add in ``project``: those it reviews (a group is not added alone)."""
-    if project.kind != AnnotationProject.Kind.VERIFY:
+    if not kind_of(project).applies_to_benchmark:
         return []
     return [kind for kind in ADDABLE_KINDS if kind in project.item_kinds]
 
@@ -145,7 +146,7 @@ def proposable_add(*, task: Task, kind: str, fields: dict[str, Any], actor, proj
     """
     project = AnnotationProject.objects.select_for_update(no_key=True).get(pk=project.pk)  # item positions
     require_labeller(project=project, user=actor)
-    if project.kind != AnnotationProject.Kind.VERIFY:
+    if not kind_of(project).applies_to_benchmark:
         raise ValueError(f"project: {project.name!r} does not verify proposals; items are added to verify projects")
     allowed = addable_kinds(project)
     if kind not in allowed:

@@ -13,11 +13,12 @@ from core.audit_actions import AuditAction
 from core.models import AuditLog
 from scoring.models import Verdict
 
-from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, ReportPair, TargetKind
+from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, Invitation, ReportPair, TargetKind
 
 KIND_MODELS = {
     "annotation_item": AnnotationItem,
     "annotation_project": AnnotationProject,
+    "invitation": Invitation,
     "user": get_user_model(),
     "task": Task,
     **{kind: model for kind, (model, _) in VERIFY_TARGETS.items()},

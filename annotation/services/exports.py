@@ -46,6 +46,7 @@ from benchmark.services.bundles import (
 from benchmark.services.tasksets import TaskSetError
 from core.accounts import is_global_curator
 from core.jobs import job_claim, job_release, jobs_enqueue_on_commit, unsent_reason
+from core.bounded import whole_number
 from core.converters import MAX_ID
 
 from ..exporters import FORMATS as ANNOTATION_FORMATS
@@ -78,8 +79,8 @@ def _flag(value: Any, name: str) -> bool:
 
 def _id(value: Any, name: str) -> int:
     try:
-        number = int(value)
-    except (TypeError, ValueError):
+        number = whole_number(name, value)  # ASCII digits only
+    except ValueError:
         raise ValueError(f"{name}: expected an id, got {value!r}") from None
     if isinstance(value, bool) or not 1 <= number <= MAX_ID:
         raise ValueError(f"{name}: expected an id, got {value!r}")

@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from ..blind import blind_overlap_warnings
+from ..label_help import label_help
 from .adaptive_pairs import adaptive_pairs_budget_clean
 from .projects import project_create
 
@@ -23,10 +24,18 @@ def project_preview(**arguments) -> dict:
             project = project_create(**arguments)
             preview = {"items": project.items.count(), "tasks": project.tasks.count(),
                        "label_set": project.label_set, "overlap": project.overlap,
-                       "warnings": blind_overlap_warnings(project)}
+                       "warnings": blind_overlap_warnings(project),
+                       # what each label means, as the workspace will say it (editable once made)
+                       "label_help": label_help(labels=_main_labels(project),
+                                                step=project.steps[0] if len(project.steps or []) == 1 else "")}
             if project.pair_choice == project.PairChoice.ADAPTIVE:  # the first pairs; more as labels come
                 preview["pairs_budget"] = adaptive_pairs_budget_clean(project=project)
             raise _Discard
     except _Discard:
         pass
     return preview
+
+
+def _main_labels(project) -> list[str]:
+    main = {"verify": "decision", "pairwise": "choice", "agreement": "label"}.get(project.kind, "label")
+    return list((project.label_set or {}).get(main, []))

@@ -6,39 +6,31 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from benchmark.models import Report, ReviewStatus, RubricCriterion, System, Task, TaskSet
+from benchmark.models import System, Task, TaskSet
 from scoring.models import JudgeConfig, Verdict
 
 from ..models import (
     DEFAULT_HOLD,
-    VERIFY_TARGETS,
     AnnotationItem,
     AnnotationProject,
     Assignment,
     ProjectMembership,
-    ReportPair,
     Role,
     TargetKind,
 )
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
 from ..selectors.projects import project_role
-from ..calibration.sampling import RANDOM_DESIGNS, calibration_sample, sampling_check
-from .adaptive_pairs import adaptive_pairs_budget_clean, adaptive_pairs_fill, pair_design_clean
+from ..calibration.sampling import RANDOM_DESIGNS, sampling_check
+from .adaptive_pairs import adaptive_pairs_budget_clean, pair_design_clean
 from .audit import audit_record
-from .schedule import double_round_robin
-from .values import dimensions_clean, label_level_clean, label_set_clean, step_label_union
+from ..kinds import kind_of
+from .values import label_level_clean, label_set_clean, step_label_union
 
 Kind = AnnotationProject.Kind
-DEFAULT_OVERLAP = {Kind.VERIFY: 2, Kind.PAIRWISE: 1, Kind.AGREEMENT: 1}
 Reveal = AnnotationProject.Reveal
-# When a blind project reveals an item to its labeller (``annotation.blind``): a pairwise study
-# names its systems only at close (after each label, annotators would learn each system's style);
-# an agreement study shows the judge's verdict after the label, which is what it audits.
-DEFAULT_REVEAL = {Kind.VERIFY: Reveal.AFTER_LABEL, Kind.PAIRWISE: Reveal.AT_CLOSE, Kind.AGREEMENT: Reveal.AFTER_LABEL}
 BATCH = 1000
 
 
@@ -47,78 +39,13 @@ def _require_curator(*, project: AnnotationProject, user, action: str) -> None:
         raise PermissionError(f"only curators {action} in project {project.name!r}")
 
 
-def _verdicts(project: AnnotationProject, task_ids: Sequence[int]):
-    verdicts = Verdict.objects.filter(judge_config=project.judge_config, report__task__in=task_ids, repeat=0).exclude(
-        label=""
-    )
-    if project.steps:
-        verdicts = verdicts.filter(step__in=project.steps)
-    system_ids = list(project.systems.values_list("pk", flat=True))
-    if system_ids:
-        verdicts = verdicts.filter(report__system__in=system_ids)
-    return verdicts
-
-
-def _verify_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[tuple[str, int, int | None, int]]:
-    """(kind, id, task id, version) of every proposed row of the chosen kinds; discipline-wide
-    rubric criteria of the tasks' disciplines come with task None."""
-    rows = []
-    for kind in project.item_kinds:
-        model, task_path = VERIFY_TARGETS[kind]
-        scope = Q(**{f"{task_path}__in": task_ids})
-        if model is RubricCriterion:
-            disciplines = Task.objects.filter(pk__in=task_ids, survey__discipline__isnull=False).values(
-                "survey__discipline"
-            )
-            scope |= Q(task__isnull=True, discipline__in=disciplines)
-        found = model.objects.filter(scope, review_status=ReviewStatus.PROPOSED).values_list("pk", task_path, "version")
-        rows.extend((kind, pk, task_id, version) for pk, task_id, version in found)
-    order = list(VERIFY_TARGETS)
-    rows.sort(key=lambda row: (row[2] is None, row[2] or 0, order.index(row[0]), row[1]))
-    return rows
-
-
-def _pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[tuple[str, int, int, None]]:
-    """Schedule and store the double round-robin pairs of each task's reports (new pairs only)."""
-    reports = Report.objects.filter(task__in=task_ids).order_by("task", "system__name", "system__version", "pk")
-    system_ids = list(project.systems.values_list("pk", flat=True))
-    if system_ids:
-        reports = reports.filter(system__in=system_ids)
-    by_task: dict[int, list[int]] = defaultdict(list)
-    for report_id, task_id in reports.values_list("pk", "task_id"):
-        by_task[task_id].append(report_id)
-    existing = set(ReportPair.objects.filter(project=project).values_list("report_left", "report_right"))
-    scheduled = []
-    for task_id, report_ids in sorted(by_task.items()):
-        for leg, number, left, right in double_round_robin(report_ids, seed=f"{project.seed}:{task_id}"):
-            if (left, right) not in existing:
-                scheduled.append(
-                    ReportPair(
-                        project=project, task_id=task_id, report_left_id=left, report_right_id=right, leg=leg,
-                        round=number,
-                    )
-                )
-    # Every task's first leg before any second leg, so both sides of a pair are not labelled back to back.
-    scheduled.sort(key=lambda pair: (pair.leg, pair.round, pair.task_id))
-    created = ReportPair.objects.bulk_create(scheduled, batch_size=BATCH)
-    return [(TargetKind.REPORT_PAIR, pair.pk, pair.task_id, None) for pair in created]
-
-
 def _populate(project: AnnotationProject, *, actor, sample_size: int | None = None) -> int:
-    if project.kind == Kind.PAIRWISE and project.pair_choice == AnnotationProject.PairChoice.ADAPTIVE:
-        return adaptive_pairs_fill(project=project, actor=actor)  # a few pairs ahead, chosen as labels come
+    kind = kind_of(project)
+    filled = kind.fill(project, actor=actor)
+    if filled is not None:
+        return filled
     task_ids = list(project.tasks.values_list("pk", flat=True))
-    inclusion: dict[int, float] = {}
-    if project.kind == Kind.VERIFY:
-        targets = _verify_targets(project, task_ids)
-    elif project.kind == Kind.PAIRWISE:
-        targets = _pair_targets(project, task_ids)
-    else:
-        found = _verdicts(project, task_ids).order_by(
-            "report__task", "report", "step", "target_kind", "target_id", "pk"
-        )
-        targets = [(TargetKind.VERDICT, pk, task_id, None) for pk, task_id in found.values_list("pk", "report__task")]
-        targets, inclusion = calibration_sample(project, targets, sample_size=sample_size)
+    targets, inclusion = kind.targets(project, task_ids, sample_size=sample_size)
     existing = set(AnnotationItem.objects.filter(project=project).values_list("target_kind", "target_id"))
     last = AnnotationItem.objects.filter(project=project).order_by("-position").values_list("position", flat=True)
     start = (last.first() or 0) + 1
@@ -134,7 +61,7 @@ def _populate(project: AnnotationProject, *, actor, sample_size: int | None = No
         ],
         batch_size=BATCH,
     )
-    if project.kind == Kind.VERIFY:
+    if kind.applies_to_benchmark:  # its tasks are under review until their proposals are settled
         drafts = Task.objects.filter(pk__in={task_id for _, _, task_id, _ in new if task_id}, status=Task.Status.DRAFT)
         draft_ids = sorted(drafts.values_list("pk", flat=True))
         if draft_ids:
@@ -156,8 +83,7 @@ def _settings_view(project: AnnotationProject) -> dict:
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(), "seed": project.seed,
         "sampling": project.sampling, "task_set_id": project.task_set_id,
         "guidelines_version": project.guidelines_version,
-        **({"pair_choice": project.pair_choice, "uniform_share": project.uniform_share,
-            "pairs_budget": project.pairs_budget} if project.kind == Kind.PAIRWISE else {}),
+        **{field: getattr(project, field) for field in kind_of(project).settings_fields},
     }
 
 
@@ -181,9 +107,7 @@ def project_row_new(
     project = AnnotationProject.objects.create(name=name, kind=kind, created_by=created_by, **fields)
     project.tasks.set(task_ids)
     project.systems.set(list(systems))
-    judge_labels = []
-    if kind == Kind.AGREEMENT:
-        judge_labels = step_label_union(_verdicts(project, list(task_ids)).values_list("step", "label").distinct())
+    judge_labels = kind_of(kind).judge_labels(project, list(task_ids))
     project.label_set = label_set_clean(kind=kind, label_set=label_set, judge_labels=judge_labels)
     project.label_level = label_level_clean(kind=kind, level=project.label_level, label_set=project.label_set)
     project.save(update_fields=["label_set", "label_level"])
@@ -219,6 +143,8 @@ def project_create(
     pair_choice: str = AnnotationProject.PairChoice.ROUND_ROBIN,
     uniform_share: float = 0.25,
     pairs_budget: int | None = None,
+    criteria: Sequence[str] | None = None,
+    scale: dict | None = None,
 ) -> AnnotationProject:
     """Create a project, make its creator its curator, and populate its items in bulk.
 
@@ -235,40 +161,40 @@ def project_create(
     (nominal by default; ordinal in the label set's order, interval for numeric labels: what
     Krippendorff's α uses); each item offers its own step's labels (``agreement_labels``).
     Tasks are ``tasks`` plus the tasks of ``task_set``. ``reveal`` (blind projects): when an
-    annotator who labelled an item learns what it hid (``DEFAULT_REVEAL`` per kind).
+    annotator who labelled an item learns what it hid (``the kind's ``default_reveal``).
     ``sampling`` (agreement): every verdict in scope (``all``), or a random sample of about
     ``sample_size`` of them, uniform, stratified by system and step, or adaptive (favouring the
     verdicts the judge is least sure of), each item recording its inclusion probability for
-    calibrated scores (``annotation.calibration.sampling``). Only global curators create projects.
+    calibrated scores (``annotation.calibration.sampling``). rating: one item per report of the
+    tasks (of ``systems``), rated on ``criteria`` (default each task's rubric criteria of
+    ``component``) on ``scale`` (``annotation.kinds.rating``). Each kind checks its own fields
+    (``settings_clean``) and says how its items are made (``targets``). Only global curators
+    create projects.
     """
     if not is_global_curator(created_by):
         raise PermissionError("only curators create annotation projects")
-    if kind not in Kind.values:
-        raise ValueError(f"kind: {kind!r} is not one of {', '.join(Kind.values)}")
-    overlap = DEFAULT_OVERLAP[kind] if overlap is None else overlap
-    if not isinstance(overlap, int) or overlap < 1 or (kind == Kind.VERIFY and overlap < 2):
+    annotation_kind = kind_of(kind)
+    overlap = annotation_kind.default_overlap if overlap is None else overlap
+    if not isinstance(overlap, int) or overlap < annotation_kind.min_overlap:
         raise ValueError("overlap: verify projects need k ≥ 2 (review, then cross-validation); others k ≥ 1")
     if hold_duration <= timedelta(0):
         raise ValueError("hold_duration: must be positive")
-    reveal = DEFAULT_REVEAL[kind] if reveal in (None, "") else reveal
+    reveal = annotation_kind.default_reveal if reveal in (None, "") else reveal
     if reveal not in Reveal.values:
         raise ValueError(f"reveal: {reveal!r} is not one of {', '.join(Reveal.values)}")
-    item_kinds = list(item_kinds) or (list(VERIFY_TARGETS) if kind == Kind.VERIFY else [])
-    for item_kind in item_kinds:
-        if item_kind not in VERIFY_TARGETS:
-            raise ValueError(f"item_kinds: {item_kind!r} is not one of {', '.join(VERIFY_TARGETS)}")
-    if kind == Kind.AGREEMENT and judge_config is None:
-        raise ValueError("judge_config: an agreement project labels the verdicts of one judge configuration")
+    own = annotation_kind.settings_clean(fields={
+        "item_kinds": item_kinds, "judge_config": judge_config, "dimensions": dimensions, "criteria": criteria,
+        "scale": scale, "component": component})
     sampling_check(kind=kind, sampling=sampling, sample_size=sample_size)
     pair_design = pair_design_clean(kind=kind, pair_choice=pair_choice, uniform_share=uniform_share,
                                     pairs_budget=pairs_budget)
     task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
     project = project_row_new(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
-        description=description, task_set=task_set, item_kinds=item_kinds, component=component,
+        description=description, task_set=task_set,
         judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, reveal=reveal,
-        hold_duration=hold_duration, seed=seed, label_level=label_level, sampling=sampling,
-        dimensions=dimensions_clean(dimensions) if kind == Kind.PAIRWISE else [],
+        hold_duration=hold_duration, seed=seed, sampling=sampling,
+        **{"item_kinds": [], "dimensions": [], "component": component, "label_level": label_level, **own},
         guidelines=_guidelines_clean(guidelines), guidelines_version=1 if _guidelines_clean(guidelines) else 0,
         **pair_design,
     )
@@ -371,6 +297,7 @@ def project_update(
     guidelines: str | None = None,
     hold_duration: timedelta | None = None,
     status: str | None = None,
+    label_help: dict[str, str] | None = None,
 ) -> AnnotationProject:
     """Rename, describe, rewrite the guidelines, change the hold time, or open/pause/close a
     project (closed projects hand out and accept nothing; closing a blind project reveals what it
@@ -392,6 +319,10 @@ def project_update(
     if guidelines is not None and _guidelines_clean(guidelines) != project.guidelines:
         changes["guidelines"] = _guidelines_clean(guidelines)
         changes["guidelines_version"] = project.guidelines_version + 1
+    if label_help is not None and label_help != project.label_help:
+        # what the labels mean is part of the guidelines: annotators see the new version
+        changes["label_help"] = label_help
+        changes["guidelines_version"] = project.guidelines_version + 1
     if hold_duration is not None:
         if hold_duration <= timedelta(0):
             raise ValueError("hold_duration: must be positive")
@@ -407,7 +338,7 @@ def project_update(
     changes = {field: value for field, value in changes.items() if getattr(project, field) != value}
     if not changes:
         return project
-    shown = {"hold_duration": lambda value: value.total_seconds()}
+    shown = {"hold_duration": lambda value: value.total_seconds(), "label_help": dict}
     before = {field: shown.get(field, str)(getattr(project, field)) for field in changes}
     for field, value in changes.items():
         setattr(project, field, value)

@@ -15,20 +15,38 @@ from core.accounts import is_global_curator
 
 from ..models import VERIFY_TARGETS
 from ..loop.settle import task_curate_if_settled
-from .values import DECISION_STATUS
+from .values import DECISION_STATUS, VERIFY_REASONS
 
 
 class SoloReviewError(ValueError):
     """The decision was not applied; the message says why."""
 
 
+def review_reason(*, decision: str, code: str, text: str, required: bool) -> dict | None:
+    """The reviewer's why, checked: a code of ``VERIFY_REASONS`` (DeepSynth §3.2's screening
+    reasons, as a verify project's) and free text; a rejection needs a code when ``required``,
+    "other" needs the text. ``None`` when nothing was given."""
+    code, text = code.strip(), text.strip()
+    if code and code not in VERIFY_REASONS:
+        raise SoloReviewError(f"reason: {code!r} is not one of {', '.join(VERIFY_REASONS)}")
+    if decision == "reject" and required and not code:
+        raise SoloReviewError("reason: say why it is rejected (pick a reason)")
+    if code == "other" and not text:
+        raise SoloReviewError("reason: say what is wrong when the reason is “other”")
+    if len(text) > 1000:
+        raise SoloReviewError("reason: the note is longer than 1000 characters")
+    return {"code": code, "text": text} if code or text else None
+
+
 @transaction.atomic
 def proposal_review_solo(*, kind: str, pk: int, decision: str, expected_version: int, actor,
-                         edits: dict | None = None, note: str = ""):
+                         edits: dict | None = None, note: str = "", reason: dict | None = None,
+                         where: str = "the task page"):
     """Accept, edit (``edits``: the changed fields) or reject one unsettled proposal; returns the
     updated row with ``task_curated`` telling whether its task became curated by it.
 
-    ``PermissionError`` for anyone but a global curator; ``LookupError`` for an unknown row;
+    ``reason`` (``review_reason``'s dict) is kept in the revision; ``where`` names the screen in
+    its note. ``PermissionError`` for anyone but a global curator; ``LookupError`` for an unknown row;
     ``SoloReviewError`` for a settled proposal, an unknown decision or an edit without changes;
     ``StaleEditError``/``ValidationError`` from ``proposable_review`` (nothing written)."""
     if not is_global_curator(actor):
@@ -49,8 +67,8 @@ def proposal_review_solo(*, kind: str, pk: int, decision: str, expected_version:
     task_id = model.objects.filter(pk=pk).values_list(task_path, flat=True).first()
     updated = proposable_review(
         obj=row, status=DECISION_STATUS[decision], expected_version=expected_version, actor=actor,
-        note=f"solo review on the task page{': ' + note.strip() if note.strip() else ''}",
-        edits=edits if decision == "edit" else None,
+        note=f"solo review on {where}{': ' + note.strip() if note.strip() else ''}",
+        edits=edits if decision == "edit" else None, reason=reason,
     )
     updated.task_curated = bool(task_id) and task_curate_if_settled(task_id=task_id, actor=actor, kind=kind)
     return updated

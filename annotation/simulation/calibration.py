@@ -207,3 +207,70 @@ def calibration_simulation(seed: int, simulations: int = 1000, *, n: int = SAMPL
         "judge_labels": {label: int((codes == k).sum()) for k, label in enumerate(LABELS)},
         "noise_models": per_model, "adaptive_lenient_judge": adaptive, "measured_from": measured_from,
     }
+
+
+# --- Judges of known accuracy -------------------------------------------------------------------
+JUDGE_ACCURACIES = (0.7, 0.8, 0.9)
+HARD_SHARE = 0.25  # share of units on which the judge errs four times as often
+HARD_ERROR_FACTOR = 4.0
+# What the judge reports as its uncertainty on a unit: √(its error rate) up to scale, the rule
+# π ∝ √E[(Y − f)² | X] of active statistical inference (scoring.metrics.sampling).
+UNCERTAINTY = {"hard": 1.0, "easy": 0.5}
+JUDGED_UNITS = 4000
+
+
+def _known_judge(accuracy: float, n_units: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray,
+                                                                                       np.ndarray]:
+    """(expert codes, judge codes, hard) for one simulated population (see ppi_judges_simulation)."""
+    expert = rng.integers(0, len(LABELS), n_units)
+    hard = rng.random(n_units) < HARD_SHARE
+    easy_error = (1.0 - accuracy) / (1.0 - HARD_SHARE + HARD_SHARE * HARD_ERROR_FACTOR)
+    error = np.where(hard, HARD_ERROR_FACTOR * easy_error, easy_error)
+    wrong = rng.random(n_units) < error
+    judge = np.where(wrong, (expert + rng.integers(1, len(LABELS), n_units)) % len(LABELS), expert)
+    return expert, judge, hard
+
+
+def ppi_judges_simulation(seed: int, simulations: int = 1000, *, n: int = SAMPLE_SIZE,
+                          n_units: int = JUDGED_UNITS) -> list[dict]:
+    """Coverage (nominal 95 %) and width ratio of the PPI interval for judges of known accuracy.
+
+    Per simulation a population of ``n_units`` judged units (4000: a run of several systems; the
+    judge's own variance term λ²σ_f²/N grows as N shrinks, see docs/statistics.md): each unit's
+    expert label uniform over correct / omitted / incorrect, its reward the metric
+    ``item_reward``; the judge right with probability ``accuracy`` overall, wrong towards one of
+    the two other labels at random, and four times as often wrong on a "hard" 25 % of units (the
+    judge's uncertainty: 1 on hard units, 0.5 on easy ones). ``uniform``: a simple random sample
+    of ``n`` units; ``adaptive``: Poisson sampling with π ∝ that uncertainty
+    (``uncertainty_probabilities``, expected size ``n``), inverse-probability weights. Coverage
+    is the share of PPI intervals holding the population's expert mean; ``width_ratio`` the mean
+    PPI width over the mean human-only width of a *uniform* sample of ``n`` (the labels an
+    adaptive design saves are measured against the plain study). Deterministic for a seed.
+    """
+    values = np.array([REWARD[label] for label in LABELS])
+    out = []
+    for a_index, accuracy in enumerate(JUDGE_ACCURACIES):
+        for d_index, design in enumerate(("uniform", "adaptive")):
+            rng = np.random.default_rng([seed, 1000 + a_index, d_index])
+            hits, ppi_widths, human_widths, sizes = 0, [], [], []
+            for _ in range(simulations):
+                expert, judge, hard = _known_judge(accuracy, n_units, rng)
+                y_all, f_all = values[expert], values[judge]
+                chosen, inclusion = uniform_sample(n_units, n, rng)
+                plain_inclusion = inclusion
+                plain = calibrated_mean(y_all[chosen], f_all[chosen], f_all, inclusion=plain_inclusion)
+                if design == "adaptive":
+                    pi = uncertainty_probabilities(np.where(hard, UNCERTAINTY["hard"], UNCERTAINTY["easy"]), n)
+                    chosen = poisson_sample(pi, rng)
+                    inclusion = pi[chosen]
+                out_ppi = calibrated_mean(y_all[chosen], f_all[chosen], f_all, inclusion=inclusion)["ppi"] \
+                    if design == "adaptive" else plain["ppi"]
+                truth = y_all.mean()
+                hits += int(out_ppi["low"] <= truth <= out_ppi["high"])
+                ppi_widths.append(out_ppi["high"] - out_ppi["low"])
+                human_widths.append(plain["human_only"]["high"] - plain["human_only"]["low"])
+                sizes.append(chosen.size)
+            out.append({"accuracy": accuracy, "design": design, "coverage": hits / simulations,
+                        "width_ratio": float(np.mean(ppi_widths) / np.mean(human_widths)),
+                        "n_human": float(np.mean(sizes)), "n_judge": n_units, "simulations": simulations})
+    return out

@@ -12,7 +12,7 @@ A replication replays one study over the same pool the product would use: the 10
 ordered system pairs (the double round-robin of each topic, 200 comparisons).
 
 * **round-robin**: the product's schedule (``services.schedule.double_round_robin`` per topic,
-  seeded per replication), labelled in the order ``_pair_targets`` stores it (every topic's
+  seeded per replication), labelled in the order ``kinds.pairwise.pair_targets`` stores it (every topic's
   first leg, round by round, then the second legs);
 * **adaptive**: the product's choice (``services.adaptive_pairs.pairs_choose``, the same
   function, the project default ``uniform_share``, the items kept ahead for one annotator,
@@ -57,7 +57,8 @@ def preference_records(folder: Path | None = None) -> list[dict]:
         for record in json.loads(path.read_text(encoding="utf-8"))["part_c"]:
             mapping = record["mapping"]
             records.append({"topic": topic_of(record["prompt"]), "left": mapping["response_a_model"],
-                            "right": mapping["response_b_model"], "outcome": OUTCOMES[record["choice"].lower()]})
+                            "right": mapping["response_b_model"], "outcome": OUTCOMES[record["choice"].lower()],
+                            "file": path.name})
     if not records:
         raise ValueError(f"no SurveyLens outline preferences under {folder}")
     return records

@@ -58,7 +58,7 @@ def _row_view(project: AnnotationProject, row: dict, data=None) -> dict:
         candidates=_candidates(kind, row), target=row["target"],
     )
     kind_label = TargetKind(row["target"]["kind"]).label if row["target"].get("kind") in TargetKind.values else ""
-    judged = display.judged_text(row["target"]) if kind == Kind.AGREEMENT else ""
+    judged = display.judged_text(row["target"]) if "judge" in row else ""  # a verdict's item
     return {**row, "labels": labels, "form": form, "kind_label": kind_label, "judged": judged}
 
 

@@ -12,7 +12,8 @@ from django.utils.safestring import SafeString, mark_safe
 from benchmark.parsing import parse_report
 from benchmark.rendering import markdown_to_safe_html
 
-from ..forms import CHOICE_LABELS, DECISION_LABELS, REASON_LABELS
+from ..kinds import kind_of
+from ..label_help import label_help
 from ..models import VERIFY_TARGETS, AnnotationProject, TargetKind
 
 Kind = AnnotationProject.Kind
@@ -139,29 +140,13 @@ def judged_text(target: dict) -> str:
 def sides_of(kind: str, target: dict) -> dict | None:
     """Pairwise: which report this page shows on the left (as A), for ``value_summary``; None
     while the item hides its reports (the labels then name sides only)."""
-    left = target.get("left", {}).get("report_id") if kind == Kind.PAIRWISE else None
+    left = (target.get("left") or {}).get("report_id")
     return {"left": left} if left is not None else None
 
 
 def value_summary(kind: str, value: dict, *, sides: dict | None = None) -> str:
     """One line describing a label value, for the adjudication queue and the reveal."""
-    if kind == Kind.VERIFY:
-        decision = DECISION_LABELS.get(value.get("decision"), value.get("decision", ""))
-        if value.get("decision") == "reject":
-            decision += f" — {REASON_LABELS.get(value.get('reason'), value.get('reason') or 'no reason')}"
-        if value.get("edits"):
-            decision += ": " + "; ".join(f"{name} → {new!r}" for name, new in value["edits"].items())
-        return decision
-    if kind == Kind.PAIRWISE:
-        choice = value.get("choice", "")
-        if choice in ("left", "right") and sides:
-            # A is the left report of this page; the annotator may have seen the pair swapped.
-            position = "A" if value.get(f"{choice}_report_id") == sides.get("left") else "B"
-            seen = "A" if choice == "left" else "B"
-            return f"{position} is better" + ("" if position == seen else f" (shown to them as {seen})")
-        return CHOICE_LABELS.get(choice, choice)
-    label = str(value.get("label", ""))
-    return label.replace("_", " ").capitalize() + (f" — {value['correction']}" if value.get("correction") else "")
+    return kind_of(kind).summary(value, sides=sides)
 
 
 # --- The proposal under review (verify) --------------------------------------------------------
@@ -265,20 +250,17 @@ def _judged_part(part: dict) -> dict:
     return {**part, "html": safe_markdown(part["text"])}
 
 
-def kind_view(context: dict, *, task=None) -> dict:
-    """What the item panel shows for the project's kind (``task``: the verify proposal's task)."""
-    kind, target = context["project"]["kind"], context["target"]
-    if target.get("missing"):
-        return {}
-    if kind == Kind.VERIFY:
-        return verify_view(context, task)
-    if kind == Kind.PAIRWISE:
-        sides = (("left", "A"), ("right", "B"))
-        return {"sides": [
-            {"key": side, "name": name, **target[side],
-             "view": report_view(target[side]["text"], anchor=f"ref-{side}")}
-            for side, name in sides
-        ]}
+def _pairwise_view(context: dict, task) -> dict:
+    target = context["target"]
+    sides = (("left", "A"), ("right", "B"))
+    return {"sides": [
+        {"key": side, "name": name, **target[side], "view": report_view(target[side]["text"], anchor=f"ref-{side}")}
+        for side, name in sides
+    ]}
+
+
+def _agreement_view(context: dict, task) -> dict:
+    target = context["target"]
     report = report_view(target["report_text"], anchor="ref-report")
     parts = [_judged_part(part) for part in (target.get("judged_input") or {}).get("parts", [])]
     # Where a judged statement sits in the report, with what it cites (its sentence, found by text).
@@ -288,11 +270,30 @@ def kind_view(context: dict, *, task=None) -> dict:
         statement["html"] = safe_markdown(statement["sentence"])
     judge = context["judge"]  # None until item_context_for reveals it
     rationale = safe_markdown(judge["rationale"]) if judge and judge["rationale"] else ""
+    labels = target.get("labels") or context["project"]["label_set"].get("label", [])
     return {
+        "label_help": label_help(labels=labels, step=target.get("step", ""),
+                                 own=context["project"].get("label_help")),
         "report": report, "statement": statement, "rationale": rationale,
         "judged_label": (target["judged_kind"] or "item").replace("_", " ").capitalize(),
         "judged_text": judged_text(target), "parts": parts,
     }
+
+
+def _rating_view(context: dict, task) -> dict:
+    return {"report": report_view(context["target"]["text"], anchor="ref-report")}
+
+
+# What the item panel shows, per kind (``kind_view``).
+VIEWS = {Kind.VERIFY: lambda context, task: verify_view(context, task), Kind.PAIRWISE: _pairwise_view,
+         Kind.AGREEMENT: _agreement_view, Kind.RATING: _rating_view}
+
+
+def kind_view(context: dict, *, task=None) -> dict:
+    """What the item panel shows for the project's kind (``task``: the verify proposal's task)."""
+    if context["target"].get("missing"):
+        return {}
+    return VIEWS[context["project"]["kind"]](context, task)
 
 
 def labels_view(context: dict) -> dict:
@@ -310,6 +311,6 @@ def labels_view(context: dict) -> dict:
         "gold": value_summary(kind, context["gold"]["value"], sides=sides) if context["gold"] else "",
     }
     judge = context["judge"]
-    if own and judge and kind == Kind.AGREEMENT:
+    if own and judge:  # a verdict's item (``item_context_for`` shows the judge of no other)
         out["agrees_with_judge"] = own["value"].get("label") == judge["label"]
     return out

@@ -6,6 +6,7 @@ from django.shortcuts import render
 from core.accounts import is_global_curator
 
 from ..calibration.views import planner_context, sampling_sentence
+from ..rules import labeller_refusal
 from ..selectors.progress import project_progress, projects_progress_for
 from ..selectors.projects import projects_for
 from .access import project_for
@@ -15,7 +16,10 @@ from .access import project_for
 def project_list(request):
     projects = list(projects_for(request.user))
     stats = projects_progress_for(user=request.user, projects=projects)
-    rows = [{"project": project, **stats[project.pk]} for project in projects]
+    # "Start labelling" only where the workspace would let the user label (no link to a 403)
+    rows = [{"project": project, **stats[project.pk],
+             "can_label": labeller_refusal(role=stats[project.pk].get("role"), blind=project.blind,
+                                           project_status=project.status) is None} for project in projects]
     context = {"rows": rows, "can_create": is_global_curator(request.user)}
     return render(request, "annotation/project_list.html", context)
 

@@ -16,7 +16,8 @@ from django.views.decorators.http import require_POST
 from ..loop.claims import assignment_skip, claim_next_items, skips_revisit
 from ..forms import ProposableAddForm, add_error_attach, label_form_for, service_error_attach
 from ..middleware import ranking_refusal
-from ..models import AnnotationItem, AnnotationProject, TargetKind
+from ..kinds import kind_of
+from ..models import VERIFY_TARGETS, AnnotationItem, AnnotationProject, TargetKind
 from ..selectors.my_work import my_work as my_work_rows
 from ..selectors.projects import LABELLING_ROLES
 from ..selectors.targets import item_target
@@ -99,7 +100,7 @@ def _item_page(request, project, role, *, item, claim=None, form=None, add_form=
     if form is None and can_label:
         form = label_form_for(context)  # a form passed in carries the user's input: always shown
     shown = display.kind_view(context, task=context["task"])
-    if form is not None and context["project"]["kind"] == Kind.VERIFY:
+    if form is not None and getattr(form, "edit_form", None) is not None:  # verify: the fields to edit
         shown["fields"] = [dict(row, edit=form.edit_form[row["name"]]) for row in shown.get("fields", [])]
     # htmx panels load the "add a missing item" form when it is opened (most items never need
     # it, and building and rendering it is a fifth of the panel); a page shows it inline.
@@ -108,6 +109,7 @@ def _item_page(request, project, role, *, item, claim=None, form=None, add_form=
         page["undoable"] = undo_target_item(annotator=request.user, project=project) == item.pk
     page.update(
         kind=context["project"]["kind"], kind_label=TargetKind(context["item"]["target_kind"]).label,
+        item_template=kind_of(project).item_template,
         display=shown, labels=display.labels_view(context), form=form, error_summary=_error_summary(form),
         add_form=add_form if add_form is not None or add_lazy else _add_form(project, context, kind=add_kind),
         add_open=add_form is not None or bool(add_kind), add_lazy=add_lazy,
@@ -123,7 +125,7 @@ PREFETCH_SHOWN = "X-Ws-Shown"  # request header: the prefetched item the client 
 
 
 def _prefetches(project) -> bool:
-    return project.kind != Kind.AGREEMENT and project.status == AnnotationProject.Status.OPEN
+    return not kind_of(project).shows_after_label and project.status == AnnotationProject.Status.OPEN
 
 
 def _after_html(request, project, role, after, *, task=None) -> str:
@@ -242,7 +244,7 @@ def item_detail(request, project_id: int, item_id: int):
 def _task_material(request, project, item):
     """Every proposal of a verify item's task, the item's own marked. Blind mode hides none of
     it: it is benchmark content, not anyone's label (see ``item_context_for``)."""
-    if project.kind != Kind.VERIFY or not item.task_id:
+    if item.target_kind not in VERIFY_TARGETS or not item.task_id:
         return refuse(request, "Only verify items of a task list what is proposed for their task.", status=404)
     task = task_material(task_id=item.task_id)
     target = {"kind": item.target_kind, "id": item.target_id}
@@ -268,7 +270,7 @@ def label_create(request, project_id: int, item_id: int):
                             seconds_taken=form.cleaned_data.get("seconds_taken"))
     # An htmx submission answers with the next item: the label and its claim in one transaction.
     # Agreement items show the judge's verdict next, without JavaScript a redirect follows.
-    follow = bool(request.htmx) and project.kind != Kind.AGREEMENT
+    follow = bool(request.htmx) and not kind_of(project).shows_after_label
     if follow:
         result, claims = label_submit_and_claim(
             annotator=request.user, submission=submission, project=project, role=role,
@@ -284,7 +286,7 @@ def label_create(request, project_id: int, item_id: int):
     if result.error is not None:  # AnnotationError (the item is ours: item_in read it)
         form.add_error(None, str(result.error))
         return _render(request, project, role, item=item, form=form, status=409)
-    if project.kind == Kind.AGREEMENT:  # show the judge's verdict now that the label is committed
+    if kind_of(project).shows_after_label:  # e.g. the judge's verdict, now that the label is committed
         flash = "Saved. Here is what the judge said."
         if not request.htmx:
             return _redirect(request, flash, "annotation:item", project_id=project.pk, item_id=item.pk)

@@ -24,6 +24,7 @@ from core.errors import ConflictError
 from benchmark.importers.base import ImportFailed
 from benchmark.services.history import StaleEditError
 from benchmark.services.tasksets import TaskSetError
+from core.bounded import whole_number
 from core.converters import MAX_ID
 from core.broker import BrokerUnavailable
 
@@ -118,7 +119,7 @@ def _is_integer(model, lookup: str) -> bool:
 def _integer(param: str, value: str) -> int:
     """An integer filter value the database can compare, or a 400 naming the parameter."""
     try:
-        number = int(value)
+        number = whole_number(param, value)  # ASCII digits only (int() takes "٣" and "1_0")
     except ValueError:
         raise exceptions.ValidationError({param: [f"{value!r} is not a valid value for {param}"]}) from None
     if not -MAX_ID - 1 <= number <= MAX_ID:

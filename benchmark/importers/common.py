@@ -135,7 +135,7 @@ def csv_number(rec: Record, name: str, kind: type = float) -> Any:
     except ValueError:
         raise rec.fail(f"expected a number, got {raw[:40]!r}", name) from None
     if kind is int:
-        if not value.is_integer():
+        if not value.is_integer() or not raw.isascii():  # float() also reads "٣" and "𝟓"
             raise rec.fail(f"expected a whole number, got {raw[:40]!r}", name)
         return int(value)
     return value

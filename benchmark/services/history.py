@@ -92,11 +92,14 @@ def proposable_edit(
     actor_label: str = "",
     action: AuditAction = AuditAction.PROPOSABLE_EDIT,
     note: str = "",
+    reason: dict | None = None,
 ) -> ProposableEdit:
     """Check ``changes`` against ``current`` (read in the caller's transaction, under its row
     lock or not: see ``proposable_edits_save``) and apply them in memory, version and all.
     Raises ``ValueError`` (unknown field), ``StaleEditError`` or ``ValidationError`` before
-    anything is written, leaving ``current`` as it was."""
+    anything is written, leaving ``current`` as it was. ``reason`` (``review_reason``: why a
+    reviewer decided so, code and text) is kept in the revision's ``after``, beside the state it
+    explains: revisions, their API and the exports' history carry it."""
     unknown = set(changes) - set(current.tracked_fields)
     if unknown:
         raise ValueError(f"{type(current).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
@@ -121,8 +124,11 @@ def proposable_edit(
     if hasattr(current, "updated_at"):  # set here: a bulk UPDATE does not run auto_now
         current.updated_at = timezone.now()
         fields.append("updated_at")
+    after = snapshot(current)
+    if reason:
+        after["review_reason"] = dict(reason)
     audit = dict(target=current, action=action, actor=actor, actor_label=actor_label, before=before,
-                 after=snapshot(current), note=note)
+                 after=after, note=note)
     return ProposableEdit(row=current, fields=fields, audit=audit, read_version=read_version)
 
 
@@ -178,6 +184,7 @@ def proposable_update(
     actor_label: str = "",
     action: AuditAction = AuditAction.PROPOSABLE_EDIT,
     note: str = "",
+    reason: dict | None = None,
 ) -> Proposable:
     """Apply ``changes`` to an item unless it moved past ``expected_version`` meanwhile.
 
@@ -190,7 +197,7 @@ def proposable_update(
         raise ValueError(f"{type(obj).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
     current = type(obj).objects.select_for_update().get(pk=obj.pk)
     edit = proposable_edit(current=current, changes=changes, expected_version=expected_version, actor=actor,
-                           actor_label=actor_label, action=action, note=note)
+                           actor_label=actor_label, action=action, note=note, reason=reason)
     current.save(update_fields=edit.fields)
     current.latest_revision = audit_log_record(**edit.audit)
     return current
@@ -207,10 +214,12 @@ def review_changes(*, status: str, edits: dict | None = None) -> dict[str, Any]:
 
 
 def proposable_review(
-    *, obj: Proposable, status: str, expected_version: int, actor=None, note: str = "", edits: dict | None = None
+    *, obj: Proposable, status: str, expected_version: int, actor=None, note: str = "", edits: dict | None = None,
+    reason: dict | None = None,
 ) -> Proposable:
-    """Accept, reject, or edit-and-accept an item (status ``edited`` needs ``edits``)."""
+    """Accept, reject, or edit-and-accept an item (status ``edited`` needs ``edits``); ``reason``
+    (``{"code": …, "text": …}``) is the reviewer's why, kept in the revision."""
     return proposable_update(
         obj=obj, changes=review_changes(status=status, edits=edits), expected_version=expected_version, actor=actor,
-        action=AuditAction(f"review.{status}"), note=note,
+        action=AuditAction(f"review.{status}"), note=note, reason=reason,
     )

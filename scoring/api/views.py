@@ -1,6 +1,7 @@
 """Judges, evaluation runs and their results. Curators create and steer runs; everyone signed in
 reads them. Verdicts are filtered by the blind rule of agreement projects (``annotation.blind.visible_verdicts``, reached through ``core.blind``)."""
 
+from django.urls import reverse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -16,7 +17,7 @@ from ..judges.endpoints import redact
 from ..models import EvaluationRun, JudgeConfig, ScoreCard, Verdict
 from ..selectors import run_failure_reasons, run_progress, run_score_cards, run_verdicts, runs_usage
 from ..services.judge_configs import judge_config_create, judge_config_update
-from ..services.runs import run_cancel, run_launch, run_resume, run_start
+from ..services.runs import DuplicateRunError, run_cancel, run_launch, run_resume, run_start
 
 
 class JudgeConfigListApi(ListApi):
@@ -122,6 +123,9 @@ class RunListApi(ListApi):
         task_set = IdRelatedField(queryset=TaskSet.objects.all(), required=False, allow_null=True)
         tasks = IdRelatedField(queryset=Task.objects.all(), many=True, required=False)
         start = serializers.BooleanField(default=False, help_text="start the run at once")
+        force = serializers.BooleanField(
+            default=False, help_text="make it even when the same run (judge configuration, systems, tasks, prompt "
+                                     "version) is running or finished; without it that is a 409 naming the run")
 
     OutputSerializer = RunOutputSerializer
     queryset = EvaluationRun.objects.select_related("created_by").prefetch_related("tasks", "systems")
@@ -131,13 +135,19 @@ class RunListApi(ListApi):
 
     @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer})
     def post(self, request):
-        """Create a run (one job per report × step); ``start: true`` also starts it."""
+        """Create a run (one job per report × step); ``start: true`` also starts it. The same run
+        running or finished already is a 409 naming it (``duplicate_of``), unless ``force: true``."""
         data = input_of(self, request)
-        run = run_launch(
-            protocol=data["protocol"], judge_config=data["judge_config"], systems=data["systems"],
-            task_set=data.get("task_set"), tasks=data.get("tasks") if "tasks" in data else None,
-            name=data.get("name", ""), actor=request.user, start=data["start"],
-        )
+        try:
+            run = run_launch(
+                protocol=data["protocol"], judge_config=data["judge_config"], systems=data["systems"],
+                task_set=data.get("task_set"), tasks=data.get("tasks") if "tasks" in data else None,
+                name=data.get("name", ""), actor=request.user, start=data["start"], force=data["force"],
+            )
+        except DuplicateRunError as exc:
+            return Response({"detail": exc.messages[0], "duplicate_of": {
+                "id": exc.run.pk, "name": str(exc.run), "status": exc.run.status,
+                "url": reverse("runs:detail", args=[exc.run.pk])}}, status=status.HTTP_409_CONFLICT)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_201_CREATED)
 
 

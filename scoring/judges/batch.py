@@ -36,7 +36,7 @@ from .openai_judge import _NO_JSON_MODE, _NO_JSON_MODE_LOCK, OpenAIJudge
 from .transport import GiveUp, client_key
 
 
-JSON_MODE_REFUSED = ("HTTP 400:", "HTTP 422:")  # how a line refused with response_format reads (``_lines_read``)
+JSON_MODE_REFUSED = ("HTTP 400:", "HTTP 422:")  # how a line refused with response_format reads (``batch_output.line_read``)
 
 
 class BatchPending(Exception):

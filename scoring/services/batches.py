@@ -11,9 +11,11 @@ the verdicts of the calls that could be answered are stored as usual.
 1. a run no longer running (cancelled, halted): its open batches are cancelled at the provider and
    its unanswered calls failed with that reason;
 2. every batch in progress is asked for its state (``batches.retrieve``); once it ended, its output
-   and error files are read (``files.content``) into its calls: answered with the reply text and
-   usage, or failed with the line's error; a call no line speaks of fails with the batch's end
-   (failed, expired, cancelled);
+   and error files are streamed line by line (``batch_files``: each line checked against its schema,
+   the files within a cap tied to the batch's request lines) into its calls: answered with the reply
+   text and usage, or failed with the line's error, or with what is malformed in its line; a call no
+   line speaks of fails with the batch's end (failed, expired, cancelled). A batch the provider
+   ended always ends here: files refused or unreadable fail its calls with the reason;
 3. the queued calls are submitted as batches of at most 50,000 lines and 190 MB — when no job of the run is still pending or
    running, or the oldest has waited ``BATCH_GATHER_SECONDS`` — in two steps: the ``JudgeBatch``
    row and its calls are committed first (``submitting``), then the JSONL file is uploaded
@@ -50,9 +52,12 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from scoring.judges.batch import BatchJudge, BatchResult
+from scoring.judges.batch_output import OutputTooLarge, output_cap
 from scoring.judges.endpoints import redact
 from scoring.judges.transport import FATAL_STATUS, describe, make_client
 from scoring.models import BatchCall, EvaluationRun, JudgeBatch, RunJob
+
+from .batch_files import files_read, max_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +184,10 @@ def runs_recovered() -> dict[str, int]:
 
 
 def batches_poll(*, run_id: int | None = None) -> dict[str, int]:
-    """``run_batches_poll`` for one run, or for every run with batch work; a run whose endpoint fails
-    is logged and the others are still polled."""
+    """``run_batches_poll`` for one run, or for every run with batch work, each in a guarded step of its
+    own: whatever goes wrong polling one run (its endpoint, its files, a bug) is logged and recorded
+    on that run (``POLL_FAILED`` in its ``error``, until a poll succeeds), and the others are still
+    polled; nothing escapes to the task."""
     runs = EvaluationRun.objects.select_related("judge_config")
     if run_id is not None:
         runs = runs.filter(pk=run_id)
@@ -191,17 +198,42 @@ def batches_poll(*, run_id: int | None = None) -> dict[str, int]:
             | Q(Exists(RunJob.objects.filter(run=OuterRef("pk"), status=RunJob.Status.WAITING)))
         )
     totals: dict[str, int] = defaultdict(int)
-    for run in runs.order_by("pk"):
+    for run in list(runs.order_by("pk")):
         try:
             for key, value in run_batches_poll(run=run).items():
                 totals[key] += value if isinstance(value, int) else len(value)
-        except openai.OpenAIError as exc:
-            logger.warning("polling the batches of run %s: %s", run.pk, describe(exc))
         except ImproperlyConfigured as exc:  # e.g. the key was unset since the run started
             from .runs import run_halt
 
-            run_halt(run=run, reason=str(exc))
+            _guarded(run, lambda: run_halt(run=run, reason=str(exc)))
+        except Exception as exc:  # one run's trouble is that run's, never the other runs'
+            why = describe(exc) if isinstance(exc, openai.OpenAIError) else f"{type(exc).__name__}: {exc}"
+            log = logger.warning if isinstance(exc, openai.OpenAIError) else logger.exception
+            log("polling the batches of run %s: %s", run.pk, why)
+            totals["failed"] += 1
+            _guarded(run, lambda: _poll_failure_record(run, why))
+        else:
+            _guarded(run, lambda: EvaluationRun.objects.filter(pk=run.pk, error__startswith=POLL_FAILED)
+                     .update(error=""))
     return dict(totals)
+
+
+POLL_FAILED = "polling its batches failed"
+
+
+def _poll_failure_record(run: EvaluationRun, why: str) -> None:
+    EvaluationRun.objects.filter(pk=run.pk, status=EvaluationRun.Status.RUNNING).filter(
+        Q(error="") | Q(error__startswith=POLL_FAILED)).update(
+        error=f"{POLL_FAILED}: {redact(why)[:500]} (tried again at the next poll)")
+
+
+def _guarded(run: EvaluationRun, step) -> None:
+    """A bookkeeping step of the poller that must not stop it either."""
+    try:
+        with transaction.atomic():
+            step()
+    except Exception:
+        logger.exception("recording the poll of run %s", run.pk)
 
 
 def run_batches_poll(*, run: EvaluationRun, enqueue: bool = True) -> dict:
@@ -333,88 +365,54 @@ def _adopt(client, batch: JudgeBatch):
 
 
 def _batch_check(client, batch: JudgeBatch) -> int:
-    """Ask the provider about a batch in progress; once it ended, read its files into its calls."""
+    """Ask the provider about a batch in progress; once it ended, read its files into its calls.
+    A batch the provider says ended always ends here too: files that cannot be read or pass the cap
+    fail its calls with the reason; only a transient error reading them (connection, 408/429/5xx) is
+    left for the next poll."""
     with transaction.atomic():
         batch = JudgeBatch.objects.select_for_update(skip_locked=True).filter(pk=batch.pk,
                                                                               status=Batch.IN_PROGRESS).first()
         if batch is None:
             return 0
         remote = client.batches.retrieve(batch.batch_id)
-        batch.provider_status = str(remote.status or "")[:40]
-        ended = ENDED.get(remote.status)
+        batch.provider_status = str(getattr(remote, "status", "") or "")[:40]
+        ended = ENDED.get(getattr(remote, "status", None))
         if ended is None:
             batch.save(update_fields=["provider_status", "updated_at"])
             return 0
-        answered, failed = {}, {}
-        for file_id in (getattr(remote, "output_file_id", None), getattr(remote, "error_file_id", None)):
-            if file_id:
-                _lines_read(client.files.content(file_id).text, answered, failed)
-        _calls_settle(batch, answered, failed)
         errors = getattr(getattr(remote, "errors", None), "data", None) or []
         why = "; ".join(redact(str(getattr(e, "message", "") or "")) for e in errors[:3])
-        _batch_end(batch, ended, why)
+        calls_why = ""
+        cap = output_cap(batch.requests, max_tokens(batch.run.judge_config))
+        try:
+            with transaction.atomic():  # a file refused halfway leaves none of its answers behind
+                notes = files_read(client, batch, remote, cap)
+            why = "; ".join(part for part in (why, notes) if part)
+        except OutputTooLarge:
+            ended = Batch.FAILED
+            why = calls_why = (f"refused: the batch's output and error files pass {cap / 2**20:.1f} MiB, the most "
+                               f"{batch.requests} request line(s) may return; resume the run to ask again")
+        except openai.APIStatusError as exc:
+            if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
+                raise  # transient: the next poll reads the files again
+            ended, why = Batch.FAILED, f"its files could not be read: {describe(exc)}"
+        except openai.APIConnectionError:
+            raise
+        except Exception as exc:  # the provider ended it: the run must not wait for it forever
+            logger.exception("run %s: reading batch %s", batch.run_id, batch.batch_id)
+            ended, why = Batch.FAILED, f"its files could not be read: {type(exc).__name__}: {str(exc)[:300]}"
+        _batch_end(batch, ended, why, calls_why=calls_why)
     return 1
 
 
-def _lines_read(text: str, answered: dict, failed: dict) -> None:
-    """Output and error file lines into ``answered[custom_id] = (content, tokens in, out)`` and
-    ``failed[custom_id] = reason`` — the reason as an online call would name it (``HTTP 4xx: ...``)."""
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            custom_id = str(row["custom_id"])
-        except (ValueError, KeyError, TypeError):
-            logger.warning("a batch output line %d is not a request's result; skipped", number)
-            continue
-        response = row.get("response") or {}
-        body = response.get("body") if isinstance(response.get("body"), dict) else {}
-        error = row.get("error") or body.get("error")
-        status = response.get("status_code")
-        if error or status != 200:
-            message = error.get("message", "") if isinstance(error, dict) else str(error or "")
-            failed[custom_id] = redact(f"HTTP {status}: {message}" if status else f"batch error: {message}")[:1000]
-            continue
-        choices = body.get("choices") or []
-        if not choices:
-            failed[custom_id] = "the endpoint returned no choices"
-            continue
-        usage = body.get("usage") or {}
-        content = ((choices[0] or {}).get("message") or {}).get("content") or ""
-        answered[custom_id] = (redact(str(content)), int(usage.get("prompt_tokens") or 0),
-                               int(usage.get("completion_tokens") or 0))
-
-
-def _calls_settle(batch: JudgeBatch, answered: dict, failed: dict) -> None:
-    """The batch's calls answered or failed by its lines; the tokens go to the first row of a
-    ``custom_id`` only (the request was sent, and paid, once). Calls no line names stay submitted."""
-    rows = list(batch.calls.filter(status=Call.SUBMITTED).order_by("pk"))
-    seen, now = set(), timezone.now()
-    for row in rows:
-        if row.custom_id in answered:
-            content, tokens_in, tokens_out = answered[row.custom_id]
-            first = row.custom_id not in seen
-            row.status, row.content, row.error = Call.ANSWERED, content, ""
-            row.tokens_in, row.tokens_out = (tokens_in, tokens_out) if first else (0, 0)
-        elif row.custom_id in failed:
-            row.status, row.error = Call.FAILED, failed[row.custom_id]
-        else:
-            continue  # no line speaks of it: ``_batch_end`` fails it with the batch's reason
-        seen.add(row.custom_id)
-        row.updated_at = now
-    rows = [row for row in rows if row.status != Call.SUBMITTED]
-    BatchCall.objects.bulk_update(rows, ["status", "content", "error", "tokens_in", "tokens_out", "updated_at"],
-                                  batch_size=WRITE_CHUNK)
-
-
-def _batch_end(batch: JudgeBatch, status: str, error: str = "") -> None:
-    """The batch ended ``status``; its calls no line answered fail with that reason."""
+def _batch_end(batch: JudgeBatch, status: str, error: str = "", *, calls_why: str = "") -> None:
+    """The batch ended ``status``; its calls no line answered fail with ``calls_why``, or the status's
+    reason (with ``error``)."""
     batch.status, batch.finished_at = status, timezone.now()
     batch.error = redact(error)[:2000]
     batch.save()
-    why = WHY_UNANSWERED.get(status, "the batch did not answer this call")
-    if error and status != Batch.COMPLETED:
+    why = calls_why or WHY_UNANSWERED.get(status, "no line of the batch's files answered this call")
+    if error and not calls_why:
         why = f"{why} ({batch.error[:300]})"
     batch.calls.filter(status__in=OPEN_CALLS).update(status=Call.FAILED, error=why, updated_at=timezone.now())
 

@@ -20,6 +20,7 @@ from core.audit import audit_log_record
 from core.audit_actions import AuditAction
 
 from ..judges.endpoints import endpoint_check, redact
+from ..judges.options import options_check
 from ..models import JudgeConfig, Verdict
 
 FIELDS = ("name", "backend", "model", "base_url", "temperature", "prompt_version", "repeats",
@@ -76,13 +77,18 @@ def _apply(config: JudgeConfig, fields: dict) -> None:
 
 def judge_config_values_check(config: JudgeConfig) -> None:
     """The model's rules for a configuration's numbers and options (``JudgeConfig`` field
-    validators: options a JSON object, temperature 0–2, timeout above 0, ...); ``ValueError``
-    naming the first field that breaks one."""
+    validators: options a JSON object, temperature 0–2, timeout above 0, ...) and each option
+    against what its backend declares (``judges.options``: known key, type, range); ``ValueError``
+    naming the first field (and option) that breaks one."""
     try:
         config.clean_fields(exclude=[f.name for f in JudgeConfig._meta.fields if f.name not in CHECKED_VALUES])
     except ValidationError as exc:
         field, messages = next(iter(exc.message_dict.items()))
         raise ValueError(f"{field}: {'; '.join(messages)}") from None
+    try:
+        options_check(config.backend, config.options if config.options is not None else {})
+    except ValueError as exc:
+        raise ValueError(f"options: {exc}") from None
 
 
 def judge_config_runnable(config: JudgeConfig) -> None:

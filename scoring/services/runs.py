@@ -61,6 +61,40 @@ class JudgeUnavailable(RuntimeError):
     """The judge backends are not installed (``scoring.judges.judge_for`` is missing)."""
 
 
+class DuplicateRunError(ValidationError):
+    """A run with the same judge configuration (prompt version included), systems and tasks is
+    running or finished: a second one would pay the judge again for the same verdicts. ``run`` is
+    that run; ``force`` makes another one all the same."""
+
+    def __init__(self, run: EvaluationRun) -> None:
+        super().__init__(
+            f"run #{run.pk} “{run}” ({run.get_status_display().lower()}) already evaluates these systems on "
+            f"these tasks with judge configuration {run.judge_config.name!r}, prompts "
+            f"{run.judge_config.prompt_version}; open it, or start another one anyway (force)", code="duplicate")
+        self.run = run
+
+
+DUPLICATE_STATUSES = (Run.RUNNING, Run.FINISHED, Run.FINISHED_WITH_FAILURES)
+
+
+def run_duplicate_of(*, protocol: str, judge_config: JudgeConfig, systems: Sequence[System],
+                     tasks: Sequence[Task]) -> EvaluationRun | None:
+    """The latest running or finished run of this protocol with this judge configuration, as it
+    is now (a configuration changed since — model, prompts, options — makes another run), on
+    exactly these systems and these tasks; ``None`` when there is none."""
+    system_ids, task_ids = {s.pk for s in systems}, {t.pk for t in tasks}
+    candidates = (EvaluationRun.objects.filter(protocol=protocol, judge_config=judge_config,
+                                               status__in=DUPLICATE_STATUSES,
+                                               created_at__gte=judge_config.updated_at)
+                  .select_related("judge_config", "task_set").prefetch_related("systems", "tasks", "task_set__tasks")
+                  .order_by("-created_at")[:100])
+    for run in candidates:
+        run_tasks = run.task_set.tasks.all() if run.task_set_id else run.tasks.all()
+        if {s.pk for s in run.systems.all()} == system_ids and {t.pk for t in run_tasks} == task_ids:
+            return run
+    return None
+
+
 # --- creating and steering runs ----------------------------------------------------------
 
 
@@ -133,10 +167,22 @@ def run_start(*, run: EvaluationRun, enqueue: bool = True) -> EvaluationRun:
 
 
 @transaction.atomic
-def run_launch(*, actor=None, start: bool = True, **arguments) -> EvaluationRun:
+def run_launch(*, actor=None, start: bool = True, force: bool = False, **arguments) -> EvaluationRun:
     """A new run, as the run page and the API make one: ``run_create`` then, when ``start``,
     ``run_start``, in one transaction: a run that cannot start is not kept half-made.
-    ``BrokerUnavailable`` still means committed (the run starts once the broker answers)."""
+    ``BrokerUnavailable`` still means committed (the run starts once the broker answers).
+
+    ``DuplicateRunError`` (nothing made) when the same run is running or finished, unless
+    ``force``: a person resubmitting a form pays the judge twice for the same verdicts. Scripts
+    calling ``run_create`` (``evaluate``, the benches) repeat a run on purpose and are not asked."""
+    task_set, tasks = arguments.get("task_set"), arguments.get("tasks")
+    if not force and arguments.get("judge_config") is not None and (task_set is not None or tasks is not None):
+        duplicate = run_duplicate_of(
+            protocol=arguments.get("protocol", ""), judge_config=arguments["judge_config"],
+            systems=list(arguments.get("systems") or ()),
+            tasks=list(task_set.tasks.all()) if task_set is not None else list(tasks))
+        if duplicate is not None:
+            raise DuplicateRunError(duplicate)
     run = run_create(**arguments, actor=actor)
     return run_start(run=run) if start else run
 

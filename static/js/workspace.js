@@ -286,12 +286,19 @@
     const swapped = event.detail.target;
     if (swapped && swapped.id === "ws-add") focusAddCard();
     if (!swapped || swapped.id !== "workspace") return;
+    // A refused number (a rating's score out of scale) takes the focus to be typed again.
+    const refused = swapped.querySelector("input[aria-invalid=true]");
+    if (refused && !document.activeElement?.matches?.("input[aria-invalid=true]")) {
+      refused.focus();
+      refused.select();
+      return;
+    }
     // A key pressed between the swap and now (e focusing a field) already put the user to
     // work in the new panel: moving the focus would send what they type next to shortcuts.
     const active = document.activeElement;
     if (active && active !== swapped && swapped.contains(active) && !active.matches(".ws-item")) return;
     const invalid = swapped.querySelector(".error, .ws-errors");
-    const field = invalid && invalid.closest("label, .ws-field, .ws-note")?.querySelector("textarea, input:not([type=radio])");
+    const field = invalid && invalid.closest("label, .ws-field, .ws-note, .ws-score")?.querySelector("textarea, input:not([type=radio])");
     if (field && isTextField(field)) field.focus();
     else focusArrival(swapped);
   }
@@ -344,7 +351,8 @@
     htmx.process(shown);
     initPanel();
     window.scrollTo(0, 0);
-    shown.focus({ preventScroll: true });
+    // what the item asks to be focused first (a rating's first score field), else the item
+    (shown.querySelector("[data-focus-on-arrival]") || shown).focus({ preventScroll: true });
   }
 
   function onConfirm(event) {

@@ -18,7 +18,7 @@ from django.urls import reverse
 
 from annotation.models import AnnotationItem, AnnotationProject, Label, Role
 from annotation.selectors.targets import item_target
-from annotation.services.projects import membership_add, project_update
+from annotation.services.projects import membership_add, project_create, project_update
 from benchmark.models import Report, System
 from annotation.services.exports import annotations_bundle_write
 from scoring.models import EvaluationRun, ScoreCard, Verdict
@@ -33,18 +33,24 @@ from tests.annotation_factories import (
     verify_project,
 )
 from tests.api.conftest import client_for
+from tests.factories import ReportFactory, SystemFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "SECRET"
 NAMES_ONLY = "api systems (names only)"
-KINDS = ("verify", "pairwise", "agreement")
+KINDS = ("verify", "pairwise", "agreement", "rating")
 ROLES = ("annotator", "curator_who_annotates")
-OWN_VALUE = {"verify": {"decision": "accept"}, "pairwise": {"choice": "tie"}, "agreement": {"label": "correct"}}
+OWN_VALUE = {"verify": {"decision": "accept"}, "pairwise": {"choice": "tie"}, "agreement": {"label": "correct"},
+             "rating": {"scores": {"coverage": 3}}}
+# The own label as stored (what a study that reveals at close shows its annotator of it).
+OWN_STORED = {"pairwise": {**OWN_VALUE["pairwise"], "dimensions": {}, "reason": "", "seconds_taken": None},
+              "rating": {**OWN_VALUE["rating"], "rationale": ""}}
 OTHER_VALUE = {
     "verify": {"decision": "reject", "reason": "other", "note": f"{SECRET}-note of the other annotator"},
     "pairwise": {"choice": "left", "reason": f"{SECRET}-reason of the other annotator"},
     "agreement": {"label": "omitted", "note": f"{SECRET}-note of the other annotator"},
+    "rating": {"scores": {"coverage": 5}, "rationale": f"{SECRET}-rationale of the other annotator"},
 }
 
 
@@ -73,14 +79,21 @@ def study(kind: str, role: str) -> Study:
         project = verify_project(owner, [other], tasks=[task], overlap=2)
     elif kind == "pairwise":
         project = pairwise_project(owner, [other], overlap=2)
+    elif kind == "rating":
+        task = TaskFactory(protocol="surveylens")
+        for _ in range(3):
+            ReportFactory(task=task, system=SystemFactory())
+        project = project_create(name="rating", kind="rating", created_by=owner, tasks=[task], criteria=["coverage"],
+                                 overlap=2)
+        membership_add(project=project, user=other, role=Role.ANNOTATOR, actor=owner)
     else:
         project = agreement_project(owner, [other], overlap=2)
     membership_add(project=project, user=user, role=Role.ANNOTATOR, actor=owner)  # ... who labels here
     item = project.items.order_by("position").first()
     label_all(item, [other], OTHER_VALUE[kind])
     target, verdict_id, reports = item_target(item), None, []
-    if kind == "pairwise":
-        reports = [target.report_left_id, target.report_right_id]
+    if kind in ("pairwise", "rating"):
+        reports = [target.report_left_id, target.report_right_id] if kind == "pairwise" else [target.pk]
         for system in System.objects.filter(reports__pk__in=reports).distinct():
             System.objects.filter(pk=system.pk).update(name=f"{SECRET}-system-{system.pk}", version=f"{SECRET}-v")
     if kind == "agreement":
@@ -174,7 +187,7 @@ def test_nothing_hidden_before_committing_and_the_label_is_final_after(kind, rol
     assert _ids(before["api labels"][1]) == set()  # only the other annotator has labelled
     if s.verdict_id:
         assert s.verdict_id not in _ids(before["api verdicts"][1])
-    for n, report_id in enumerate(s.reports if kind == "pairwise" else []):
+    for n, report_id in enumerate(s.reports if kind in ("pairwise", "rating") else []):
         assert report_id not in _ids(before["api reports"][1]) and before[f"api report {n}"][0] == 404
         assert before[f"report page {n}"][0] == 404
     for name in ("api score cards", "api runs", "api dashboard leaderboard", "api dashboard human ranking",
@@ -193,7 +206,7 @@ def test_nothing_hidden_before_committing_and_the_label_is_final_after(kind, rol
         leaks = {name: status for name, (status, body) in after.items() if SECRET in body and name != NAMES_ONLY}
         assert leaks == {}, f"hidden text reached {leaks} after the label, before the close"
         assert item["revealed"] is False and item["other_labels"] is None
-        assert item["own_label"]["value"] == {**OWN_VALUE[kind], "dimensions": {}, "reason": "", "seconds_taken": None}
+        assert item["own_label"]["value"] == OWN_STORED[kind]
     else:
         assert item["revealed"] is True and len(item["other_labels"]) == 1 and SECRET in after["api item"][1]
     if s.verdict_id:
@@ -214,7 +227,9 @@ def test_nothing_hidden_before_committing_and_the_label_is_final_after(kind, rol
         closed = __import__("json").loads(client_for(s.user).get(reverse("api:item-detail",
                                                                          kwargs={"pk": s.item.pk})).content)
         assert closed["revealed"] is True and len(closed["other_labels"]) == 1 and SECRET in str(closed)
-        assert {closed["target"]["left"]["report_id"], closed["target"]["right"]["report_id"]} == set(s.reports)
+        shown = [closed["target"][side]["report_id"] for side in ("left", "right")] if s.kind == "pairwise" else [
+            closed["target"]["report_id"]]
+        assert set(shown) == set(s.reports)
     with capsys.disabled():  # the closing note of issue 14 lists what each channel answered
         print(f"\n[{kind} / {role}] before committing → after")
         for name in before:

@@ -65,6 +65,21 @@ def _import(w):
     return {"job_id": job.pk}
 
 
+def _revoked_invitation(w):
+    """A revoked invitation to project A: resending or revoking it again is a 400 naming its state."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.models import Invitation
+
+    if "invitation" not in w.objs:
+        w.objs["invitation"] = Invitation.objects.create(
+            project=w.project_a, email="matrix@lab.org", token_hash="0" * 64, status="revoked",
+            expires_at=timezone.now() + timedelta(days=1))
+    return {"pk": w.project_a.pk, "invitation_id": w.objs["invitation"].pk}
+
+
 # The curator deletes it; the admin, asking next, finds it gone.
 DELETE_OWN_EXPORT = (403, 404, 404, 404, 204, 404)
 
@@ -114,6 +129,11 @@ API = {
                        ("patch", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 200, 200))],
     "project-members": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
                         ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
+    # Invitations by e-mail: the project's curators; an empty body is a 400 naming ``emails``.
+    "project-invitations": [("get", lambda w: {"pk": w.project_a.pk}, None, (403, 403, 404, 403, 200, 200)),
+                            ("post", lambda w: {"pk": w.project_a.pk}, {}, (403, 403, 404, 403, 400, 400))],
+    "project-invitation-resend": [("post", _revoked_invitation, {}, (403, 403, 404, 403, 400, 400))],
+    "project-invitation-revoke": [("post", _revoked_invitation, {}, (403, 403, 404, 403, 400, 400))],
     # ann_b is no member of A: the curator's removal is a 400 naming the user.
     "project-member-detail": [("delete", lambda w: {"pk": w.project_a.pk, "username": "ann_b"}, None,
                                (403, 403, 404, 403, 400, 400))],
@@ -212,6 +232,16 @@ PAGES = {
         ("post", lambda w: {"task_id": w.task.pk, "kind": "nugget", "pk": 1}, (302, 403, 403, 403, 302, 302))],
     "annotation:task_curate": [("get", lambda w: {"task_id": w.task.pk}, (405,) * 6),
                                ("post", lambda w: {"task_id": w.task.pk}, (302, 403, 403, 403, 302, 302))],
+    # The review queue (issue 38): curators only; an empty bulk form or a decision without its
+    # version changes nothing (422, the row answered as it is).
+    "annotation:review_queue": [("get", None, (302, 403, 403, 403, 200, 200))],
+    "annotation:review_bulk": [("get", None, (405,) * 6), ("post", None, (302, 403, 403, 403, 422, 422))],
+    "annotation:review_edit_fields": [("get", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk},
+                                       (302, 403, 403, 403, 200, 200))],
+    "annotation:review_decide": [
+        ("get", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk}, (405,) * 6),
+        ("post", lambda w: {"kind": "nugget", "pk": w.objs["nugget"].pk},
+         (302, 403, 403, 403, 422, 422))],
     "annotation:project_list": [("get", None, PAGE)],
     # Curators only; an empty form is refused with 400 and creates nothing.
     "annotation:new": [("get", None, (302, 403, 403, 403, 200, 200)), ("post", None, (302, 403, 403, 403, 400, 400))],
@@ -222,8 +252,11 @@ PAGES = {
     "annotation:my_work": [("get", _project, (302, 200, 404, 200, 200, 200))],
     "annotation:item": [("get", _item, (302, 200, 404, 200, 200, 200))],
     "annotation:adjudication": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    # The item browser (issue 38): the project's curators; an empty selection changes nothing.
+    "annotation:items": [("get", _project, (302, 403, 404, 403, 200, 200))],
+    "annotation:items_action": [("get", _project, (405,) * 6), ("post", _project, (302, 403, 404, 403, 302, 302))],
     "annotation:undo": [("get", _project, (405,) * 6)],
-    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/test_assignment.py
+    "annotation:revisit_skipped": [("get", _project, (405,) * 6)],  # POST only: tests/annotation/loop/test_claims.py
     "annotation:label": [("get", _item, (405,) * 6)],
     "annotation:skip": [("get", _item, (405,) * 6)],
     "annotation:adjudicate": [("get", _item, (405,) * 6)],
@@ -231,7 +264,7 @@ PAGES = {
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",
-        "agreement_inter_annotator")},
+        "agreement_inter_annotator", "statistics")},
     # POST only; a form without a project is refused with 400 and computes nothing (a project the
     # user may not see is answered 404: tests/annotation/dashboards/test_stored_agreement.py).
     "dashboards:agreement_compute_here": [("get", None, RANKING_POST_ONLY),

@@ -443,3 +443,56 @@ def test_the_form_names_tasks_lacking_reports_before_starting(curator_client, se
         accepted = _post(curator_client, {**data, "accept_missing": "on"})
     assert accepted.status_code == 302
     assert EvaluationRun.objects.count() == 1
+
+
+# --- duplicate runs (issue 38) -------------------------------------------------------------------
+
+
+def _run_body(setup, **extra):
+    return {"protocol": "deepsynth", "judge_config": setup["config"].pk,
+            "systems": [s.pk for s in setup["systems"]], "tasks": [c.task.pk for c in setup["checklists"]], **extra}
+
+
+def test_the_api_refuses_a_duplicate_of_a_running_or_finished_run_naming_it_unless_forced(curator_client, setup, sent):
+    first = started_run(setup)
+    response = curator_client.post("/api/runs/", _run_body(setup, start=True), content_type="application/json")
+    assert response.status_code == 409, response.content
+    body = response.json()
+    assert body["duplicate_of"]["id"] == first.pk and f"run #{first.pk}" in body["detail"]
+    assert body["duplicate_of"]["url"] == reverse("runs:detail", args=[first.pk])
+    assert EvaluationRun.objects.count() == 1
+    first.status = EvaluationRun.Status.FINISHED
+    first.save(update_fields=["status"])
+    assert curator_client.post("/api/runs/", _run_body(setup), content_type="application/json").status_code == 409
+    # another system set, another task set, or force: a new run
+    fewer = _run_body(setup, systems=[setup["systems"][0].pk])
+    assert curator_client.post("/api/runs/", fewer, content_type="application/json").status_code == 201
+    forced = curator_client.post("/api/runs/", _run_body(setup, force=True), content_type="application/json")
+    assert forced.status_code == 201 and forced.json()["id"] != first.pk
+    assert EvaluationRun.objects.count() == 3
+
+
+def test_a_changed_judge_configuration_or_a_cancelled_run_is_no_duplicate(curator_client, setup, sent):
+    first = started_run(setup)
+    first.status = EvaluationRun.Status.CANCELLED
+    first.save(update_fields=["status"])
+    assert curator_client.post("/api/runs/", _run_body(setup), content_type="application/json").status_code == 201
+    second = EvaluationRun.objects.exclude(pk=first.pk).get()
+    second.status = EvaluationRun.Status.FINISHED
+    second.save(update_fields=["status"])
+    config = setup["config"]
+    config.prompt_version = "v2"
+    config.save()  # the run was made with prompts v1: v2 is another run
+    assert curator_client.post("/api/runs/", _run_body(setup), content_type="application/json").status_code == 201
+
+
+def test_the_form_names_the_duplicate_and_offers_to_start_it_anyway(curator_client, setup, sent):
+    first = started_run(setup)
+    data = _run_body(setup, name="again")
+    refused = _post(curator_client, data)
+    page = refused.content.decode()
+    assert refused.status_code == 400 and EvaluationRun.objects.count() == 1
+    assert f"run #{first.pk}" in page and 'name="force"' in page
+    assert reverse("runs:detail", args=[first.pk]) in page
+    forced = _post(curator_client, {**data, "force": "on"})
+    assert forced.status_code == 302 and EvaluationRun.objects.count() == 2

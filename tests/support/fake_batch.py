@@ -13,6 +13,17 @@ A batch is ``in_progress`` until it ends: ``finish(batch_id=None, status="comple
 that line's error response); ``expired`` answers only the first ``answer_first`` lines and puts the
 rest in the error file (``batch_expired``); ``failed`` answers none (``errors.data``). Every request
 is recorded (``requests``, with its headers), and ``batch_lines`` keeps each batch's input lines.
+
+Misbehaving, as some providers do:
+
+* ``output_faults``: the first output lines of a completed batch are garbled in turn, one kind each
+  (``LINE_FAULTS``): ``response-string`` (``"response": "oops"``), ``not-json``, ``no-custom-id``,
+  ``content-number`` (the message content a number), ``duplicate`` (the line sent twice),
+  ``unknown-id`` (a line for a call nobody asked, besides the real one); ``garbled`` lists the
+  ``custom_id`` of each line garbled so (none for ``unknown-id``);
+* ``pad_output_to``: the output file is padded to that many bytes with lines naming no request
+  (e.g. 150 MB), served in 1 MiB writes;
+* ``never_finish``: its batches stay ``in_progress`` whatever ``finish`` or ``auto_complete_after`` say.
 """
 
 from __future__ import annotations
@@ -29,12 +40,21 @@ from urllib.parse import parse_qs, urlsplit
 from tests.support.fake_openai import FakeOpenAI, Reply, Request
 
 END_STATES = ("completed", "expired", "failed", "cancelled")
+LINE_FAULTS = ("response-string", "not-json", "no-custom-id", "content-number", "duplicate", "unknown-id")
 
 
 class FakeBatchOpenAI(FakeOpenAI):
-    def __init__(self, *, auto_complete_after: float | None = None, **kwargs) -> None:
+    def __init__(self, *, auto_complete_after: float | None = None, output_faults: tuple[str, ...] = (),
+                 pad_output_to: int = 0, never_finish: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
+        unknown = set(output_faults) - set(LINE_FAULTS)
+        if unknown:
+            raise ValueError(f"unknown output faults {sorted(unknown)}; known: {LINE_FAULTS}")
         self.auto_complete_after = auto_complete_after
+        self.output_faults = tuple(output_faults)
+        self.pad_output_to = pad_output_to
+        self.never_finish = never_finish
+        self.garbled: dict[str, str] = {}  # custom_id -> the fault its output line was given
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict] = {}
         self.batch_lines: dict[str, list[dict]] = {}
@@ -112,7 +132,7 @@ class FakeBatchOpenAI(FakeOpenAI):
         if method == "GET" and len(parts) == 4 and parts[:2] == ["v1", "files"] and parts[3] == "content":
             with self._batch_lock:
                 data = self.files[parts[2]]
-            return Reply(body=data.decode("utf-8"))
+            return Reply(body=data)
         if method == "POST" and path == "/v1/batches":
             request = json.loads(raw or b"{}")
             with self._batch_lock:
@@ -155,7 +175,51 @@ class FakeBatchOpenAI(FakeOpenAI):
                 return Reply(body=_public(batch))
         raise KeyError(path)
 
+    def _send(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+        if not isinstance(reply.body, bytes):
+            return super()._send(handler, reply)
+        handler.send_response(reply.status)
+        handler.send_header("Content-Type", "application/octet-stream")
+        handler.send_header("Content-Length", str(len(reply.body)))
+        handler.end_headers()
+        view = memoryview(reply.body)
+        for start in range(0, len(view), 1 << 20):
+            handler.wfile.write(view[start:start + (1 << 20)])
+        handler.wfile.flush()
+
+    def _garble(self, output: list[dict]) -> list[bytes]:
+        """The output lines as a misbehaving provider writes them (``output_faults``, ``pad_output_to``)."""
+        written = []
+        for index, line in enumerate(output):
+            fault = self.output_faults[index] if index < len(self.output_faults) else ""
+            if fault and fault != "unknown-id":
+                self.garbled[line["custom_id"]] = fault
+            if fault == "response-string":
+                line = {**line, "response": "oops"}
+            elif fault == "no-custom-id":
+                line = {key: value for key, value in line.items() if key != "custom_id"}
+            elif fault == "content-number":
+                body = json.loads(json.dumps(line["response"]["body"]))
+                body["choices"][0]["message"]["content"] = 42
+                line = {**line, "response": {**line["response"], "body": body}}
+            text = json.dumps(line).encode()
+            if fault == "not-json":
+                text = text[: len(text) // 2]
+            written.append(text)
+            if fault == "duplicate":
+                written.append(text)
+            if fault == "unknown-id":
+                written.append(json.dumps({**line, "custom_id": "nobody-asked-this"}).encode())
+        size = sum(len(text) + 1 for text in written)
+        if self.pad_output_to > size:
+            pad = json.dumps({"id": "batch_req_pad", "custom_id": "padding", "error": None,
+                              "response": {"status_code": 200, "body": {"padding": "x" * 65_000}}}).encode()
+            written.extend([pad] * ((self.pad_output_to - size) // (len(pad) + 1) + 1))
+        return written
+
     def _end(self, batch_id: str, status: str, answer_first: int | None) -> None:
+        if self.never_finish and status != "cancelled":
+            return
         batch, lines = self.batches[batch_id], self.batch_lines[batch_id]
         answered = len(lines) if status == "completed" else (answer_first or 0)
         output, errors = [], []
@@ -181,7 +245,7 @@ class FakeBatchOpenAI(FakeOpenAI):
                                                            "line": None, "param": None}]}
         if output:
             batch["output_file_id"] = f"file-{next(self._ids)}"
-            self.files[batch["output_file_id"]] = "".join(json.dumps(o) + "\n" for o in output).encode()
+            self.files[batch["output_file_id"]] = b"".join(text + b"\n" for text in self._garble(output))
         if errors:
             batch["error_file_id"] = f"file-{next(self._ids)}"
             self.files[batch["error_file_id"]] = "".join(json.dumps(e) + "\n" for e in errors).encode()

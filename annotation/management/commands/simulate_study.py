@@ -2,24 +2,58 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from annotation.simulation.calibration import calibration_simulation
+from annotation.simulation.bradley_terry import REPLICATIONS, pairwise_bt_simulation
+from annotation.simulation.cluster import cluster_simulation
+from annotation.simulation.calibration import calibration_simulation, ppi_judges_simulation
 from annotation.simulation.pairwise import pairwise_simulation
 
-# (name, function(seed) -> dict, the table's rows: (heading, key)). One line per study.
+
+def _keyed(shown):
+    return lambda result: [(heading, result[key]) for heading, key in shown]
+
+
+def _pairwise_bt_rows(result: dict) -> list[tuple[str, object]]:
+    rows = []
+    for name, setting in result.items():
+        rows += [(f"{name}: labels until τ ≥ 0.9 settled, round-robin", setting["labels_round_robin"]),
+                 (f"{name}: labels until τ ≥ 0.9 settled, adaptive", setting["labels_adaptive"]),
+                 (f"{name}: adaptive / round-robin", setting["ratio_settled"]),
+                 (f"{name}: replications", setting["replications"])]
+    return rows
+
+
+def _ppi_judges_rows(result: list) -> list[tuple[str, object]]:
+    rows = []
+    for entry in result:
+        label = f"judge {entry['accuracy']:.0%} accurate, {entry['design']}"
+        rows += [(f"{label}: coverage", entry["coverage"]), (f"{label}: width / human-only", entry["width_ratio"])]
+    return rows
+
+
+# (name, function(seed, replications) -> result, rows(result) -> [(heading, value)]). One line per study.
 SECTIONS = [
-    ("pairwise", pairwise_simulation, [("labels to τ ≥ 0.9, round-robin", "labels_round_robin"),
-                                       ("  its standard error", "se_round_robin"),
-                                       ("labels to τ ≥ 0.9, adaptive", "labels_adaptive"),
-                                       ("  its standard error", "se_adaptive"),
-                                       ("adaptive / round-robin", "ratio"),
-                                       ("τ ≥ 0.9 after all 200, round-robin", "reached_at_end_round_robin"),
-                                       ("τ ≥ 0.9 after all 200, adaptive", "reached_at_end_adaptive"),
-                                       ("replications", "replications")]),
-    ("ppi", calibration_simulation, [("PPI coverage at nominal 95 % (worst noise model)", "coverage"),
-                                     ("PPI width / human-only width (worst)", "width_ratio"),
-                                     ("expert labels per simulation", "n_human"),
-                                     ("judge verdicts", "n_judge"),
-                                     ("simulations", "simulations")]),
+    ("pairwise", lambda seed, _: pairwise_simulation(seed),
+     _keyed([("labels to τ ≥ 0.9, round-robin", "labels_round_robin"),
+             ("  its standard error", "se_round_robin"),
+             ("labels to τ ≥ 0.9, adaptive", "labels_adaptive"),
+             ("  its standard error", "se_adaptive"),
+             ("adaptive / round-robin", "ratio"),
+             ("τ ≥ 0.9 after all 200, round-robin", "reached_at_end_round_robin"),
+             ("τ ≥ 0.9 after all 200, adaptive", "reached_at_end_adaptive"),
+             ("replications", "replications")])),
+    ("pairwise_bt", lambda seed, replications: pairwise_bt_simulation(seed, replications), _pairwise_bt_rows),
+    ("ppi", lambda seed, _: calibration_simulation(seed),
+     _keyed([("PPI coverage at nominal 95 % (worst noise model)", "coverage"),
+             ("PPI width / human-only width (worst)", "width_ratio"),
+             ("expert labels per simulation", "n_human"),
+             ("judge verdicts", "n_judge"),
+             ("simulations", "simulations")])),
+    ("ppi_judges", lambda seed, _: ppi_judges_simulation(seed), _ppi_judges_rows),
+    ("cluster", lambda seed, replications: cluster_simulation(seed, replications),
+     _keyed([("topics", "topics"),
+             ("topic-clustered 95 % interval: coverage", "coverage"),
+             ("  the percentile bounds alone", "coverage_percentile_only"),
+             ("replications", "replications")])),
 ]
 
 
@@ -30,20 +64,26 @@ def _shown(value) -> str:
 
 
 class Command(BaseCommand):
-    help = ("Replay the studies on the shipped real data (docs/statistics.md): pairwise, the labels round-robin and"
-            " adaptive pair choice need to reach Kendall τ ≥ 0.9 with the full-data ranking of the SurveyLens human"
-            " preferences. Prints one table; --json prints one object, a key per study.")
+    help = ("The studies of docs/statistics.md: pairwise (labels round-robin and adaptive pair choice need to"
+            " reach Kendall τ ≥ 0.9, on the SurveyLens human preferences and from known Bradley–Terry strengths),"
+            " calibrated scores (PPI coverage and width) and topic-clustered intervals. Prints one table; --json"
+            " prints one object, a key per study.")
 
     def add_arguments(self, parser):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+        parser.add_argument("--replications", type=int, default=REPLICATIONS,
+                            help=f"replications of the simulations from known strengths (default {REPLICATIONS})")
+        parser.add_argument("--only", default="", help="comma-separated studies to run (default: all)")
 
-    def handle(self, *args, seed: int, json: bool, **options):
-        results = {name: function(seed) for name, function, _ in SECTIONS}
+    def handle(self, *args, seed: int, json: bool, replications: int, only: str, **options):
+        wanted = {name.strip() for name in only.split(",") if name.strip()}
+        sections = [section for section in SECTIONS if not wanted or section[0] in wanted]
+        results = {name: function(seed, replications) for name, function, _ in sections}
         if json:
             self.stdout.write(_dumps(results))
             return
-        rows = [(name, heading, _shown(results[name][key])) for name, _, shown in SECTIONS for heading, key in shown]
+        rows = [(name, heading, _shown(value)) for name, _, shown in sections for heading, value in shown(results[name])]
         widths = [max(len(row[n]) for row in [("study", "measure", "value"), *rows]) for n in range(3)]
         line = "| " + " | ".join(f"{{:{w}}}" for w in widths) + " |"
         self.stdout.write(line.format("study", "measure", "value"))

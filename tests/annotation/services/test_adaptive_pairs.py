@@ -15,7 +15,7 @@ from annotation.services.adaptive_pairs import AHEAD_MIN, is_uniform_turn, pairs
 from annotation.loop.labels import label_submit
 from annotation.services.projects import project_create
 from core.models import AuditLog
-from scoring.metrics.preference_design import bradley_terry_laplace, covariance_after, pair_information
+from scoring.metrics.preference_design import bradley_terry_laplace
 from tests.annotation_factories import annotator, curator, pairwise_project, token
 from tests.api.conftest import client_for
 from tests.api.test_blind_handles import _item_answers, _leaks, blind_project
@@ -60,20 +60,27 @@ def test_the_uniform_turns_are_the_stated_share_spread_evenly(share, first):
         assert max(np.diff(turns)) <= int(np.ceil(1 / share))
 
 
-def test_each_informed_choice_is_the_most_informative_open_pair_after_the_ones_before():
-    comparisons = [(0, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 3, 0), (3, 2, 0), (0, 3, 1)]
+def test_each_informed_choice_is_a_ranking_neighbour_drawn_by_its_doubt():
+    """Each informed pick is adjacent in the ranking by θ̂ and open; over many seeds the pairs are
+    drawn in proportion to Φ(−|d̂|/√v) (computed here with SciPy from the Laplace fit)."""
+    from scipy.stats import norm
+
+    comparisons = [(0, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 3, 0), (3, 2, 0), (0, 3, 1), (1, 2, 0.5)]
     capacity = {(0, 1): 5, (0, 2): 5, (0, 3): 0, (1, 2): 5, (1, 3): 5, (2, 3): 1}
-    chosen = pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=6, start=0,
-                          uniform_share=0.0, rng=random.Random(1))
     fit = bradley_terry_laplace(np.asarray(comparisons, dtype=float), n_items=4)
     theta, cov = fit["theta"], fit["covariance"]
-    left = dict(capacity)
-    for pair in chosen:
-        info = pair_information(theta, cov)["information"]
-        open_pairs = [p for p, n in left.items() if n > 0]
-        assert info[pair] == pytest.approx(max(info[p] for p in open_pairs))
-        left[pair] -= 1
-        cov = covariance_after(theta, cov, *pair)
+    order = list(np.argsort(-theta))
+    adjacent = [tuple(sorted((int(a), int(b)))) for a, b in zip(order, order[1:])]
+    doubt = {p: norm.cdf(-abs(theta[p[0]] - theta[p[1]]) / np.sqrt(cov[p[0], p[0]] + cov[p[1], p[1]]
+                                                                  - 2 * cov[p[0], p[1]])) for p in adjacent}
+    drawn = [pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=1, start=0,
+                          uniform_share=0.0, rng=random.Random(seed))[0] for seed in range(3000)]
+    assert set(drawn) <= set(adjacent)
+    for pair in adjacent:
+        expected = doubt[pair] / sum(doubt.values())
+        assert drawn.count(pair) / len(drawn) == pytest.approx(expected, abs=0.03), (pair, doubt)
+    chosen = pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=8, start=0,
+                          uniform_share=0.0, rng=random.Random(1))
     assert (0, 3) not in chosen and chosen.count((2, 3)) <= 1  # no pair past its capacity
 
 

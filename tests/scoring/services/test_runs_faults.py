@@ -252,7 +252,7 @@ def test_one_malformed_label_fails_only_its_item_and_keeps_the_groups_others(set
 
 def test_a_run_deadline_that_is_not_a_number_is_refused_before_the_run_starts(settings, tasks):
     config = judge_config(name="bad-deadline", backend="openai", model="m", options={"run_deadline_seconds": "soon"})
-    with pytest.raises(CommandError, match="options.run_deadline_seconds must be a number of seconds, not 'soon'"):
+    with pytest.raises(CommandError, match="cannot run: options: run_deadline_seconds must be a number from 0 to 31622400; got 'soon'"):
         call_command("evaluate", "--protocol", "deepsynth", "--judge", config.name, "--systems", "sys-a,sys-b",
                      "--tasks", tasks, "--inline", stdout=StringIO())
     assert not EvaluationRun.objects.filter(status="running").exists()

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0019_project_pair_choice'),
+        ('annotation', '0022_auth_invitation'),
         ('scoring', '0009_judge_batch_mode'),
     ]
 
