@@ -3,7 +3,9 @@
 ``run_export`` is enqueued per export job by ``annotation.services.exports.export_request``
 (its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
 run). ``refresh_project_agreement`` computes and stores a project's inter-annotator agreement
-figures when a dashboard read found them older than the labels (``services.agreement``).
+figures when a dashboard read found them older than the labels (``services.agreement``);
+``refresh_calibrated_scores`` a run's calibrated scores when a read found none for its inputs
+(``calibration.stored``).
 Webhook deliveries are sent by ``core.deliver_webhook``; ``annotation.deliver_webhook`` only
 hands over the messages queued under its name before.
 """
@@ -28,6 +30,14 @@ def refresh_project_agreement(project_id: int) -> str:
     from .services.agreement import project_agreement_refresh
 
     return "refreshed" if project_agreement_refresh(project_id=project_id) is not None else "missing"
+
+
+@shared_task(name="annotation.refresh_calibrated_scores", acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
+def refresh_calibrated_scores(row_id: int) -> str:
+    from .calibration.stored import calibrated_scores_refresh
+
+    return "refreshed" if calibrated_scores_refresh(row_id=row_id) else "missing"
 
 
 @shared_task(

@@ -53,6 +53,10 @@ class RunCalibratedApi(GenericApi):
         metrics = serializers.ListField(
             child=serializers.DictField(), help_text="per metric: definition, systems (judge_only, human_only, ppi, "
                                                      "n_judge, n_human, ess_gain, lam), best_vs_second")
+        statistics = serializers.DictField(help_text=(
+            "state: current (the figures are of the labels and verdicts now), updating (a worker computes new "
+            "ones; the figures shown, if any, are those computed at computed_at) or no_worker; computed_at; "
+            "seconds (the worker's computation)"))
         plan = serializers.DictField(required=False, help_text="with width and metric: the planner's answer")
 
     @extend_schema(responses={200: OutputSerializer}, parameters=[

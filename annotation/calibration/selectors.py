@@ -113,7 +113,12 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
     metric: judge-only, human-only and PPI estimates with intervals, n_judge, n_human and the
     effective-sample-size gain; per metric, the best system against the second
     (PPI intervals of the difference). Raises ``PermissionError`` unless ``user`` curates the
-    project, ``CalibrationRefused`` when the project cannot calibrate the run."""
+    project, ``CalibrationRefused`` when the project cannot calibrate the run.
+
+    The inputs are read here; the intervals (``ppi_py``, which loads numba, statsmodels and pandas:
+    +158 MiB) are computed by a worker and stored (``stored``): ``statistics`` says whether the
+    figures are ``current``, ``updating`` (a worker computes newer ones; the figures shown, if
+    any, are of the inputs as they were at ``computed_at``) or ``no_worker``."""
     if project_role(project=project, user=user) != Role.CURATOR:
         raise PermissionError("only the project's curators read its calibrated scores")
     if project.kind not in kinds_with("calibration"):
@@ -134,8 +139,10 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
             f = judge_value(metric, unit.label, unit.score)
             if f is None:
                 continue
-            group = groups.setdefault((metric.key, unit.system_id), {"metric": metric, "all": [], "y": [], "yhat": [],
-                                                                     "pi": [], "off_scale": 0, "waiting": 0})
+            group = groups.setdefault((metric.key, unit.system_id), {
+                "metric": metric.key, "definition": metric.label, "system_id": unit.system_id,
+                "system": names.get(unit.system_id, str(unit.system_id)),
+                "all": [], "y": [], "yhat": [], "pi": [], "off_scale": 0, "waiting": 0})
             group["all"].append(f)
             group["waiting"] += unit.verdict_id in waiting
             if unit.verdict_id in labelled:
@@ -147,22 +154,38 @@ def calibrated_scores(*, run: EvaluationRun | None, project: AnnotationProject, 
                 group["y"].append(y)
                 group["yhat"].append(f)
                 group["pi"].append(pi)
-    metrics: dict[str, dict] = {}
-    for (key, system_id), group in sorted(groups.items(), key=lambda kv: (kv[0][0], names.get(kv[0][1], ""))):
-        result = calibrated_mean(group["y"], group["yhat"], group["all"], inclusion=group["pi"], alpha=ALPHA)
-        entry = metrics.setdefault(key, {"metric": key, "definition": group["metric"].label, "systems": []})
-        entry["systems"].append({"system_id": system_id, "system": names.get(system_id, str(system_id)),
-                                 "off_scale_labels": group["off_scale"], "waiting_adjudication": group["waiting"],
-                                 **result})
-    for entry in metrics.values():
-        entry["best_vs_second"] = _best_vs_second(entry["systems"])
-    return {
+    inputs = [groups[key] for key in sorted(groups, key=lambda k: (k[0], groups[k]["system"]))]
+    head = {
         "run_id": run.pk if run is not None else None, "project_id": project.pk, "project": project.name,
         "sampling": project.sampling,
         "random_sample": project.sampling in RANDOM_DESIGNS,
         "warning": _warning(project), "confidence": 1 - ALPHA, "min_human_labels": MIN_HUMAN_LABELS,
-        "meaning": MEANING, "metrics": list(metrics.values()),
+        "meaning": MEANING,
     }
+    if all(len(group["y"]) < MIN_HUMAN_LABELS for group in inputs):
+        # No interval to compute (no PPI, nothing of ppi_py): the judge's means, here and now.
+        return {**head, "metrics": calibration_figures(inputs), "statistics": {"state": "current"}}
+    from .stored import calibrated_figures_stored
+
+    metrics, statistics = calibrated_figures_stored(project=project, run=run, user=user, inputs=inputs)
+    return {**head, "metrics": metrics, "statistics": statistics}
+
+
+def calibration_figures(inputs: list[dict]) -> list[dict]:
+    """The figures of ``calibrated_scores`` from its inputs (one per system and metric, in the order
+    shown): ``calibrated_mean`` per system, the best system against the second per metric. A
+    worker's computation (it imports ``ppi_py`` once some system has ``MIN_HUMAN_LABELS`` labels)."""
+    metrics: dict[str, dict] = {}
+    for group in inputs:
+        result = calibrated_mean(group["y"], group["yhat"], group["all"], inclusion=group["pi"], alpha=ALPHA)
+        entry = metrics.setdefault(group["metric"], {"metric": group["metric"], "definition": group["definition"],
+                                                     "systems": []})
+        entry["systems"].append({"system_id": group["system_id"], "system": group["system"],
+                                 "off_scale_labels": group["off_scale"], "waiting_adjudication": group["waiting"],
+                                 **result})
+    for entry in metrics.values():
+        entry["best_vs_second"] = _best_vs_second(entry["systems"])
+    return list(metrics.values())
 
 
 def _warning(project: AnnotationProject) -> str:

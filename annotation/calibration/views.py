@@ -95,6 +95,10 @@ def planner_context(request, project, role: str | None) -> dict:
         return {"planner": planner}
     try:
         result = calibrated_scores(run=None, project=project, user=request.user)
+        if result["statistics"]["state"] != "current" and not result["metrics"]:
+            planner["error"] = ("the calibrated scores of these labels are being computed by a worker: "
+                                "ask again in a moment")
+            return {"planner": planner}
         planner["plan"] = labels_plan(result, metric=planner["metric"], width=width, separation=planner["separation"])
     except (CalibrationRefused, PermissionError) as exc:
         planner["error"] = str(exc)

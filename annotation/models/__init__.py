@@ -9,7 +9,7 @@ from core.models import AnnotatorProfile, Role  # re-exported: the workspace's r
 from .exports import ExportJob
 from .invitations import INVITATION_OPEN, Invitation, InvitationStatus
 from .preferences import PairwisePreference
-from .statistics import ProjectStatistics
+from .statistics import CalibratedScores, ProjectStatistics
 from .webhooks import Webhook, WebhookDelivery, WebhookEvent  # noqa: F401 (re-exported)
 from .workspace import (
     DEFAULT_HOLD,
@@ -41,6 +41,7 @@ __all__ = [
     "Label",
     "PairwisePreference",
     "ProjectMembership",
+    "CalibratedScores",
     "ProjectStatistics",
     "ReportPair",
     "Role",

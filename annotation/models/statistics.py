@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from scoring.models import EvaluationRun
+
 from .workspace import AnnotationProject
 
 
@@ -31,3 +33,36 @@ class ProjectStatistics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of project {self.project_id} ({self.version or 'never computed'})"
+
+
+class CalibratedScores(models.Model):
+    """Calibrated scores (``annotation.calibration``) of one project over one run (``run`` null: the
+    project's whole scope), computed by a worker from ``inputs`` — the judge's and the experts'
+    values per system and metric, exactly what a reader may see — and keyed by their digest
+    (``version``). ``audience`` is the digest of what a blind study hides from the readers the
+    figures were asked for: figures of older inputs are served (marked stale) only to the same
+    audience, so nothing a reader may not see reaches them through another reader's figures.
+
+    Derived data, never curated: written without an audit row."""
+
+    project = models.ForeignKey(AnnotationProject, on_delete=models.CASCADE, related_name="calibrated_scores")
+    run = models.ForeignKey(EvaluationRun, null=True, blank=True, on_delete=models.CASCADE,
+                            related_name="calibrated_scores")
+    audience = models.CharField(max_length=64)
+    version = models.CharField(max_length=64, help_text="digest of the inputs (and the run) the values are of")
+    inputs = models.JSONField(help_text="per system and metric: y, yhat, all, pi and the counts shown beside them")
+    values = models.JSONField(null=True, blank=True, help_text="the figures (null: not computed yet)")
+    created_at = models.DateTimeField(auto_now_add=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    seconds = models.FloatField(null=True, blank=True, help_text="how long the computation took")
+    requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="a worker's computation was asked for then and has not ended (null: none)")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "audience", "version"],
+                                               name="calibrated_scores_one_per_inputs")]
+        indexes = [models.Index(fields=["project", "run", "audience", "computed_at"], name="calibrated_scores_latest")]
+        verbose_name_plural = "calibrated scores"
+
+    def __str__(self) -> str:
+        return f"calibrated scores of project {self.project_id}, run {self.run_id} ({self.version[:12]})"

@@ -1,6 +1,7 @@
 """One item as the workspace shows it to a user (``item_context_for``, which applies blind
 mode), the label form's context, and the curator's adjudication queue."""
 
+import copy
 from typing import Any
 
 from django.db.models import Prefetch, Q, prefetch_related_objects
@@ -27,22 +28,20 @@ def _claim_view(*, item: AnnotationItem, user) -> dict | None:
     )
 
 
-# What the verify panel reads of the task for each kind of proposal, beside the survey
-# (``display.verify_view``): the proposal's group, or its gold reference's bib entry.
-_TASK_PANEL_PREFETCH = {
-    TargetKind.CHECKLIST_ITEM: (
-        Prefetch(
-            "checklist_groups",
-            queryset=ChecklistGroup.objects.prefetch_related(
-                Prefetch("items", queryset=ChecklistItem.objects.order_by("position"))
-            ).order_by("position"),
-        ),
-    ),
-    TargetKind.GOLD_REFERENCE: (
-        Prefetch("gold_references", queryset=GoldReference.objects.select_related("bib_entry")),
-    ),
-}
-_TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_GROUP] = _TASK_PANEL_PREFETCH[TargetKind.CHECKLIST_ITEM]
+def _task_panel_prefetch(kind: str, target_id: int) -> tuple:
+    """What the verify panel reads of the task beside its survey (``display.verify_view``): the
+    proposal's own group with its items, or its gold reference with its bib entry — bounded by
+    what the panel shows, whatever the size of the task (a task of 465 checklist items read them
+    all on every workspace POST before)."""
+    if kind in (TargetKind.CHECKLIST_ITEM, TargetKind.CHECKLIST_GROUP):
+        groups = ChecklistGroup.objects.filter(items__pk=target_id) if kind == TargetKind.CHECKLIST_ITEM else (
+            ChecklistGroup.objects.filter(pk=target_id))
+        return (Prefetch("checklist_groups", queryset=groups.prefetch_related(
+            Prefetch("items", queryset=ChecklistItem.objects.order_by("position"))).order_by("position")),)
+    if kind == TargetKind.GOLD_REFERENCE:
+        return (Prefetch("gold_references",
+                         queryset=GoldReference.objects.filter(pk=target_id).select_related("bib_entry")),)
+    return ()
 
 
 def _claim_dict(claim: Assignment) -> dict | None:
@@ -68,17 +67,22 @@ def _verify_task(item: AnnotationItem, target: Any, *, known: Task | None = None
     and deleted targets. Every sibling proposal (``task_material``) is read only when the
     workspace asks for it: most proposals never need it, and it is the bulk of the panel.
     ``known``: a task this request already read this way (the panel's other item); used when it
-    is the item's (a prefetch it already holds is not read again)."""
+    is the item's and was read for the same proposal (a prefetch it already holds is not read again)."""
     if item.target_kind not in VERIFY_TARGETS or not item.task_id or target is None:
         return None
-    if known is not None and known.pk == item.task_id:
-        task = known
+    panel_for = (item.target_kind, item.target_id)
+    if known is not None and known.pk == item.task_id and getattr(known, "panel_for", None) == panel_for:
+        return known
+    if known is not None and known.pk == item.task_id:  # the same task, another proposal: its own part
+        task = copy.copy(known)
+        task._prefetched_objects_cache = {}
     else:
         task = next(iter(Task.objects.select_related("survey").defer(
             *(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(pk=item.task_id)[:1]), None)
     if task is None:
         return None
-    prefetch_related_objects([task], *_TASK_PANEL_PREFETCH.get(item.target_kind, ()))
+    prefetch_related_objects([task], *_task_panel_prefetch(item.target_kind, item.target_id))
+    task.panel_for = panel_for  # the prefetch holds this proposal's part of the task only
     return task
 
 

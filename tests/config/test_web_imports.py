@@ -12,10 +12,10 @@ import sys
 
 from django.conf import settings
 
-HEAVY = ("scipy.stats", "scipy.optimize")
+HEAVY = ("scipy.stats", "scipy.optimize", "openai", "httpx", "pydantic")  # the judge client: ~45 MiB, workers only
 
 
-def test_url_conf_imports_neither_scipy_stats_nor_scipy_optimize(tmp_path):
+def test_url_conf_imports_neither_scipy_stats_nor_scipy_optimize_nor_the_judge_client(tmp_path):
     code = (
         "import sys, django\n"
         "django.setup()\n"

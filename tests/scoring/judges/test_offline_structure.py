@@ -9,6 +9,8 @@ from scoring.judges import JudgeCall, judge_for, validate_answer
 from scoring.judges.offline_structure import sections
 from scoring.models import JudgeConfig
 
+pytestmark = pytest.mark.django_db  # the judge reads and stores vectors in the embedding cache
+
 CONFIG = JudgeConfig(name="offline", backend="offline")
 DIMENSIONS = [{"id": "section_structure", "name": "Section-level structure", "description": "Coherence and flow."}]
 
