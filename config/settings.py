@@ -360,6 +360,7 @@ SPECTACULAR_SETTINGS = {
         "ReportFormatEnum": "benchmark.models.Report.Format",
         "ProjectKindEnum": "annotation.models.AnnotationProject.Kind",
         "ProjectStatusEnum": "annotation.models.AnnotationProject.Status",
+        "ProjectSamplingEnum": "annotation.models.AnnotationProject.Sampling",
     },
 }
 
