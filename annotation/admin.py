@@ -1,6 +1,8 @@
 from django.contrib import admin
 
 from . import models
+from .comments.models import CommentNotification, ItemComment
+from .crowd.models import AttentionCheck, CrowdStudy, CrowdWorker
 
 
 @admin.register(models.PairwisePreference)
@@ -128,3 +130,68 @@ class ExportJobAdmin(admin.ModelAdmin):
     list_filter = ("kind", "status")
     search_fields = ("filename", "requested_by__username", "error")
     readonly_fields = [f.name for f in models.ExportJob._meta.fields]  # jobs change only through their worker
+
+
+# --- Derived figures, onboarding, crowd studies and discussion: read here, written by their services
+# (each with its audit row), so the admin changes none of them.
+
+
+@admin.register(models.CalibratedScores)
+class CalibratedScoresAdmin(ReadOnlyAdmin):
+    """Calibrated scores a worker stored (``annotation.calibration.stored``)."""
+
+    list_display = ("project", "run", "version", "computed_at", "seconds", "requested_at")
+    list_filter = ("project",)
+    list_select_related = ("project", "run")
+    search_fields = ("project__name", "version")
+    exclude = ("audience",)  # a digest of what a blind study hides from a reader
+
+
+@admin.register(models.Invitation)
+class InvitationAdmin(ReadOnlyAdmin):
+    list_display = ("email", "name", "project", "role", "status", "expires_at", "sent_at", "joined_at")
+    list_filter = ("status", "role", "project")
+    list_select_related = ("project",)
+    search_fields = ("email", "name", "project__name")
+    exclude = ("token_hash",)
+
+
+@admin.register(CrowdStudy)
+class CrowdStudyAdmin(ReadOnlyAdmin):
+    list_display = ("project", "open", "quota", "check_rate", "max_failures", "created_at")
+    list_filter = ("open",)
+    list_select_related = ("project",)
+    search_fields = ("project__name",)
+    exclude = ("token",)  # the entry link's secret: its curators see it on the study page
+
+
+@admin.register(CrowdWorker)
+class CrowdWorkerAdmin(ReadOnlyAdmin):
+    list_display = ("user", "study", "joined_at", "completed_at")
+    list_filter = ("study__project",)
+    list_select_related = ("user", "study__project")
+    search_fields = ("user__username", "study__project__name")
+
+
+@admin.register(AttentionCheck)
+class AttentionCheckAdmin(ReadOnlyAdmin):
+    list_display = ("item", "created_by", "created_at")
+    list_filter = ("item__project",)
+    list_select_related = ("item", "created_by")
+    search_fields = ("item__project__name",)
+
+
+@admin.register(ItemComment)
+class ItemCommentAdmin(ReadOnlyAdmin):
+    list_display = ("item", "project", "author", "created_at")
+    list_filter = ("project",)
+    list_select_related = ("item", "project", "author")
+    search_fields = ("text", "author__username", "project__name")
+
+
+@admin.register(CommentNotification)
+class CommentNotificationAdmin(ReadOnlyAdmin):
+    list_display = ("user", "comment", "emailed", "read_at", "created_at")
+    list_filter = ("emailed",)
+    list_select_related = ("user", "comment")
+    search_fields = ("user__username", "comment__text")

@@ -177,7 +177,8 @@ def _hidden_elsewhere_q(user) -> Q:
         "target_id")) | Q(target_kind=TargetKind.VERDICT, target_id__in=Verdict.objects.filter(
             report__in=compared).values("pk"))
         | Q(target_kind=TargetKind.REPORT_PAIR, target_id__in=ReportPair.objects.filter(
-            Q(report_left__in=compared) | Q(report_right__in=compared)).values("pk")))
+            Q(report_left__in=compared) | Q(report_right__in=compared)).values("pk"))
+        | Q(target_kind=TargetKind.REPORT, target_id__in=compared.values("pk")))  # a rated report
     # A blind project's own items follow its own rule (``reveal``), not this one.
     return about & ~Q(project__in=blind.values("project"))
 
@@ -189,6 +190,8 @@ def hidden_elsewhere(*, item: AnnotationItem, target, user) -> bool:
         return False
     if item.target_kind == TargetKind.VERDICT:
         systems = [target.report.system_id]
+    elif item.target_kind == TargetKind.REPORT:  # a rated report
+        systems = [target.system_id]
     else:
         systems = [target.report_left.system_id, target.report_right.system_id]
     blind = blind_items(user).exclude(project_id=item.project_id)  # its own project: its own rule

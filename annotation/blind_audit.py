@@ -175,15 +175,17 @@ def _style_attack(view: _AnnotatorView, sides: list[dict], truth: dict, systems:
         if response.status_code == 200 and response.json().get("system") is not None:
             corpus.append((response.json()["system"], _grams(response.json().get("text") or "")))
     names = dict(System.objects.filter(pk__in={system for system, _ in corpus}).values_list("pk", "name"))
-    rng = random.Random(0)  # the attacker's own coin: nothing of the project's
     guesses = []
     for side in sides:
         actual = truth.get(side["item"])
         if actual is None:
             continue
         chance = 1 / max(len(systems.get(side["task"], [])), 1)
-        if not corpus:  # nothing to match against: a guess among the task's systems
-            guesses.append((rng.choice(systems.get(side["task"]) or [None]) == actual[side["side"] == "right"], chance))
+        if not corpus:
+            # Nothing to match against: the same system every time (the first by name). A schedule
+            # shows each system equally often, so this scores chance exactly; a coin would add its
+            # own luck, which alone beats chance at p < 0.01 once in a hundred projects.
+            guesses.append((min(systems.get(side["task"]) or [""]) == actual[side["side"] == "right"], chance))
             continue
         grams = _grams(side["text"])
         system, _ = max(corpus, key=lambda entry: _cosine(grams, entry[1]))

@@ -253,7 +253,8 @@ def write_annotations(
 # --- Hugging Face dataset configs ------------------------------------------------------------
 
 LABEL_TYPES = {"label_id": "int64", "project_id": "int64", "item_id": "int64", "target_id": "int64",
-               "guidelines_version": "int64", "seconds_taken": "float64", "value": "json"}
+               "guidelines_version": "int64", "seconds_taken": "float64", "value": "json",
+               "inclusion_probability": "float64"}
 
 
 def _dataset_columns(columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

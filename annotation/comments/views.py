@@ -6,6 +6,7 @@ from django.shortcuts import redirect, render
 
 from core.http import refuse
 
+from ..blind import NO_ITEM
 from ..views.access import item_in, project_for
 from .models import COMMENT_MAX
 from .selectors import item_comments
@@ -16,14 +17,14 @@ from .services import CommentsClosed, ItemUnreachable, comment_access, comment_p
 def panel(request, project_id: int, item_id: int):
     """GET: the item's comments and the form; POST: post one and answer with the panel. Where the
     discussion is still closed to the user the panel says when it opens (a POST is refused)."""
-    project, _ = project_for(request, project_id)
-    item = item_in(project, item_id)
+    project, role = project_for(request, project_id)
+    item = item_in(project, item_id, role=role, user=request.user)  # the blind reach rule: else a missing item
     page = {"project": project, "item": item, "closed": "", "error": "", "text": "", "max": COMMENT_MAX,
             "standalone": not request.htmx}
     try:
         comment_access(item=item, user=request.user)
     except ItemUnreachable:
-        raise Http404("No such item in this project") from None
+        raise Http404(NO_ITEM) from None
     except CommentsClosed as exc:
         if request.method == "POST":
             return refuse(request, str(exc))
