@@ -82,8 +82,9 @@ def build_world():
     ChecklistItemFactory(group=group, text="The report mentions stuff about noise.")
     GoldReferenceFactory(task=task, important=True, bib_entry=BibEntryFactory(title=SURVEY["references"][1]["title"]))
     NuggetFactory(task=task, text="Radar works in fog and darkness, where cameras fail.", importance="vital")
+    # Not blind: its walk undoes a skip with u (a blind project has no Undo: test_blind_workspace.py).
     verify = project_create(name="Radar survey checklist", kind="verify", created_by=curator, tasks=[task],
-                            description="Two-stage verification of the proposed checklist.")
+                            description="Two-stage verification of the proposed checklist.", blind=False)
 
     # Pairwise: three systems on the same task.
     systems = [SystemFactory(name=name) for name in ("deep-research-x", "surveyforge", "autosurvey")]
@@ -95,7 +96,10 @@ def build_world():
 
     # Agreement: three judge verdicts on checklist items of one report.
     judge = JudgeConfigFactory(name="gpt-judge v1")
-    report = ReportFactory(task=task, system=systems[0], text=report_text("point clouds", "[1]"))
+    # A system the blind pairwise project does not compare: while it is open, its annotators see
+    # nothing that names or judges a report of the systems it compares, in any project (issue #37).
+    report = ReportFactory(task=task, system=SystemFactory(name="radar-baseline"),
+                           text=report_text("point clouds", "[1]"))
     judged = [
         ("The report explains why radar point clouds are sparse.", "correct", "Section 'Point clouds' says so."),
         ("The report compares radar datasets.", "omitted", "No dataset comparison appears in the report."),

@@ -6,9 +6,8 @@ from django.test import Client
 from django.urls import reverse
 
 from annotation.models import AnnotationItem, AnnotationProject, Role
-from annotation.loop.labels import label_submit
 from annotation.services.projects import membership_add
-from tests.annotation_factories import token
+from tests.annotation_factories import submit_held, token
 from tests.security.test_xss import plant
 from tests.security.xss_payloads import ALL, PAYLOADS
 from tests.support.browser import SCREENSHOTS
@@ -47,9 +46,9 @@ def plant_annotation(world) -> dict:
     AnnotationProject.objects.filter(pk=project.pk).update(name=PAYLOADS[1])
     membership_add(project=project, user=world.users["ann_b"], role=Role.ANNOTATOR, actor=world.users["curator"])
     item = world.item_a
-    label_submit(item=item, annotator=world.users["ann_a"], value={"label": "correct", "note": ALL},
+    submit_held(item=item, annotator=world.users["ann_a"], value={"label": "correct", "note": ALL},
                  client_token=token())
-    label_submit(item=item, annotator=world.users["ann_b"], value={"label": "omitted", "note": ALL},
+    submit_held(item=item, annotator=world.users["ann_b"], value={"label": "omitted", "note": ALL},
                  client_token=token())
     item.refresh_from_db()
     assert item.status != AnnotationItem.Status.OPEN  # two disagreeing labels: off to adjudication
