@@ -161,11 +161,24 @@ def _schedule_attack(sides: list[dict], truth: dict, systems: dict, project: Ann
         if score > best_score:
             best, best_score = guessed, score
     guesses = []
-    for side, guess in zip(sides, best):
+    for side, guess in _one_per_report(zip(sides, best)):
         actual = truth.get(side["item"])
         if actual is not None:
             guesses.append((guess == actual[side["side"] == "right"], 1 / max(len(systems.get(side["task"], [])), 1)))
     return Attack.scored("schedule", guesses)
+
+
+def _one_per_report(pairs):
+    """The first (side, guess) of each report (its task and text): every side showing one report
+    gets the same guess, so counting each side would count one guess several times and make the
+    binomial p-value of a lucky guess look like a leak (a report stands in 2(n−1) sides of a
+    double round-robin over n systems)."""
+    seen = set()
+    for side, guess in pairs:
+        key = (side["task"], side["text"])
+        if key not in seen:
+            seen.add(key)
+            yield side, guess
 
 
 def _style_attack(view: _AnnotatorView, sides: list[dict], truth: dict, systems: dict) -> Attack:
@@ -176,7 +189,7 @@ def _style_attack(view: _AnnotatorView, sides: list[dict], truth: dict, systems:
             corpus.append((response.json()["system"], _grams(response.json().get("text") or "")))
     names = dict(System.objects.filter(pk__in={system for system, _ in corpus}).values_list("pk", "name"))
     guesses = []
-    for side in sides:
+    for side, _ in _one_per_report((side, None) for side in sides):
         actual = truth.get(side["item"])
         if actual is None:
             continue
