@@ -153,7 +153,7 @@ def run_figures(*, quick: bool = False) -> list[dict]:
     print(f"    {seeded['labels']:,} labels on {seeded['items']:,} items ({note})", flush=True)
     log = work_dir / "celery.log"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=2",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues=celery,exports", "--pool=threads", "--concurrency=2",
          "--hostname=bench-dashboards@%h", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
         cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
     load = WebLoad(items=spec.items, sequential_loops=0, loops_per_annotator=0)

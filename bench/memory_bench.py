@@ -77,7 +77,7 @@ def _run_peak(env: dict, work_dir: Path) -> tuple[int, float, dict]:
         out = _run([sys.executable, "-m", "bench.memory_bench", "prepare-run", server.base_url], env, "prepare-run")
         run = json.loads(out.strip().splitlines()[-1])
         worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=8",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues=celery,exports", "--pool=threads", "--concurrency=8",
              "--hostname=bench-memory@%h", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
             cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
         )

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
-from kombu import Queue
 
 from benchmark.datasets import datasets_dir
 
@@ -251,9 +250,6 @@ CELERY_TASK_IGNORE_RESULT = True
 # the jobs of a judge run that occupy the general workers.
 EXPORTS_QUEUE = "exports"
 CELERY_TASK_DEFAULT_QUEUE = "celery"
-# A worker started without --queues consumes every queue listed here, so a plain
-# `celery -A config worker` (faults, benches, a user's own unit) still runs exports.
-CELERY_TASK_QUEUES = (Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(EXPORTS_QUEUE))
 CELERY_TASK_ROUTES = {"benchmark.run_export": {"queue": EXPORTS_QUEUE}}
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True  # a killed worker's unfinished task is delivered again

@@ -79,7 +79,7 @@ class Stack:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
 
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=2",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues=celery,exports", "--pool=threads", "--concurrency=2",
              f"--hostname={hostname}", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
             cwd=ROOT, env=self.env, start_new_session=True, preexec_fn=limit,
             stdout=subprocess.DEVNULL if file_size_limit else log.open("ab"), stderr=subprocess.STDOUT,
