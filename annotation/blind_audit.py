@@ -9,9 +9,11 @@ guesses. What the attacker does (claim items, label them) runs in a transaction 
 back: the audit leaves no claim, label or audit row behind.
 
 Per attack: ``hits`` of ``trials`` guesses, the ``chance`` of a hit for a guesser who knows
-nothing hidden, and the one-sided binomial p-value of doing that well or better by chance
-(``scipy.stats.binomtest``, alternative "greater"). An attack that finds nothing to guess at
-has 0 trials and p = 1.
+nothing hidden, and the one-sided p-value of doing that well or better by chance. The schedule
+and style attacks name one system per report and are tested against relabelling each task's
+systems at random (``Attack.relabelled``); the verdict and timing attacks make one guess per
+label and are tested with the binomial (``scipy.stats.binomtest``, alternative "greater"). An
+attack that finds nothing to guess at has 0 trials and p = 1; one beats chance below ``ALPHA``.
 
 1. ``schedule``: rebuild the pair schedule (``services.schedule.pair_schedule``) for every seed
    an attacker would try (0 to ``SEEDS`` - 1), keep the seed most consistent with the sides they
@@ -51,6 +53,8 @@ SEEDS = 256  # the seeds an attacker tries: every small one (the form's old defa
 MAX_ITEMS = 400  # items whose sides the attacker asks for, at most
 MAX_REPORTS = 2000  # reports whose text the attacker reads, at most
 GRAM = 4
+RELABELLINGS = 10_000  # draws of the schedule and style attacks' null: the smallest p-value is 1/10,001
+ALPHA = 0.01  # an attack beats chance below this p-value (the command, the page and the test suite)
 
 
 @dataclass
@@ -70,6 +74,39 @@ class Attack:
         chance = sum(p for _, p in guesses) / trials if trials else 0.0
         p_value = float(binomtest(hits, trials, chance, alternative="greater").pvalue) if trials else 1.0
         return cls(name=name, hits=hits, trials=trials, chance=round(chance, 4), p_value=p_value)
+
+    @classmethod
+    def relabelled(cls, name: str, guesses: list[tuple[object, str | None, str, list[str]]]) -> "Attack":
+        """``guesses``: (task, guessed system, true system, the task's systems), one per report.
+
+        Blind means the mapping of a task's reports to its systems is uniform given all the
+        annotator sees, so the null keeps the guesses and relabels each task's systems by a
+        uniform permutation (Monte Carlo, ``RELABELLINGS`` draws, a fixed generator: the same
+        answer on every run). A binomial would assume independent guesses, which these are not
+        (one seed's schedule names every report of a task at once): it called one clean project
+        in a hundred a leak."""
+        import numpy as np
+
+        by_task: dict[object, list[tuple[str | None, str, list[str]]]] = defaultdict(list)
+        for task, guess, truth, systems in guesses:
+            by_task[task].append((guess, truth, systems))
+        hits, trials, expected = 0, 0, 0.0
+        rng = np.random.default_rng(0)
+        null = np.zeros(RELABELLINGS, dtype=np.int64)
+        for rows in by_task.values():
+            systems = sorted({system for *_, names in rows for system in names} | {truth for _, truth, _ in rows})
+            index = {system: i for i, system in enumerate(systems)}
+            truth = np.array([index[t] for _, t, _ in rows])
+            guess = np.array([index.get(g, -1) for g, _, _ in rows])
+            permutations = np.argsort(rng.random((RELABELLINGS, len(systems))), axis=1)
+            null += (permutations[:, truth] == guess).sum(axis=1)
+            hits += int((truth == guess).sum())
+            trials += len(rows)
+            expected += float((guess >= 0).sum()) / len(systems)
+        if not trials:
+            return cls(name=name, hits=0, trials=0, chance=0.0, p_value=1.0)
+        p_value = (1 + int((null >= hits).sum())) / (1 + RELABELLINGS)
+        return cls(name=name, hits=hits, trials=trials, chance=round(expected / trials, 4), p_value=p_value)
 
 
 class _AnnotatorView:
@@ -164,8 +201,8 @@ def _schedule_attack(sides: list[dict], truth: dict, systems: dict, project: Ann
     for side, guess in _one_per_report(zip(sides, best)):
         actual = truth.get(side["item"])
         if actual is not None:
-            guesses.append((guess == actual[side["side"] == "right"], 1 / max(len(systems.get(side["task"], [])), 1)))
-    return Attack.scored("schedule", guesses)
+            guesses.append((side["task"], guess, actual[side["side"] == "right"], systems.get(side["task"], [])))
+    return Attack.relabelled("schedule", guesses)
 
 
 def _one_per_report(pairs):
@@ -193,17 +230,15 @@ def _style_attack(view: _AnnotatorView, sides: list[dict], truth: dict, systems:
         actual = truth.get(side["item"])
         if actual is None:
             continue
-        chance = 1 / max(len(systems.get(side["task"], [])), 1)
-        if not corpus:
-            # Nothing to match against: the same system every time (the first by name). A schedule
-            # shows each system equally often, so this scores chance exactly; a coin would add its
-            # own luck, which alone beats chance at p < 0.01 once in a hundred projects.
-            guesses.append((min(systems.get(side["task"]) or [""]) == actual[side["side"] == "right"], chance))
-            continue
-        grams = _grams(side["text"])
-        system, _ = max(corpus, key=lambda entry: _cosine(grams, entry[1]))
-        guesses.append((names.get(system) == actual[side["side"] == "right"], chance))
-    return Attack.scored("style", guesses)
+        task_systems = systems.get(side["task"], [])
+        if corpus:
+            grams = _grams(side["text"])
+            system, _ = max(corpus, key=lambda entry: _cosine(grams, entry[1]))
+            guess = names.get(system)
+        else:
+            guess = min(task_systems or [""])  # nothing to match against: the same system every time
+        guesses.append((side["task"], guess, actual[side["side"] == "right"], task_systems))
+    return Attack.relabelled("style", guesses)
 
 
 def _judge_guess(*, own: str, labels: list[str], seen: list[dict], judge: dict | None, rng) -> str:
@@ -274,7 +309,7 @@ def blind_audit_annotator(project: AnnotationProject, username: str | None = Non
 
 def blind_audit(*, project: AnnotationProject, username: str | None = None) -> dict:
     """Run every attack as one annotator of ``project`` and return ``{"annotator", "attacks"}``,
-    each attack ``{"name", "hits", "trials", "chance", "p_value"}``. Nothing it does is kept."""
+    each attack ``{"name", "hits", "trials", "chance", "p_value", "beats_chance"}``. Nothing it does is kept."""
     user = blind_audit_annotator(project, username)
     quiet = logging.getLogger("django.request")  # the attacker's refused reads are expected 404s
     level, quiet.level = quiet.level, logging.ERROR
@@ -300,4 +335,5 @@ def _run(project: AnnotationProject, user) -> dict:
             attacks += [Attack.scored("schedule", []), Attack.scored("style", [])]
         attacks += list(_label_attacks(view, held, project))
         transaction.set_rollback(True)
-    return {"project": project.name, "annotator": user.get_username(), "attacks": [asdict(a) for a in attacks]}
+    return {"project": project.name, "annotator": user.get_username(), "attacks": [
+        asdict(a) | {"beats_chance": bool(a.trials) and a.p_value < ALPHA} for a in attacks]}

@@ -6,11 +6,9 @@ from django.shortcuts import render
 
 from core.http import refuse
 
-from ..blind_audit import blind_audit
+from ..blind_audit import ALPHA, blind_audit
 from ..models import ProjectMembership, Role
 from .access import project_for
-
-ALPHA = 0.01  # an attack beats chance below this p-value (the test suite's threshold)
 
 
 @login_required
@@ -29,7 +27,5 @@ def audit(request, project_id: int):
         except ValueError as exc:
             page["error"], status = str(exc), 400
         else:
-            for attack in report["attacks"]:
-                attack["beats_chance"] = bool(attack["trials"]) and attack["p_value"] < ALPHA
             page["report"] = report
     return render(request, "annotation/blind_audit.html", page, status=status)

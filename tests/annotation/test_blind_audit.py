@@ -22,6 +22,7 @@ from tests.factories import ReportFactory, SystemFactory, TaskFactory
 pytestmark = pytest.mark.django_db
 
 SECRET = 2**61 + 987654321  # a seed as ``secret_seed`` draws it, fixed so the test is deterministic
+TASK_IDS = 9_100_000  # far above the sequence's ids in a test database
 WORDS = ["retrieval", "graph", "agent", "benchmark", "survey", "citation", "taxonomy", "language", "model",
          "dataset", "evaluation", "reasoning", "planning", "memory", "tool", "search", "summary", "vision"]
 
@@ -37,7 +38,9 @@ def _styled_pairwise(owner, users, *, n_tasks=5, n_systems=5, name="styled") -> 
     systems = [SystemFactory(name=f"system-{n}") for n in range(n_systems)]
     tasks = []
     for t in range(n_tasks + 2):  # two more tasks outside the project: other reports of the same systems
-        task = TaskFactory(protocol="surveylens")
+        # Fixed ids: a task's schedule is seeded by the project's seed and the task's id, so
+        # with ids from the database's sequence each run of the suite audits another schedule.
+        task = TaskFactory(protocol="surveylens", pk=TASK_IDS + t)
         for s, system in enumerate(systems):
             ReportFactory(task=task, system=system, text=_styled_text(s, t))
         tasks.append(task)
@@ -63,7 +66,7 @@ def test_no_attack_beats_chance_on_a_seeded_blind_pairwise_project(monkeypatch):
     assert attacks["schedule"]["trials"] == 25 and attacks["style"]["trials"] == 25  # one guess per report
     assert attacks["schedule"]["chance"] == pytest.approx(0.2)
     for attack in attacks.values():
-        assert attack["p_value"] >= 0.01, attack
+        assert not attack["beats_chance"], attack
     assert not Label.objects.exists() and not project.assignments.exists()  # the audit keeps nothing
 
 
@@ -74,8 +77,8 @@ def test_the_schedule_attack_beats_chance_when_the_seed_is_constant(monkeypatch)
     project = _styled_pairwise(owner, [author])
     attacks = _attacks(blind_audit(project=project))
     print(attacks)
-    assert attacks["schedule"]["p_value"] < 0.01 and attacks["schedule"]["hits"] == attacks["schedule"]["trials"]
-    assert attacks["style"]["p_value"] >= 0.01  # every report of the compared systems stays unattributed
+    assert attacks["schedule"]["beats_chance"] and attacks["schedule"]["hits"] == attacks["schedule"]["trials"]
+    assert not attacks["style"]["beats_chance"]  # every report of the compared systems stays unattributed
 
 
 def test_the_style_attack_beats_chance_when_reports_are_listed_with_their_systems(monkeypatch):
@@ -87,7 +90,7 @@ def test_the_style_attack_beats_chance_when_reports_are_listed_with_their_system
     project = _styled_pairwise(owner, [author])
     attacks = _attacks(blind_audit(project=project))
     print(attacks)
-    assert attacks["style"]["p_value"] < 0.01 and attacks["schedule"]["p_value"] >= 0.01
+    assert attacks["style"]["beats_chance"] and not attacks["schedule"]["beats_chance"]
 
 
 def test_no_attack_beats_chance_on_a_blind_agreement_project(monkeypatch):
@@ -99,7 +102,7 @@ def test_no_attack_beats_chance_on_a_blind_agreement_project(monkeypatch):
     print(attacks)
     assert attacks["verdict"]["trials"] == 24 and attacks["timing"]["trials"] >= 10
     for attack in attacks.values():
-        assert attack["p_value"] >= 0.01, attack
+        assert not attack["beats_chance"], attack
     assert not Label.objects.exists()
 
 
@@ -110,7 +113,7 @@ def test_the_verdict_attack_beats_chance_when_label_answers_carry_judge_correct(
     project = agreement_project(owner, [alice], labels=["correct", "omitted", "incorrect"] * 8, reveal="close")
     attacks = _attacks(blind_audit(project=project))
     print(attacks)
-    assert attacks["verdict"]["p_value"] < 0.01
+    assert attacks["verdict"]["beats_chance"]
 
 
 def test_the_curator_page_runs_the_audit_and_annotators_cannot(client, monkeypatch):

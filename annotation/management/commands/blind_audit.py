@@ -33,7 +33,7 @@ class Command(BaseCommand):
         self.stdout.write(f"blind audit of {report['project']!r}, as annotator {report['annotator']!r}"
                           f"{'' if row.blind else ' (this project is not blind)'}")
         for attack in report["attacks"]:
-            verdict = "BEATS CHANCE" if attack["trials"] and attack["p_value"] < 0.01 else "at chance"
+            verdict = "BEATS CHANCE" if attack["beats_chance"] else "at chance"
             self.stdout.write(f"  {attack['name']:9s} {attack['hits']:4d}/{attack['trials']:<4d} hits,"
                               f" chance {attack['chance']:.3f}, p = {attack['p_value']:.3g}  {verdict}")
 
