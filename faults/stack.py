@@ -30,10 +30,12 @@ class Stack:
         self.workers: dict[str, subprocess.Popen] = {}
         self.web: Gunicorn | None = None
         self.seeded: dict[str, dict] = {}  # what the scenarios seeded, by name
+        queue = f"faults-{name}-{secrets.token_hex(4)}"
+        self.queues = f"{queue},{queue}-exports"  # faults.settings: this run's default and exports queues
         self.env = dict(
             os.environ,
             DJANGO_SETTINGS_MODULE="faults.settings",
-            FAULTS_QUEUE=f"faults-{name}-{secrets.token_hex(4)}",
+            FAULTS_QUEUE=queue,
             DEBUG="0",
             SECRET_KEY=secrets.token_urlsafe(50),
             ALLOWED_HOSTS="127.0.0.1,testserver",
@@ -79,8 +81,8 @@ class Stack:
                 resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
 
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues=celery,exports", "--pool=threads", "--concurrency=2",
-             f"--hostname={hostname}", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
+            [sys.executable, "-m", "celery", "-A", "config", "worker", f"--queues={self.queues}", "--pool=threads",
+             "--concurrency=2", f"--hostname={hostname}", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
             cwd=ROOT, env=self.env, start_new_session=True, preexec_fn=limit,
             stdout=subprocess.DEVNULL if file_size_limit else log.open("ab"), stderr=subprocess.STDOUT,
         )
