@@ -13,8 +13,11 @@ of comparing ``project.kind``.
 from __future__ import annotations
 
 import abc
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
+
+from benchmark.models import Report
 
 from ..models import AnnotationProject
 
@@ -121,6 +124,19 @@ class AnnotationKind(abc.ABC):
     @abc.abstractmethod
     def statistics(self, project: dict) -> dict | None:
         """The kind's own figures beside the shared inter-annotator ones (None: none)."""
+
+
+def reports_by_task(project: AnnotationProject, task_ids: Sequence[int], *, order: Sequence[str]) -> dict[int, list[int]]:
+    """Each task's report ids in ``order``: the reports of the project's systems (none chosen:
+    every system's), which the report kinds' items point at."""
+    reports = Report.objects.filter(task__in=task_ids).order_by(*order)
+    system_ids = list(project.systems.values_list("pk", flat=True))
+    if system_ids:
+        reports = reports.filter(system__in=system_ids)
+    by_task: dict[int, list[int]] = defaultdict(list)
+    for report_id, task_id in reports.values_list("pk", "task_id"):
+        by_task[task_id].append(report_id)
+    return by_task
 
 
 def _hashable(key: Any) -> Any:

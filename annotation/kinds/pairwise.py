@@ -5,16 +5,13 @@ value ``{choice: left|right|tie, dimensions: {name: choice}, reason, seconds_tak
 left_report_id, right_report_id}`` (positions as shown to the annotator).
 """
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-from benchmark.models import Report
 
 from ..models import AnnotationProject, ReportPair, TargetKind
 from ..services.adaptive_pairs import adaptive_pairs_fill
 from ..services.schedule import pair_schedule
-from .base import AnnotationKind, choice, only, text
+from .base import AnnotationKind, choice, only, reports_by_task, text
 
 PAIRWISE_CHOICES = ("left", "right", "tie")
 PAIRWISE_DIMENSIONS = ("organization", "coverage", "synthesis", "citations")
@@ -55,13 +52,7 @@ def preference_outcome(choice: str, left: int, right: int, *, order: Mapping[int
 
 def pair_targets(project: AnnotationProject, task_ids: Sequence[int]) -> list[tuple[str, int, int, None]]:
     """Schedule and store the double round-robin pairs of each task's reports (new pairs only)."""
-    reports = Report.objects.filter(task__in=task_ids).order_by("task", "system__name", "system__version", "pk")
-    system_ids = list(project.systems.values_list("pk", flat=True))
-    if system_ids:
-        reports = reports.filter(system__in=system_ids)
-    by_task: dict[int, list[int]] = defaultdict(list)
-    for report_id, task_id in reports.values_list("pk", "task_id"):
-        by_task[task_id].append(report_id)
+    by_task = reports_by_task(project, task_ids, order=("task", "system__name", "system__version", "pk"))
     existing = set(ReportPair.objects.filter(project=project).values_list("report_left", "report_right"))
     # ``pair_schedule``: the one order of positions, which the blind audit's attacker rebuilds too.
     scheduled = [

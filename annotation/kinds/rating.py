@@ -18,10 +18,10 @@ from typing import Any
 
 from django.db.models import Q
 
-from benchmark.models import Report, ReviewStatus, RubricCriterion, Task
+from benchmark.models import ReviewStatus, RubricCriterion, Task
 
 from ..models import AnnotationProject, TargetKind
-from .base import AnnotationKind, only, text
+from .base import AnnotationKind, only, reports_by_task, text
 
 DEFAULT_SCALE = {"min": 1, "max": 5}
 SCALE_LIMITS = (0, 100)  # the widest scale a project may declare (SciSage's 0–100 rubrics)
@@ -132,13 +132,7 @@ class Rating(AnnotationKind):
         """One item per report of the tasks (of the project's systems, empty: all), each task's
         reports in an order drawn from the project's secret seed (by system name, the order
         would tell which system wrote the next report)."""
-        reports = Report.objects.filter(task__in=task_ids).order_by("task", "pk")
-        system_ids = list(project.systems.values_list("pk", flat=True))
-        if system_ids:
-            reports = reports.filter(system__in=system_ids)
-        by_task: dict[int, list[int]] = defaultdict(list)
-        for report_id, task_id in reports.values_list("pk", "task_id"):
-            by_task[task_id].append(report_id)
+        by_task = reports_by_task(project, task_ids, order=("task", "pk"))
         out = []
         for task_id, report_ids in sorted(by_task.items()):
             if not task_criteria(project, task_id):

@@ -10,15 +10,7 @@
   "use strict";
 
   // A refused decision (409 stale or settled, 422 invalid) comes back as the row with its message
-  // and the expert's input: swap it. Other errors are not swapped; the status line says them.
-  htmx.config.responseHandling = [
-    { code: "204", swap: false },
-    { code: "[23]..", swap: true },
-    { code: "409|422", swap: true },
-    { code: "[45]..", swap: false, error: true },
-    { code: "...", swap: false },
-  ];
-  htmx.config.defaultSettleDelay = 0;
+  // and the expert's input, swapped (htmx_forms.js, loaded before this).
 
   const TEXT_TYPES = /^(text|search|number|email|url|tel|password|date)$/;
   let current = null;  // the current row's id

@@ -8,20 +8,7 @@
 (function () {
   "use strict";
 
-  // 422 (invalid input) and 409 (conflict) come back as the form with its message and the
-  // entered values: swap them. Other errors are not swapped, so the input stays on screen.
-  htmx.config.responseHandling = [
-    { code: "204", swap: false },
-    { code: "[23]..", swap: true },
-    { code: "409|422", swap: true },
-    { code: "[45]..", swap: false, error: true },
-    { code: "...", swap: false },
-  ];
-
-  // Settle at once: the workspace animates nothing on settle, and htmx wires a swapped panel
-  // (its forms, its hx- attributes) only when it settles; a key pressed in between would meet a
-  // panel that does not answer yet.
-  htmx.config.defaultSettleDelay = 0;
+  // How htmx swaps 409/422 answers and settles: htmx_forms.js (loaded before this).
 
   const TEXT_TYPES = /^(text|search|number|email|url|tel|password|date)$/;
   const starts = new Map(); // client_token -> performance.now() when its form first appeared
