@@ -9,7 +9,8 @@ not exist, as the project pages do.
 
 CSV: one row per label (per gold label, per audit row in their own files) with the flat
 columns below; values that are JSON (a label's value, before/after) stay JSON text in one
-column. Cells are written by ``benchmark.spreadsheet.csv_writer``: formula-like text is
+column. A one-project export's labels also have a column per field of the value its kind lists
+(``value_choice``, ``value_label``…). Cells are written by ``benchmark.spreadsheet.csv_writer``: formula-like text is
 prefixed with ``'`` so a spreadsheet shows it as text instead of running it as a formula.
 """
 
@@ -33,6 +34,7 @@ from core.models import AuditLog
 from .blind import (blind_items, label_value_shown, status_shown, target_id_shown, visible_gold_labels,
                     visible_labels)
 from .comments.models import ItemComment
+from .kinds import kind_of
 from .models import AnnotationProject, GoldLabel, Label, Role
 from .selectors.projects import project_role
 from .services.audit import audit_kind
@@ -60,10 +62,11 @@ class AnnotationScope:
     gold_labels: QuerySet[GoldLabel]
     audit_events: QuerySet[AuditLog] | None  # None: not theirs to see
     comments: QuerySet[ItemComment] | None = None  # the discussion of the items they may read
+    every_project: bool = False  # asked for every project (however many there are), not for one
 
     @property
     def name(self) -> str:
-        return "all projects" if len(self.projects) != 1 else self.projects[0].name
+        return "all projects" if self.every_project else self.projects[0].name
 
 
 def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
@@ -80,7 +83,7 @@ def annotation_export_scope(*, user, project_id: int | None) -> AnnotationScope:
                 design_shown=ExpressionWrapper(~Q(item__in=blind), output_field=BooleanField())),
             GoldLabel.objects.exclude(item__in=blind),
             AuditLog.objects.filter(project_id__isnull=False).exclude(project_id__in=blind.values("project")),
-            ItemComment.objects.exclude(item__in=blind),
+            ItemComment.objects.exclude(item__in=blind), every_project=True,
         )
     project = AnnotationProject.objects.filter(pk=project_id).first()
     role = project_role(project=project, user=user) if project else None
@@ -188,7 +191,7 @@ def _json(value: Any) -> str:
 
 def csv_value(column: str, value: Any) -> Any:
     """One CSV cell's value: JSON columns as JSON text (``csv_writer`` defuses formula-like text)."""
-    return _json(value) if column in JSON_COLUMNS else value
+    return _json(value) if column in JSON_COLUMNS or isinstance(value, (dict, list)) else value
 
 
 class _Lines:
@@ -215,6 +218,21 @@ class _Lines:
         self.buffer.truncate()
 
 
+def _with_value_columns(project: AnnotationProject, columns: tuple[str, ...], rows: Callable):
+    """One project's labels also spread the value's fields its kind lists (``export_columns``) into
+    columns of their own, ``value_<field>``, read from the value as shown (blind mode's hidden
+    fields stay empty): a spreadsheet can sort and filter on them. Several projects mix kinds, so
+    their export keeps the value as JSON alone."""
+    fields = kind_of(project).export_columns
+
+    def spread(queryset: QuerySet) -> Iterator[dict]:
+        for row in rows(queryset):
+            value = row["value"] if isinstance(row["value"], dict) else {}
+            yield row | {f"value_{field}": value.get(field) for field in fields}
+
+    return columns + tuple(f"value_{field}" for field in fields), spread
+
+
 FILES = (("labels", LABEL_COLUMNS, label_rows, "labels"), ("gold_labels", GOLD_COLUMNS, gold_rows, "gold_labels"),
          ("audit_events", AUDIT_COLUMNS, audit_rows, "audit_events"),
          ("comments", COMMENT_COLUMNS, comment_rows, "comments"))
@@ -231,6 +249,8 @@ def write_annotations(
     for name, columns, rows, attribute in FILES:
         queryset = getattr(scope, attribute)
         if queryset is not None:
+            if name == "labels" and not scope.every_project:
+                columns, rows = _with_value_columns(scope.projects[0], columns, rows)
             sources.append((name, columns, rows, queryset))
     total = sum(queryset.count() for *_, queryset in sources)
     done, counts = 0, {}

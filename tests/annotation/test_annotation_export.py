@@ -62,7 +62,8 @@ def test_a_curator_gets_every_label_gold_label_and_audit_row_as_csv(world):
     labels = csv_rows(files["labels.csv"])
     stored = list(Label.objects.filter(project=project).order_by("created_at", "pk"))
     assert len(labels) == len(stored) == 3
-    assert tuple(files["labels.csv"].splitlines()[0].split(",")) == LABEL_COLUMNS
+    assert tuple(files["labels.csv"].splitlines()[0].split(",")) == LABEL_COLUMNS + tuple(
+        f"value_{field}" for field in ("decision", "reason", "note", "edits"))  # the verify kind's fields
     for row, label in zip(labels, stored):
         assert int(row["label_id"]) == label.pk and row["annotator"] == label.annotator.username
         assert json.loads(row["value"]) == label.value  # JSON stays JSON in one column
