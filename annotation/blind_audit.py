@@ -46,6 +46,7 @@ from django.urls import reverse
 from benchmark.models import Report, System
 from scoring.models import Verdict
 
+from .kinds import kind_of
 from .models import AnnotationItem, AnnotationProject, ProjectMembership, ReportPair, Role, TargetKind
 from .services.schedule import pair_schedule
 
@@ -253,7 +254,7 @@ def _judge_guess(*, own: str, labels: list[str], seen: list[dict], judge: dict |
 
 def _label_attacks(view: _AnnotatorView, held: list[dict], project: AnnotationProject) -> tuple[Attack, Attack]:
     """``verdict`` and ``timing``: label every held agreement item at random and read the answers."""
-    if project.kind != AnnotationProject.Kind.AGREEMENT:
+    if "verdict" not in kind_of(project).blind_attacks:
         return Attack.scored("verdict", []), Attack.scored("timing", [])
     rng = random.Random(0)  # the attacker's own coin: nothing of the project's
     verdicts = dict(Verdict.objects.filter(pk__in=AnnotationItem.objects.filter(
@@ -327,7 +328,7 @@ def _run(project: AnnotationProject, user) -> dict:
         items = view.pages(reverse("api:project-items", kwargs={"pk": project.pk}), {"ordering": "position"},
                            limit=MAX_ITEMS)
         attacks = []
-        if project.kind == AnnotationProject.Kind.PAIRWISE:
+        if "schedule" in kind_of(project).blind_attacks:
             sides = _observed_sides(view, project, items)
             truth, systems = _truth(project)
             attacks += [_schedule_attack(sides, truth, systems, project), _style_attack(view, sides, truth, systems)]

@@ -123,11 +123,9 @@ def _task(item) -> str | None:
 
 
 def design_of(project: AnnotationProject) -> str:
-    """How the project chose its items: the sampling design (agreement projects on verdicts) or the
-    pair choice (pairwise), else empty."""
-    if project.kind == AnnotationProject.Kind.PAIRWISE:
-        return project.pair_choice
-    return project.sampling or ""
+    """How the project chose its items: the field its kind names (``design_field``: the sampling
+    design of agreement projects on verdicts, the pair choice of pairwise ones), else empty."""
+    return getattr(project, kind_of(project).design_field) or ""
 
 
 def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:

@@ -11,6 +11,7 @@ from django import forms
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import URLField
 from django.forms.models import fields_for_model
+from django.utils.module_loading import import_string
 
 from benchmark.models import BibEntry, GoldReference
 from core.bounded import BoundedIntegerField, IdChoiceField, bounded_formfield
@@ -19,10 +20,8 @@ from core.converters import MAX_ID
 from .kinds import kind_of
 from .kinds.pairwise import CHOICE_LABELS  # the words of each kind's values live with the kind
 from .kinds.verify import DECISION_LABELS, REASON_LABELS
-from .models import VERIFY_TARGETS, AnnotationProject, TargetKind
+from .models import VERIFY_TARGETS, TargetKind
 from .services.additions import ADD_FIELDS, BIB_FIELDS
-
-Kind = AnnotationProject.Kind
 
 
 def _humanize(value: str) -> str:
@@ -251,14 +250,10 @@ class RatingForm(LabelForm):
         return {"scores": scores, "rationale": data["rationale"]}
 
 
-LABEL_FORMS: dict[str, type[LabelForm]] = {
-    Kind.VERIFY: VerifyForm, Kind.PAIRWISE: PairwiseForm, Kind.AGREEMENT: AgreementForm, Kind.RATING: RatingForm,
-}
-
-
 def label_form_for(context: dict, data=None) -> LabelForm:
-    """The label form for an item context (``item_context_for``), bound to ``data`` when given."""
-    form_class = LABEL_FORMS[context["project"]["kind"]]
+    """The label form for an item context (``item_context_for``), bound to ``data`` when given:
+    the one the project's kind names (``AnnotationKind.label_form``)."""
+    form_class = import_string(kind_of(context["project"]).label_form)
     initial = {"client_token": LabelForm.new_token()}
     return form_class(data, initial=initial, project=context["project"], target=context["target"])
 

@@ -17,6 +17,7 @@ design (the weights are normalised, so the common factor "share labelled" cancel
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from scoring.metrics.sampling import poisson_sample, stratified_sample, uncertai
 from scoring.models import Verdict
 
 from ..models import AnnotationProject
+
+if TYPE_CHECKING:  # the agreement kind imports this module (``calibration_sample``)
+    from ..kinds.base import AnnotationKind
 
 Sampling = AnnotationProject.Sampling
 RANDOM_DESIGNS = (Sampling.UNIFORM, Sampling.STRATIFIED, Sampling.ADAPTIVE)
@@ -114,8 +118,9 @@ def verdict_strata(verdict_ids: list[int]) -> dict[int, tuple]:
     return out
 
 
-def sampling_check(*, kind: str, sampling: str, sample_size: int | None) -> None:
-    """A project's sampling arguments, each refusal naming its field."""
+def sampling_check(*, kind: AnnotationKind, sampling: str, sample_size: int | None) -> None:
+    """A project's sampling arguments, each refusal naming its field: only a kind that samples
+    (``sampling`` among its ``create_fields``: agreement) takes a random design."""
     if sampling not in Sampling.values or sampling == Sampling.CHOSEN:
         allowed = [s for s in Sampling.values if s != Sampling.CHOSEN]
         raise ValueError(f"sampling: {sampling!r} is not one of {', '.join(allowed)}")
@@ -123,7 +128,7 @@ def sampling_check(*, kind: str, sampling: str, sample_size: int | None) -> None
         if sample_size is not None:
             raise ValueError("sample_size: only a sampled project (uniform, stratified, adaptive) takes a size")
         return
-    if kind != AnnotationProject.Kind.AGREEMENT:
+    if "sampling" not in kind.create_fields:
         raise ValueError("sampling: only agreement projects sample verdicts")
     if not isinstance(sample_size, int) or isinstance(sample_size, bool) or sample_size < 1:
         raise ValueError("sample_size: give the number of verdicts to label (at least 1)")

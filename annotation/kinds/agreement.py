@@ -60,6 +60,11 @@ class Agreement(AnnotationKind):
     dashboard_sections = ("progress", "inter_annotator", "judge_agreement", "calibration")
     shows_after_label = True  # the judge's verdict, which is what the study audits
     export_columns = ("label", "judge_correct", "correction", "note")
+    label_form = "annotation.forms.AgreementForm"
+    panel_view = "annotation.views.display.agreement_view"
+    blind_hides = "others' labels, the judge's verdict and which report and system each item is about"
+    adjudicated_when = "the labels disagree (with each other or with the judge)"
+    blind_attacks = ("verdict", "timing")  # they read the answers to labels of verdicts
 
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:
         return {"label": sorted(set(judge_labels))}

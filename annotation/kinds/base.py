@@ -4,10 +4,12 @@ label's value that kinds share.
 A kind says, in one module of ``annotation.kinds``: what its items point at and how they are
 made; what a label's value may hold and how it is cleaned; what two labels must share to agree
 and when a complete item goes to adjudication; what its items' judge label is; what completing
-an item does; which templates show its form and panel; which value fields blind mode hides and
-why a blind label stays final; which dashboard sections and export columns it has; and its own
-statistics. The loop, the services, the views and the API ask the kind (``kind_of``) instead
-of comparing ``project.kind``.
+an item does; which form, panel view and templates show it (the workspace panel, the adjudication
+queue's target, the keyboard help) and the sentences the shared pages say of it; which value
+fields blind mode hides, why a blind label stays final and which blind-audit attacks read its
+items; which dashboard sections and export columns it has; and its own statistics. The loop,
+the services, the views, the API and the templates (the ``kind_of`` filter of
+``annotation.templatetags.kinds``) ask the kind instead of comparing ``project.kind``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ ATTRIBUTES = (
     "name", "main_field", "target_kinds", "default_overlap", "min_overlap", "default_reveal", "key_fields",
     "blind_fields", "undo_refused", "shows_after_label", "dashboard_sections", "export_columns",
     "applies_to_benchmark", "value_fields", "create_fields", "settings_fields", "item_template",
+    "adjudication_template", "help_template", "label_form", "panel_view", "blind_hides", "hidden_until_close",
+    "adjudicated_when", "label_reason_shown", "gold_reasons", "blind_attacks", "design_field",
 )
 METHODS = (
     "label_set_defaults", "settings_clean", "targets", "value_clean", "consensus_key", "judge_label",
@@ -56,12 +60,42 @@ class AnnotationKind(abc.ABC):
     create_fields: ClassVar[tuple[str, ...]] = ()  # ``project_create``'s arguments only this kind reads
     shows_after_label: ClassVar[bool] = False  # the panel stays on the item after a label (to show what it hid)
     settings_fields: ClassVar[tuple[str, ...]] = ()  # the project's fields only this kind reads (audited)
+    # The label form and the panel view live above the kinds (``annotation.forms``, ``annotation.views``),
+    # which a kind may not import: it names them, and ``label_form_for`` / ``kind_view`` import them.
+    label_form: ClassVar[str]  # dotted path of its ``annotation.forms.LabelForm`` subclass
+    panel_view: ClassVar[str]  # dotted path of ``(item context, task) -> what the panel shows``
+    # Sentences of the shared pages (``templates/annotation``), completed by the kind:
+    # "Blind: {blind_hides} are revealed to an annotator …" (``_reveal.html``)
+    blind_hides: ClassVar[str] = "others' labels and which report and system each item is about"
+    # "{hidden_until_close} stay hidden until the study closes." (``_labels.html``)
+    hidden_until_close: ClassVar[str] = "Other labels"
+    # "N items where {adjudicated_when}." (``adjudication.html``)
+    adjudicated_when: ClassVar[str] = "the labels disagree"
+    # The adjudication queue shows a label's ``reason`` under its summary (when the summary leaves it out).
+    label_reason_shown: ClassVar[bool] = False
+    # A curator's own gold value names a reason (one of the label set's ``reason`` values).
+    gold_reasons: ClassVar[bool] = False
+    # The attacks of ``annotation.blind_audit`` that read this kind's items; the others have no trials.
+    blind_attacks: ClassVar[tuple[str, ...]] = ()
+    # The project field saying how its items were chosen (the exports' ``design``).
+    design_field: ClassVar[str] = "sampling"
 
     @property
     def item_template(self) -> str:
         """The workspace's panel of an item: what it shows of the target, the label form, and
         after the label what the item revealed (``templates/annotation/kinds/<kind>/item.html``)."""
         return f"annotation/kinds/{self.name}/item.html"
+
+    @property
+    def adjudication_template(self) -> str:
+        """What the adjudication queue shows of an item's target above its labels
+        (``templates/annotation/kinds/<kind>/adjudication.html``; ``row`` in its context)."""
+        return f"annotation/kinds/{self.name}/adjudication.html"
+
+    @property
+    def help_template(self) -> str:
+        """The kind's section of the workspace's keyboard help (``templates/annotation/kinds/<kind>/help.html``)."""
+        return f"annotation/kinds/{self.name}/help.html"
 
     @abc.abstractmethod
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:

@@ -83,6 +83,13 @@ class Pairwise(AnnotationKind):
     dashboard_sections = ("progress", "inter_annotator", "human_ranking", "position_bias")
     settings_fields = ("pair_choice", "uniform_share", "pairs_budget")
     export_columns = ("choice", "dimensions", "reason", "seconds_taken", "left_report_id", "right_report_id")
+    label_form = "annotation.forms.PairwiseForm"
+    panel_view = "annotation.views.display.pairwise_view"
+    blind_hides = "others' labels and which systems wrote the reports"
+    hidden_until_close = "Other labels and the systems"
+    label_reason_shown = True  # the annotator's own words; the summary names only the choice
+    blind_attacks = ("schedule", "style")  # they read the sides of report pairs
+    design_field = "pair_choice"
 
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:
         return {"choice": list(PAIRWISE_CHOICES)}

@@ -117,6 +117,8 @@ class Rating(AnnotationKind):
     dashboard_sections = ("progress", "inter_annotator", "rating")
     settings_fields = ("criteria", "scale")
     export_columns = ("scores", "rationale")
+    label_form = "annotation.forms.RatingForm"
+    panel_view = "annotation.views.display.rating_view"
 
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:
         return {}  # scores are numbers on the scale, not labels of a set

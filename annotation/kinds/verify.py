@@ -69,6 +69,10 @@ class Verify(AnnotationKind):
     dashboard_sections = ("progress", "inter_annotator")
     export_columns = ("decision", "reason", "note", "edits")
     applies_to_benchmark = True
+    label_form = "annotation.forms.VerifyForm"
+    panel_view = "annotation.views.display.verify_view"
+    adjudicated_when = "the labels disagree, or an agreed decision could not be applied"
+    gold_reasons = True  # a rejected proposal's reason
 
     def label_set_defaults(self, *, judge_labels: Sequence[str] = ()) -> dict:
         return {"decision": list(VERIFY_DECISIONS), "reason": list(VERIFY_REASONS)}

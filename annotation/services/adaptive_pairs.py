@@ -35,9 +35,12 @@ commit that recorded preferences of the project (``annotation.hooks``: the
 labelling with it.
 """
 
+from __future__ import annotations
+
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 from django.db import transaction
@@ -50,6 +53,9 @@ from scoring.metrics.preference_design import bradley_terry_laplace, choose_pair
 from ..models import AnnotationItem, AnnotationProject, PairwisePreference, ProjectMembership, ReportPair, Role
 from ..models import TargetKind
 from .audit import audit_record
+
+if TYPE_CHECKING:  # the kinds import this module (pairwise's adaptive fill); it only reads what they say
+    from ..kinds.base import AnnotationKind
 
 PairChoice = AnnotationProject.PairChoice
 # Open items kept ahead of the annotators: two per annotator (the item held and the one the
@@ -191,17 +197,20 @@ def _pending(project: AnnotationProject, pool: _Pool) -> list[tuple[int, int]]:
     return found
 
 
-def pair_design_clean(*, kind: str, pair_choice: str | None, uniform_share, pairs_budget) -> dict:
-    """How a pairwise project chooses its pairs, checked; other kinds keep the defaults."""
+def pair_design_clean(*, kind: AnnotationKind, pair_choice: str | None, uniform_share, pairs_budget) -> dict:
+    """How a project of a kind that chooses pairs (``pair_choice`` among its ``create_fields``:
+    pairwise) chooses them, checked; other kinds keep the defaults, so only such a project is
+    ever adaptive."""
+    chooses_pairs = "pair_choice" in kind.create_fields
     pair_choice = pair_choice or PairChoice.ROUND_ROBIN
     if pair_choice not in PairChoice.values:
         raise ValueError(f"pair_choice: {pair_choice!r} is not one of {', '.join(PairChoice.values)}")
     if pair_choice == PairChoice.ROUND_ROBIN:
-        if kind == AnnotationProject.Kind.PAIRWISE and pairs_budget is not None:
+        if chooses_pairs and pairs_budget is not None:
             raise ValueError("pairs_budget: only an adaptive project stops at a budget; the round-robin labels every"
                              " pair")
         return {}
-    if kind != AnnotationProject.Kind.PAIRWISE:
+    if not chooses_pairs:
         raise ValueError("pair_choice: only pairwise projects choose pairs")
     if isinstance(uniform_share, bool) or not isinstance(uniform_share, (int, float)) \
             or not 0 <= uniform_share <= 1:
@@ -217,7 +226,7 @@ def adaptive_design(*, project: AnnotationProject) -> dict | None:
     (``None`` for any other project): the budget, the pairs chosen so far, the uniform share and
     the sentence that says the design is unbalanced. Nothing in it depends on a label's content
     (the count of pairs is the count of items everyone sees)."""
-    if project.kind != AnnotationProject.Kind.PAIRWISE or project.pair_choice != PairChoice.ADAPTIVE:
+    if project.pair_choice != PairChoice.ADAPTIVE:  # only pairwise projects are (``pair_design_clean``)
         return None
     pool = _Pool(project)
     budget = project.pairs_budget if project.pairs_budget is not None else pool.size()
@@ -296,8 +305,7 @@ def adaptive_pairs_refill(*, project_ids: Iterable[int]) -> int:
     adaptive pairwise project (each in its own transaction, its row locked so two commits never
     add the same round twice). Returns how many items were added in all."""
     added = 0
-    adaptive = Q(kind=AnnotationProject.Kind.PAIRWISE, pair_choice=PairChoice.ADAPTIVE,
-                 status=AnnotationProject.Status.OPEN)
+    adaptive = Q(pair_choice=PairChoice.ADAPTIVE, status=AnnotationProject.Status.OPEN)  # pairwise only
     for project_id in sorted(AnnotationProject.objects.filter(adaptive, pk__in=set(project_ids))
                              .values_list("pk", flat=True)):
         with transaction.atomic():

@@ -201,8 +201,8 @@ def project_create(
     own = annotation_kind.settings_clean(fields={
         "item_kinds": item_kinds, "judge_config": judge_config, "dimensions": dimensions, "criteria": criteria,
         "scale": scale, "component": component})
-    sampling_check(kind=kind, sampling=sampling, sample_size=sample_size)
-    pair_design = pair_design_clean(kind=kind, pair_choice=pair_choice, uniform_share=uniform_share,
+    sampling_check(kind=annotation_kind, sampling=sampling, sample_size=sample_size)
+    pair_design = pair_design_clean(kind=annotation_kind, pair_choice=pair_choice, uniform_share=uniform_share,
                                     pairs_budget=pairs_budget)
     task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
     project = project_row_new(

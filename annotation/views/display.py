@@ -7,6 +7,7 @@ Everything written by users or systems that is shown as HTML goes through
 import re
 from dataclasses import dataclass, field
 
+from django.utils.module_loading import import_string
 from django.utils.safestring import SafeString, mark_safe
 
 from benchmark.parsing import parse_report
@@ -14,9 +15,8 @@ from benchmark.rendering import markdown_to_safe_html
 
 from ..kinds import kind_of
 from ..label_help import label_help
-from ..models import VERIFY_TARGETS, AnnotationProject, TargetKind
+from ..models import VERIFY_TARGETS, TargetKind
 
-Kind = AnnotationProject.Kind
 _LINKED_KINDS = ("numeric", "footnote", "author_year", "latex", "source_chip")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>])")
 _WORD = re.compile(r"[a-z0-9]{3,}")
@@ -250,7 +250,7 @@ def _judged_part(part: dict) -> dict:
     return {**part, "html": safe_markdown(part["text"])}
 
 
-def _pairwise_view(context: dict, task) -> dict:
+def pairwise_view(context: dict, task) -> dict:
     target = context["target"]
     sides = (("left", "A"), ("right", "B"))
     return {"sides": [
@@ -259,7 +259,7 @@ def _pairwise_view(context: dict, task) -> dict:
     ]}
 
 
-def _agreement_view(context: dict, task) -> dict:
+def agreement_view(context: dict, task) -> dict:
     target = context["target"]
     report = report_view(target["report_text"], anchor="ref-report")
     parts = [_judged_part(part) for part in (target.get("judged_input") or {}).get("parts", [])]
@@ -280,20 +280,16 @@ def _agreement_view(context: dict, task) -> dict:
     }
 
 
-def _rating_view(context: dict, task) -> dict:
+def rating_view(context: dict, task) -> dict:
     return {"report": report_view(context["target"]["text"], anchor="ref-report")}
 
 
-# What the item panel shows, per kind (``kind_view``).
-VIEWS = {Kind.VERIFY: lambda context, task: verify_view(context, task), Kind.PAIRWISE: _pairwise_view,
-         Kind.AGREEMENT: _agreement_view, Kind.RATING: _rating_view}
-
-
 def kind_view(context: dict, *, task=None) -> dict:
-    """What the item panel shows for the project's kind (``task``: the verify proposal's task)."""
+    """What the item panel shows, by the view the project's kind names (``AnnotationKind.panel_view``;
+    ``task``: the verify proposal's task)."""
     if context["target"].get("missing"):
         return {}
-    return VIEWS[context["project"]["kind"]](context, task)
+    return import_string(kind_of(context["project"]).panel_view)(context, task)
 
 
 def labels_view(context: dict) -> dict:

@@ -3,7 +3,9 @@
 import inspect
 
 import pytest
+from django.utils.module_loading import import_string
 
+from annotation.forms import LabelForm
 from annotation.kinds import KINDS, kind_of
 from annotation.kinds.base import ATTRIBUTES, METHODS, AnnotationKind
 from annotation.models import AnnotationProject, TargetKind
@@ -31,7 +33,14 @@ def test_kind_implements_every_part(name):
     assert kind.default_reveal in AnnotationProject.Reveal.values
     assert "{position}" in kind.undo_refused and "{when}" in kind.undo_refused  # the reveal policy (#37)
     assert kind.undo_refused.format(position=3, when="committing it showed you")
-    get_template(kind.item_template)  # its folder under templates/annotation/kinds/
+    for template in (kind.item_template, kind.adjudication_template, kind.help_template):
+        get_template(template)  # its folder under templates/annotation/kinds/
+    assert issubclass(import_string(kind.label_form), LabelForm)
+    assert callable(import_string(kind.panel_view))
+    assert set(kind.blind_attacks) <= {"schedule", "style", "verdict", "timing"}  # annotation.blind_audit's
+    AnnotationProject._meta.get_field(kind.design_field)
+    for sentence in (kind.blind_hides, kind.hidden_until_close, kind.adjudicated_when):
+        assert sentence and sentence == sentence.strip()
 
 
 def test_an_unknown_kind_is_a_value_error_naming_the_field():
