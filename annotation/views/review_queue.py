@@ -82,7 +82,8 @@ def _text_of(row) -> tuple[str, str, str, bool]:
 
 def _decide_url(kind: str, pk: int) -> str:
     # one reverse per kind and script prefix, not three per row: a page of fifty rows spent a fifth
-    # of its time there (``setdefault`` would still call ``reverse`` every time: it is looked up first)
+    # of its time there (``setdefault(kind, reverse(…))`` reversed on every call: its argument is
+    # evaluated before the lookup)
     key = (get_script_prefix(), kind)
     base = _DECIDE_URLS.get(key)
     if base is None:
@@ -106,7 +107,8 @@ def queue(request):
     task = _task_of(request)
     filters = QueueFilters.from_query(request.GET, task=task)
     after = request.GET.get("after", "")
-    context = {"filters": filters, "query": filters.as_query(), "reason_options": REASON_OPTIONS, "statuses": STATUSES}
+    context = {"filters": filters, "query": filters.as_query(), "reason_options": REASON_OPTIONS,
+               "statuses": STATUSES}
     if request.htmx and after.count(":") == 1:  # "load more": the rows after the last one shown
         kind, _, pk = after.partition(":")
         page = review_queue_after(filters=filters, kind=kind, pk=int(pk) if pk.isdigit() else 0)

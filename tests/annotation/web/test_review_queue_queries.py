@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from benchmark.models import ChecklistItem
+from benchmark.models import ChecklistItem, GoldReference
 from tests.annotation_factories import curator
 from tests.factories import (ChecklistGroupFactory, ChecklistItemFactory, GoldReferenceFactory, NuggetFactory,
                              RubricCriterionFactory, TaskFactory, TaskPromptFactory)
@@ -135,3 +135,12 @@ def test_each_kind_of_row_says_what_it_is_and_where_it_is_from(client, boss):
     across = client.get(reverse("annotation:review_queue"), {"kind": "rubric_criterion", "q": "Breadth"})
     row = across.content.decode()
     assert "discipline rubric · " in row and f'data-id="{discipline_rubric.pk}"' in row
+    # a decision's answer says the same: a criterion of no task (its task an outer join of the
+    # locked read) and a gold reference (its entry and task joined)
+    accepted = client.post(reverse("annotation:review_decide", args=["rubric_criterion", discipline_rubric.pk]),
+                           {"expected_version": 1, "decision": "accept"}, **HX).content.decode()
+    assert 'data-status="accepted"' in accepted and "discipline rubric · " in accepted
+    gold = GoldReference.objects.get(task=task)
+    accepted = client.post(reverse("annotation:review_decide", args=["gold_reference", gold.pk]),
+                           {"expected_version": 1, "decision": "accept"}, **HX).content.decode()
+    assert "A Study of Caches (2021)" in accepted and "task-rows · " in accepted
