@@ -1,14 +1,16 @@
 """The review queue's writes: one decision (``proposal_review_solo`` with the queue's rule that a
 rejection names its reason) and a bulk decision over selected proposals, each proposal in its own
-savepoint so that one stale or settled row is reported and never stalls the others."""
+transaction (a savepoint inside a caller's) so that one stale or settled row is reported and never
+stalls the others. Each returns the rows as the queue shows them (``selectors.review_queue.row_related``
+read with the row under its lock), so the view answers them without reading them again."""
 
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from benchmark.services.history import StaleEditError
 
+from ..selectors.review_queue import row_related
 from .solo_review import SoloReviewError, proposal_review_solo, review_reason
 
 WHERE = "the review queue"
@@ -19,7 +21,7 @@ BULK_LIMIT = 200  # one request decides at most this many: a page and a half of 
 class Outcome:
     kind: str
     pk: int
-    row: object | None = None  # the updated row when applied
+    row: object | None = None  # the updated row when applied, read with what its queue row shows
     error: str = ""
     task_curated: bool = False
 
@@ -29,13 +31,14 @@ def proposal_decide(*, kind: str, pk: int, decision: str, expected_version: int,
     """One decision of the queue (``proposal_review_solo``'s errors); a rejection needs a reason."""
     reason = review_reason(decision=decision, code=reason_code, text=reason_text, required=True)
     return proposal_review_solo(kind=kind, pk=pk, decision=decision, expected_version=expected_version,
-                                actor=actor, edits=edits, reason=reason, where=WHERE)
+                                actor=actor, edits=edits, reason=reason, where=WHERE, related=row_related(kind))
 
 
 def proposals_decide_bulk(*, items: list[tuple[str, int, int]], decision: str, actor, reason_code: str = "",
                           reason_text: str = "") -> list[Outcome]:
     """Accept or reject each ``(kind, pk, expected_version)``; each applied with its own audit row
-    in its own savepoint, the failures (settled meanwhile, stale, unknown) reported per row.
+    in its own transaction (``proposal_review_solo`` is atomic), the failures (settled meanwhile,
+    stale, unknown) reported per row.
 
     ``SoloReviewError`` before anything is written for a decision other than accept/reject, a
     rejection without a reason, or more than ``BULK_LIMIT`` rows."""
@@ -50,9 +53,9 @@ def proposals_decide_bulk(*, items: list[tuple[str, int, int]], decision: str, a
     for kind, pk, version in items:
         outcome = Outcome(kind=kind, pk=pk)
         try:
-            with transaction.atomic():
-                outcome.row = proposal_review_solo(kind=kind, pk=pk, decision=decision, expected_version=version,
-                                                   actor=actor, reason=reason, where=f"{WHERE} (bulk)")
+            outcome.row = proposal_review_solo(kind=kind, pk=pk, decision=decision, expected_version=version,
+                                               actor=actor, reason=reason, where=f"{WHERE} (bulk)",
+                                               related=row_related(kind))
         except (LookupError, SoloReviewError, StaleEditError, ValueError) as exc:
             outcome.error = str(exc)
         except ValidationError as exc:

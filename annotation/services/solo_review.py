@@ -10,8 +10,9 @@ is then based on an older version and goes to the adjudication queue as a confli
 from django.db import transaction
 
 from benchmark.models import SETTLED_STATUSES
-from benchmark.services.history import proposable_review
+from benchmark.services.history import proposable_edit, proposable_edits_save, review_changes
 from core.accounts import is_global_curator
+from core.audit_actions import AuditAction
 
 from ..models import VERIFY_TARGETS
 from ..loop.settle import task_curate_if_settled
@@ -41,14 +42,20 @@ def review_reason(*, decision: str, code: str, text: str, required: bool) -> dic
 @transaction.atomic
 def proposal_review_solo(*, kind: str, pk: int, decision: str, expected_version: int, actor,
                          edits: dict | None = None, note: str = "", reason: dict | None = None,
-                         where: str = "the task page"):
+                         where: str = "the task page", related: tuple[str, ...] = ()):
     """Accept, edit (``edits``: the changed fields) or reject one unsettled proposal; returns the
     updated row with ``task_curated`` telling whether its task became curated by it.
 
     ``reason`` (``review_reason``'s dict) is kept in the revision; ``where`` names the screen in
-    its note. ``PermissionError`` for anyone but a global curator; ``LookupError`` for an unknown row;
-    ``SoloReviewError`` for a settled proposal, an unknown decision or an edit without changes;
-    ``StaleEditError``/``ValidationError`` from ``proposable_review`` (nothing written)."""
+    its note; ``related``: relations read with the row (what the caller shows of it), so that the
+    row returned needs no query more. ``PermissionError`` for anyone but a global curator;
+    ``LookupError`` for an unknown row; ``SoloReviewError`` for a settled proposal, an unknown
+    decision or an edit without changes; ``StaleEditError``/``ValidationError`` from
+    ``proposable_edit`` (nothing written).
+
+    The row is read once, under its lock and with the path to its task: the settled check, the
+    version check and the write see the same row, and a decision costs the lock, the UPDATE, its
+    audit row and the task's curated check (``task_curate_if_settled``)."""
     if not is_global_curator(actor):
         raise PermissionError("only curators review proposals on the task page")
     if kind not in VERIFY_TARGETS:
@@ -56,19 +63,26 @@ def proposal_review_solo(*, kind: str, pk: int, decision: str, expected_version:
     if decision not in DECISION_STATUS:
         raise SoloReviewError(f"decision: {decision!r} is not one of {', '.join(DECISION_STATUS)}")
     model, task_path = VERIFY_TARGETS[kind]
-    row = model.objects.filter(pk=pk).first()
-    if row is None:
-        raise LookupError(f"no {kind.replace('_', ' ')} #{pk}")
+    *hops, task_field = task_path.split("__")
+    try:
+        row = model.objects.select_for_update(of=("self",)).select_related(*hops, *related).get(pk=pk)
+    except model.DoesNotExist:
+        raise LookupError(f"no {kind.replace('_', ' ')} #{pk}") from None
     if row.review_status in SETTLED_STATUSES:
         raise SoloReviewError(f"{kind.replace('_', ' ')} #{pk} is already {row.review_status}; "
                               "its history (admin or API) changes a settled decision")
     if decision == "edit" and not edits:
         raise SoloReviewError("edit: change at least one field, or accept it as it is")
-    task_id = model.objects.filter(pk=pk).values_list(task_path, flat=True).first()
-    updated = proposable_review(
-        obj=row, status=DECISION_STATUS[decision], expected_version=expected_version, actor=actor,
-        note=f"solo review on {where}{': ' + note.strip() if note.strip() else ''}",
-        edits=edits if decision == "edit" else None, reason=reason,
+    status = DECISION_STATUS[decision]
+    edit = proposable_edit(
+        current=row, changes=review_changes(status=status, edits=edits if decision == "edit" else None),
+        expected_version=expected_version, actor=actor, action=AuditAction(f"review.{status}"),
+        note=f"solo review on {where}{': ' + note.strip() if note.strip() else ''}", reason=reason,
     )
-    updated.task_curated = bool(task_id) and task_curate_if_settled(task_id=task_id, actor=actor, kind=kind)
-    return updated
+    proposable_edits_save([edit])  # under the row's lock: always still as read
+    holder = row
+    for hop in hops:
+        holder = getattr(holder, hop)
+    task_id = getattr(holder, f"{task_field}_id")
+    row.task_curated = bool(task_id) and task_curate_if_settled(task_id=task_id, actor=actor, kind=kind)
+    return row
