@@ -1,7 +1,8 @@
 """A curator settles a task's proposals alone, on the task page: the decision a verify project's
 agreeing reviewers would apply (``review_changes`` through ``proposable_edit``, its audit row in
 the same transaction), then the task is curated once every proposal is settled
-(``task_curate_if_settled``), as after a project's review. For a lab with one expert, where a verify project needs k ≥ 2 people.
+(``task_curate_if_settled``), as after a project's review. For a lab with one expert, where a
+verify project needs k ≥ 2 people.
 
 A proposal also open in a verify project keeps its item there; the reviewers' later decision
 is then based on an older version and goes to the adjudication queue as a conflict.
