@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.against import MIN_ROUNDS
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -90,19 +92,20 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smaller sizes for the FIGURES modules (web, memory)")
     parser.add_argument("--against", metavar="REV",
                         help="the web loops' rows of this tree and of REV in turns, as ratios this ÷ REV")
-    parser.add_argument("--rounds", type=int, default=3, help="with --against: runs of each side (at least 3)")
+    parser.add_argument("--rounds", type=int, default=MIN_ROUNDS,
+                        help=f"with --against: runs of each side (at least {MIN_ROUNDS})")
     args = parser.parse_args(argv)
     if args.against is not None:
         if args.only is not None and args.only not in "web_bench":
             parser.error(f"--against compares the web bench's rows only; --only {args.only} names another module")
-        if args.rounds < 3:
-            parser.error(f"--rounds {args.rounds}: --against needs at least 3 runs of each side")
-    elif args.rounds != 3:
+        if args.rounds < MIN_ROUNDS:
+            parser.error(f"--rounds {args.rounds}: --against needs at least {MIN_ROUNDS} runs of each side")
+    elif args.rounds != MIN_ROUNDS:
         parser.error("--rounds goes with --against")
     return args
 
 
-def against(args: argparse.Namespace) -> int:
+def run_against(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from bench import against as against_rev
@@ -116,7 +119,7 @@ def against(args: argparse.Namespace) -> int:
                                      database_url=os.environ.get("DATABASE_URL", ""),
                                      say=lambda line: print(line, flush=True))
     except against_rev.AgainstError as exc:
-        print(f"bench --against: {exc}", file=sys.stderr)
+        print(f"bench: {exc}", file=sys.stderr)
         return 2
     print(f"medians of {args.rounds} alternating runs per side, ms per labelled item ({args.against} = "
           f"{report['commit'][:12]})")
@@ -133,7 +136,7 @@ def main() -> int:
     args = arguments()
     sys.path.insert(0, str(ROOT))
     if args.against is not None:
-        return against(args)
+        return run_against(args)
     _bench_database()
     rows = []
     print(f"{'layer':<10} {'figure':<58} {'median s':>10} {'target s':>9} {'ratio':>7}")

@@ -151,7 +151,10 @@ def run_side(side: Side, load: dict, log: Path) -> dict[str, float]:
                 child.wait()
             raise
     errors = log.read_text()
-    answer = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    try:
+        answer = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    except json.JSONDecodeError:  # the side died before its answer: its stderr says why
+        answer = {}
     missing = answer.get("missing_module") or (m.group(1) if (m := MISSING_MODULE.search(errors)) else None)
     if missing:
         raise AgainstError(f"{side.name} ({side.tree}) cannot run with this interpreter ({sys.executable}): "

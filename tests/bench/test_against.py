@@ -221,7 +221,7 @@ def test_the_table_is_written_as_json(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(against, "compare", lambda rev, **kw: {
         "rev": rev, "commit": "c0ffee" * 6, "rounds": kw["rounds"], "load": kw["load"],
         "table": against.ratio_rows([{"f": 1.0}] * 3, [{"f": 2.0}] * 3), "runs": {}})
-    assert bench_main.against(arguments(["--against", "HEAD~3", "--quick"])) == 0
+    assert bench_main.run_against(arguments(["--against", "HEAD~3", "--quick"])) == 0
     out = capsys.readouterr().out
     assert "HEAD~3 = c0ffeec0ffee" in out and out.splitlines()[-2].split() == ["f", "1.00", "2.00", "0.50"]
     written = json.loads((tmp_path / "var" / "bench_against.json").read_text())
