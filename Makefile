@@ -41,8 +41,10 @@ test: install $(NODE_STAMP)
 	$(VENV)/bin/lint-imports  # the layers of pyproject.toml: an upward import fails the build
 	scripts/with-postgres.sh $(PY) -m pytest $(PYTEST_ARGS)
 
+# `make bench ARGS="--against 2bc7722"` passes options on to `python -m bench` (GNU make itself
+# rejects `make bench --against …`: it reads every dash-argument as one of its own options).
 bench: install
-	scripts/with-postgres.sh $(PY) -m bench
+	scripts/with-postgres.sh $(PY) -m bench $(ARGS)
 
 # The production topology on free local ports and the faults it must survive (faults/__init__.py);
 # it uses the machine's PostgreSQL, Redis and RabbitMQ when they answer, never restarts them.

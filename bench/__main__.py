@@ -10,6 +10,9 @@ A module may also define ``FIGURES = [(name, run)]`` for measurements that are n
 (percentiles, rates, counts, memory): ``run(quick=...)`` returns rows ``{"figure", "value",
 "target" (None: reported only), "unit", "better": "lower" | "higher"}``, printed in the same
 table. ``--quick`` asks those modules for a smaller size, for trying them out.
+
+``--against REV`` runs only the web bench's loop rows, for this tree and for REV in turns, and
+prints their ratios (``bench/against.py``); it writes ``var/bench_against.json``.
 """
 
 import argparse
@@ -21,6 +24,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from bench.against import MIN_ROUNDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,13 +85,58 @@ def ratio_of(value: float, target: float | None, better: str) -> float:
     return value / target
 
 
-def main() -> int:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="run only modules whose name contains this")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="smaller sizes for the FIGURES modules (web, memory)")
-    args = parser.parse_args()
+    parser.add_argument("--against", metavar="REV",
+                        help="the web loops' rows of this tree and of REV in turns, as ratios this ÷ REV")
+    parser.add_argument("--rounds", type=int, default=MIN_ROUNDS,
+                        help=f"with --against: runs of each side (at least {MIN_ROUNDS})")
+    args = parser.parse_args(argv)
+    if args.against is not None:
+        if args.only is not None and args.only not in "web_bench":
+            parser.error(f"--against compares the web bench's rows only; --only {args.only} names another module")
+        if args.rounds < MIN_ROUNDS:
+            parser.error(f"--rounds {args.rounds}: --against needs at least {MIN_ROUNDS} runs of each side")
+    elif args.rounds != MIN_ROUNDS:
+        parser.error("--rounds goes with --against")
+    return args
+
+
+def run_against(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from bench import against as against_rev
+    from bench.web_bench import QUICK, TEN_THOUSAND
+
+    load = QUICK if args.quick else TEN_THOUSAND
+    print(f"against {args.against}: the web loops at {load.items:,} items, {args.rounds} runs of each side in turns "
+          "(this tree first)", flush=True)
+    try:
+        report = against_rev.compare(args.against, load=asdict(load), rounds=args.rounds,
+                                     database_url=os.environ.get("DATABASE_URL", ""),
+                                     say=lambda line: print(line, flush=True))
+    except against_rev.AgainstError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    print(f"medians of {args.rounds} alternating runs per side, ms per labelled item ({args.against} = "
+          f"{report['commit'][:12]})")
+    print(against_rev.format_table(report["table"], args.against))
+    out = ROOT / "var" / "bench_against.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **report},
+                              indent=2))
+    print(f"wrote {out.relative_to(ROOT)}")
+    return 0
+
+
+def main() -> int:
+    args = arguments()
     sys.path.insert(0, str(ROOT))
+    if args.against is not None:
+        return run_against(args)
     _bench_database()
     rows = []
     print(f"{'layer':<10} {'figure':<58} {'median s':>10} {'target s':>9} {'ratio':>7}")

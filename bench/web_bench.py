@@ -252,17 +252,23 @@ class Gunicorn:
             cwd=ROOT, env=self.env, stdout=self.log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=self.preexec_fn,
         )
-        deadline = time.monotonic() + 90
+        try:
+            self._wait_ready(deadline=time.monotonic() + 90)
+        except BaseException:  # Ctrl-C while it starts too: `with` calls __exit__ only after __enter__ returned
+            self.__exit__()
+            raise
+        return self
+
+    def _wait_ready(self, *, deadline: float) -> None:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise BenchError(f"gunicorn exited with {self.process.returncode}:\n{self.log.read_text()[-4000:]}")
             try:
                 if Browser(self.port).request("GET", "/login/")[0] == 200:
-                    return self
+                    return
             except OSError:
                 pass
             time.sleep(0.2)
-        self.__exit__()
         raise BenchError(f"gunicorn did not answer within 90 s:\n{self.log.read_text()[-4000:]}")
 
     def __exit__(self, *exc) -> None:
