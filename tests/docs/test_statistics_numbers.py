@@ -57,7 +57,14 @@ def test_the_stored_envsci_row_is_what_the_command_computes_now():
     from annotation.simulation.bradley_terry import pairwise_bt_simulation
 
     stored = _stored(7)["pairwise_bt"]["5_envsci"]
-    assert pairwise_bt_simulation(7, stored["replications"], settings=("5_envsci",))["5_envsci"] == stored
+    computed = pairwise_bt_simulation(7, stored["replications"], settings=("5_envsci",))["5_envsci"]
+    # Within 1 %, not to the last digit: OpenBLAS picks its kernels by CPU, and a fit's last bits
+    # decide near-ties of τ ≥ 0.9 in a few replications (the same tree gave 46.785 adaptive labels
+    # with the Haswell kernels and 46.715 with the SkylakeX ones, OPENBLAS_CORETYPE, 2026-12-07).
+    # A change of the chooser or the simulation moves the row by far more.
+    assert computed.keys() == stored.keys()
+    for key, value in stored.items():
+        assert computed[key] == (pytest.approx(value, rel=0.01) if isinstance(value, float) else value), key
 
 
 def test_the_online_elo_order_effect_is_as_documented():
