@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("human/", views.human_ranking, name="human"),
+    path("human/compute/", views.human_compute_here, name="human_compute_here"),
     path("agreement/", views.agreement, name="agreement"),
     path("agreement/inter-annotator/", views.agreement_inter_annotator, name="agreement_inter_annotator"),
     path("agreement/inter-annotator/compute/", views.agreement_compute_here, name="agreement_compute_here"),
