@@ -53,7 +53,7 @@ STORED_FIELDS = ("id", "version", "values", "computed_at", "seconds", "requested
 RECOVERY_SCOPES = 100  # at a worker's recovery: the most recently computed scopes looked at
 
 
-def ranking_parameters(*, scope: human.Scope, by: str = "", p_method: str = "asymptotic", prior: str = "",
+def ranking_parameters(*, scope: human.Scope = human.Scope(), by: str = "", p_method: str = "asymptotic", prior: str = "",
                        cluster: str = "item", with_correlations: bool = True, n_resamples: int = N_RESAMPLES) -> dict:
     """What a ranking is of, as plain JSON; ``ValueError`` naming an option that is not offered."""
     human.ranking_options_check(by=by, prior=prior, cluster=cluster, p_method=p_method)
