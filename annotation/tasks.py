@@ -4,8 +4,8 @@
 (its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
 run). ``refresh_project_agreement`` computes and stores a project's inter-annotator agreement
 figures when a dashboard read found them older than the labels (``services.agreement``),
-``refresh_human_ranking`` a stored scope's human ranking when a read found it older than its
-preferences (the same mechanism);
+``refresh_human_ranking`` and ``refresh_judge_agreement`` a stored scope's human ranking or
+judge-vs-people figures when a read found them older than their inputs (the same mechanism);
 ``refresh_calibrated_scores`` a run's calibrated scores when a read found none for its inputs
 (``calibration.stored``).
 Webhook deliveries are sent by ``core.deliver_webhook``; ``annotation.deliver_webhook`` only
@@ -37,9 +37,21 @@ def refresh_project_agreement(project_id: int) -> str:
 @shared_task(name="annotation.refresh_human_ranking", acks_late=True,
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
 def refresh_human_ranking(scope: str) -> str:
-    from .services.agreement import human_ranking_refresh
+    from .models import ProjectStatistics
+    from .services.agreement import scope_statistics_refresh
 
-    return "refreshed" if human_ranking_refresh(scope=scope) is not None else "missing"
+    found = scope_statistics_refresh(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope)
+    return "refreshed" if found is not None else "missing"
+
+
+@shared_task(name="annotation.refresh_judge_agreement", acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
+def refresh_judge_agreement(scope: str) -> str:
+    from .models import ProjectStatistics
+    from .services.agreement import scope_statistics_refresh
+
+    found = scope_statistics_refresh(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope)
+    return "refreshed" if found is not None else "missing"
 
 
 @shared_task(name="annotation.refresh_calibrated_scores", acks_late=True,

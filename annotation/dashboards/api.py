@@ -9,7 +9,9 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.services.agreement import agreement_statistics_settle, ranking_statistics_settle
+from annotation.services.agreement import (
+    agreement_statistics_settle, judge_statistics_settle, ranking_statistics_settle,
+)
 from benchmark.models import Protocol
 from core.accounts import is_global_curator
 from core.converters import id_from_text
@@ -19,7 +21,7 @@ from . import judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
-from . import human_stored
+from . import human_stored, judge_stored
 from . import selectors as s
 
 
@@ -111,7 +113,7 @@ class AgreementApi(DashboardApi):
 
     def figures(self, request):
         iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
-        return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": iaa,
+        return {"judge": judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user)), "iaa": iaa,
                 "imported": human_selectors.imported_agreement(),
                 # per-target judge labels: curators only (they would unblind agreement projects)
                 "judge_consistency": judge_consistency.judge_consistency() if is_global_curator(request.user) else None}

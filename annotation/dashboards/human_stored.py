@@ -1,5 +1,5 @@
 """The human ranking served from stored figures (``ProjectStatistics`` of kind ``human_ranking``),
-by the mechanism that serves inter-annotator agreement (``inter_annotator``,
+by the mechanism that serves inter-annotator agreement (``inter_annotator``, ``stored``,
 ``services.agreement``).
 
 A ranking is named by its parameters (``ranking_parameters``: the preferences' scope and the
@@ -11,11 +11,11 @@ carries correlations (count, newest id, last change), and when the systems both 
 changed (a renamed system is shown by its new name). Reading that version costs one aggregate
 query per source; the preferences are read only to compute.
 
-On a read (``human_ranking_read``):
+On a read (``human_ranking_read``, by ``stored.scope_read``):
 
 - stored version equals the inputs' version: the stored figures, no preference read;
 - otherwise a scope of at most ``INLINE_PREFERENCES`` preferences is computed here and the
-  caller stores it (``services.agreement.ranking_statistics_settle``);
+  caller stores it (``services.agreement.scope_statistics_settle``);
 - a larger one is left to a worker (``annotation.refresh_human_ranking``, asked for by the
   caller, debounced there): the stored figures, if any, are served marked with the
   preferences they are of and when they were computed, and the page polls until new ones are
@@ -37,24 +37,22 @@ import json
 import time
 
 from django.db.models import Count, Max
-from django.utils import timezone
 
 from annotation.models import ProjectStatistics
 from scoring.models import ScoreCard
 
 from . import human
-from .inter_annotator import POLL_NO_WORKER_SECONDS, POLL_SECONDS
 from .selectors import N_RESAMPLES, jsonable
+from .stored import scope_key, scope_read, scopes_due
 
 KIND = ProjectStatistics.Kind.HUMAN_RANKING
 FORMAT = 1  # the stored figures' shape: raise it when ``human.ranking_figures`` changes, so older ones are recomputed
 INLINE_PREFERENCES = 100
-STORED_FIELDS = ("id", "version", "values", "computed_at", "seconds", "requested_at")
-RECOVERY_SCOPES = 100  # at a worker's recovery: the most recently computed scopes looked at
 
 
-def ranking_parameters(*, scope: human.Scope = human.Scope(), by: str = "", p_method: str = "asymptotic", prior: str = "",
-                       cluster: str = "item", with_correlations: bool = True, n_resamples: int = N_RESAMPLES) -> dict:
+def ranking_parameters(*, scope: human.Scope = human.Scope(), by: str = "", p_method: str = "asymptotic",
+                       prior: str = "", cluster: str = "item", with_correlations: bool = True,
+                       n_resamples: int = N_RESAMPLES) -> dict:
     """What a ranking is of, as plain JSON; ``ValueError`` naming an option that is not offered."""
     human.ranking_options_check(by=by, prior=prior, cluster=cluster, p_method=p_method)
     return {"scope": scope.as_dict(), "by": by, "p_method": p_method, "prior": prior, "cluster": cluster,
@@ -62,14 +60,14 @@ def ranking_parameters(*, scope: human.Scope = human.Scope(), by: str = "", p_me
 
 
 def ranking_key(parameters: dict) -> str:
-    return hashlib.sha256(json.dumps(parameters, sort_keys=True).encode()).hexdigest()
+    return scope_key(parameters)
 
 
 def _scope(parameters: dict) -> human.Scope:
     return human.Scope(**parameters["scope"])
 
 
-def ranking_inputs(parameters: dict) -> tuple[str, int]:
+def figures_inputs(parameters: dict) -> tuple[str, int]:
     """The version of what a ranking's figures are of, and its number of preferences."""
     scope = _scope(parameters)
     found = human.scoped_preferences(scope).order_by().aggregate(
@@ -84,15 +82,7 @@ def ranking_inputs(parameters: dict) -> tuple[str, int]:
     return f"{FORMAT}:{n_preferences}:{found['last'] or 0}:{digest}", n_preferences
 
 
-def _of_preferences(version: str) -> int | None:
-    """The number of preferences stored figures are of (``ranking_inputs``' version)."""
-    try:
-        return int(version.split(":")[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def ranking_compute(parameters: dict) -> tuple[dict, float]:
+def figures_compute(parameters: dict) -> tuple[dict, float]:
     """One ranking's figures as plain JSON and the seconds taken."""
     started = time.perf_counter()
     values = jsonable(human.ranking_figures(
@@ -100,6 +90,10 @@ def ranking_compute(parameters: dict) -> tuple[dict, float]:
         with_correlations=parameters["with_correlations"], by=parameters["by"], p_method=parameters["p_method"],
         prior=parameters["prior"], cluster=parameters["cluster"]))
     return values, time.perf_counter() - started
+
+
+def figures_due() -> list[dict]:
+    return scopes_due(kind=KIND, inputs=figures_inputs, inline=INLINE_PREFERENCES)
 
 
 def _pending(parameters: dict) -> dict:
@@ -119,56 +113,16 @@ def human_ranking_read(*, scope: human.Scope = human.Scope(), by: str = "", p_me
     ``n_preferences`` (now) and ``scope_key`` (the row's name, for "compute here now"), and
     ``poll_seconds`` (None: nothing is due).
 
-    Also, for ``ranking_statistics_settle`` (which removes them): ``computed_here`` (figures
+    Also, for ``scope_statistics_settle`` (which removes them): ``computed_here`` (figures
     computed in this read, to store) and ``waiting`` (the scope, when due for a worker)."""
-    from core.workers import live_workers
-
     parameters = ranking_parameters(scope=scope, by=by, p_method=p_method, prior=prior, cluster=cluster,
                                     with_correlations=with_correlations, n_resamples=n_resamples)
-    key = {"project_id": None, "scope": ranking_key(parameters)}
-    version, n_preferences = ranking_inputs(parameters)
-    stored = ProjectStatistics.objects.filter(kind=KIND, project__isnull=True, scope=key["scope"]) \
-        .values(*STORED_FIELDS).first() or dict.fromkeys(STORED_FIELDS)
-    computed_here, waiting = [], []
-    if stored["values"] is not None and stored["version"] == version:
-        values, state, computed_at, seconds, of = (stored["values"], "current", stored["computed_at"],
-                                                   stored["seconds"], n_preferences)
-    elif n_preferences <= INLINE_PREFERENCES:
-        values, seconds = ranking_compute(parameters)
-        state, computed_at, of = "current", timezone.now(), n_preferences
-        computed_here.append({"key": key, "version": version, "values": values, "seconds": seconds,
-                              "computed_at": computed_at, "parameters": parameters})
-    else:
-        state = "updating" if live_workers() else "no_worker"
-        values, computed_at, seconds = stored["values"], stored["computed_at"], stored["seconds"]
-        of = _of_preferences(stored["version"]) if values is not None else None
-        waiting.append({"key": key, "stored": stored["id"] is not None, "computed_at": computed_at,
-                        "requested_at": stored["requested_at"], "parameters": parameters})
-    statistics = {"state": state, "computed_at": computed_at, "seconds": seconds, "of_preferences": of,
-                  "n_preferences": n_preferences, "scope_key": key["scope"]}
-    poll = {"updating": POLL_SECONDS, "no_worker": POLL_NO_WORKER_SECONDS}.get(state)
+    version, n_preferences = figures_inputs(parameters)
+    read = scope_read(kind=KIND, parameters=parameters, version=version, size=n_preferences,
+                      inline=INLINE_PREFERENCES, compute=figures_compute)
+    values, statistics = read["values"], read["statistics"]
+    statistics.update(of_preferences=statistics.pop("of_size"), n_preferences=statistics.pop("size"))
     return {**(values if values is not None else _pending(parameters)), "pending": values is None,
             "ratings": human.expert_ratings(scope), "design": human.design_of(scope), "statistics": statistics,
-            "poll_seconds": poll, "inline_preferences": INLINE_PREFERENCES,
-            "computed_here": computed_here, "waiting": waiting}
-
-
-def ranking_stored(scope: str) -> bool:
-    """Whether a row names this ranking's key (what "compute here now" may compute)."""
-    return ProjectStatistics.objects.filter(kind=KIND, project__isnull=True, scope=scope,
-                                            parameters__isnull=False).exists()
-
-
-def rankings_due() -> list[dict]:
-    """Stored rankings (the ``RECOVERY_SCOPES`` computed last) too large to compute in a request
-    whose inputs changed since their figures were computed: ``statistics_request``'s rows."""
-    rows = ProjectStatistics.objects.filter(kind=KIND, project__isnull=True, parameters__isnull=False) \
-        .order_by("-computed_at").values("scope", "parameters", *STORED_FIELDS)[:RECOVERY_SCOPES]
-    due = []
-    for row in rows:
-        version, n_preferences = ranking_inputs(row["parameters"])
-        if n_preferences <= INLINE_PREFERENCES or (row["values"] is not None and row["version"] == version):
-            continue
-        due.append({"key": {"project_id": None, "scope": row["scope"]}, "stored": True,
-                    "computed_at": row["computed_at"], "requested_at": row["requested_at"]})
-    return due
+            "poll_seconds": read["poll_seconds"], "inline_preferences": INLINE_PREFERENCES,
+            "computed_here": read["computed_here"], "waiting": read["waiting"]}

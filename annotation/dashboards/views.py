@@ -15,8 +15,10 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from annotation.models import ProjectStatistics
 from annotation.services.agreement import (
-    agreement_statistics_settle, human_ranking_refresh, project_agreement_refresh, ranking_statistics_settle,
+    agreement_statistics_settle, judge_statistics_settle, project_agreement_refresh, ranking_statistics_settle,
+    scope_statistics_refresh,
 )
 from annotation.services.projects import project_from_verdicts
 from benchmark.models import Protocol
@@ -33,7 +35,8 @@ from . import charts, figures, judge_consistency, progress, triage
 from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
-from . import human_stored
+from . import human_stored, judge_stored
+from .stored import scope_stored
 from . import selectors as s
 
 
@@ -144,7 +147,7 @@ def human_ranking(request):
 @login_required
 def agreement(request):
     if _wants_csv(request):
-        judge = agreement_selectors.judge_agreement(user=request.user)
+        judge = judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user))
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
                   "labels", "prompt_version"]
         rows = []
@@ -158,12 +161,19 @@ def agreement(request):
     labels = request.GET.get("labels", "")
     labels = labels if labels in ("projects", "imported") else ""
     projects, imported = labels != "imported", labels != "projects"
-    judge = agreement_selectors.judge_agreement(user=request.user) if projects else None
+    judge = judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user)) if projects else None
     iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user)) if projects else None
     consistency = judge_consistency.judge_consistency() if projects and is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
                   {"judge": judge, "iaa": iaa, "imported": human_selectors.imported_agreement() if imported else [],
                    "judge_consistency": consistency, "labels_scope": labels})
+
+
+@login_required
+def agreement_judge(request):
+    """The agreement page's judge-vs-people section alone: what it polls while figures are due."""
+    judge = judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user))
+    return render(request, "dashboards/_judge_agreement.html", {"judge": judge})
 
 
 @login_required
@@ -216,28 +226,56 @@ def agreement_compute_here(request):
     return redirect(f"{reverse('dashboards:agreement')}#iaa-section")
 
 
+def _scope_posted(request) -> str:
+    scope = request.POST.get("scope", "")
+    if len(scope) != 64 or any(c not in "0123456789abcdef" for c in scope):
+        raise BadRequest("scope: give the key of stored figures, as the page shows it")
+    return scope
+
+
+def _back(request, default: str):
+    """To ``next`` (the page the button was pressed on) when it is this site's, else ``default``."""
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        target = default
+    return redirect(target)
+
+
 @require_POST
 @login_required
 def human_compute_here(request):
     """Compute one stored human ranking (``scope`` in the form: its key, as the page shows it) in
     this request, for a curator, when no worker is alive (the pages offer it only then); refused
-    as ``_compute_here_refusal`` says. Back to ``next`` (the page it was pressed on)."""
+    as ``_compute_here_refusal`` says."""
     if not is_global_curator(request.user):
         return refuse(request, "Only curators compute figures in a web request.")
-    scope = request.POST.get("scope", "")
-    if len(scope) != 64 or any(c not in "0123456789abcdef" for c in scope):
-        raise BadRequest("scope: give the key of a stored ranking")
-    if not human_stored.ranking_stored(scope):
+    scope = _scope_posted(request)
+    if not scope_stored(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope):
         return refuse(request, "No such ranking is stored.", status=404)
     refusal = _compute_here_refusal(request, lock=f"ranking-compute-here:{scope}")
     if refusal is not None:
         return refusal
-    human_ranking_refresh(scope=scope)
+    scope_statistics_refresh(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope)
     messages.success(request, "Human ranking computed.")
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        target = reverse("dashboards:human")
-    return redirect(target)
+    return _back(request, reverse("dashboards:human"))
+
+
+@require_POST
+@login_required
+def judge_compute_here(request):
+    """Compute the judge-vs-people figures of the projects the user may see in this request, when
+    no worker is alive (the page offers it only then): ``scope`` must name exactly those
+    projects' figures (any other is answered as missing); refused as ``_compute_here_refusal`` says."""
+    scope = _scope_posted(request)
+    own = judge_stored.judge_parameters(agreement_selectors.judge_projects(request.user))
+    if scope != judge_stored.scope_key(own) or not scope_stored(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope):
+        return refuse(request, "No such figures among those you may see.", status=404)
+    refusal = _compute_here_refusal(request, lock=f"judge-compute-here:{scope}")
+    if refusal is not None:
+        return refusal
+    scope_statistics_refresh(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope)
+    messages.success(request, "Judge vs people computed.")
+    return redirect(f"{reverse('dashboards:agreement')}#judge-section")
 
 
 @login_required

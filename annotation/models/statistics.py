@@ -15,7 +15,8 @@ class ProjectStatistics(models.Model):
 
     A row is either one project's (``project``: inter-annotator agreement) or one scope's
     (``project`` null, ``scope`` the digest of ``parameters``: a human ranking's preferences
-    filter and options), one row per project or scope and kind.
+    filter and options, or the set of projects judge-vs-people figures are over), one row per
+    project or scope and kind (``annotation.dashboards.stored``).
 
     Derived data, never curated: recomputing it from the labels gives it back, so it is written
     without an audit row."""
@@ -23,6 +24,7 @@ class ProjectStatistics(models.Model):
     class Kind(models.TextChoices):
         INTER_ANNOTATOR = "inter_annotator", "Inter-annotator agreement"
         HUMAN_RANKING = "human_ranking", "Human ranking"
+        JUDGE_AGREEMENT = "judge_agreement", "Judge vs people"
 
     project = models.ForeignKey(AnnotationProject, null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="statistics")

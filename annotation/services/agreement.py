@@ -1,7 +1,8 @@
 """Stored dashboard figures (``ProjectStatistics``): storing them and asking a worker for new
 ones. One mechanism for every kind of figures: a project's inter-annotator agreement
-(``annotation.dashboards.inter_annotator`` reads them and says which are due) and a scope's
-human ranking (``annotation.dashboards.human_stored``).
+(``annotation.dashboards.inter_annotator`` reads them and says which are due), and figures
+stored by scope (``annotation.dashboards.stored``): a human ranking (``human_stored``) and judge
+vs people over a set of projects (``judge_stored``).
 
 The figures are derived data (recomputing them from the labels gives them back), so they are
 written without an audit row. Asking is debounced per row: one computation pending at a time
@@ -25,12 +26,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..models import ProjectStatistics
-from ..tasks import refresh_human_ranking, refresh_project_agreement
+from ..tasks import refresh_human_ranking, refresh_judge_agreement, refresh_project_agreement
 
 logger = logging.getLogger(__name__)
 
 KIND = ProjectStatistics.Kind.INTER_ANNOTATOR
 RANKING = ProjectStatistics.Kind.HUMAN_RANKING
+JUDGE = ProjectStatistics.Kind.JUDGE_AGREEMENT
 DEBOUNCE_SECONDS = 60
 PENDING_SECONDS = 15 * 60  # a request older than this is taken for lost (its worker died) and made again
 
@@ -117,7 +119,7 @@ def agreement_statistics_refresh_due() -> dict[str, int]:
     figures of every project too large to compute in a request whose labels changed since its
     figures were computed, so that a worker computes them when labels change (debounced as
     above), not only once somebody opens the page. A small project is computed when it is read.
-    Then the same for the human rankings stored (``ranking_statistics_refresh_due``)."""
+    Then the same for the figures stored by scope (``scope_statistics_refresh_due``)."""
     from ..dashboards.agreement import curated_projects
     from ..dashboards.inter_annotator import INLINE_LABELS, inputs_version
 
@@ -131,7 +133,7 @@ def agreement_statistics_refresh_due() -> dict[str, int]:
                         "computed_at": project["stored__computed_at"],
                         "requested_at": project["stored__requested_at"]})
     return {"agreement_figures_asked": len(agreement_statistics_request(waiting=waiting)),
-            **ranking_statistics_refresh_due()}
+            **scope_statistics_refresh_due()}
 
 
 def project_agreement_refresh(*, project_id: int) -> dict | None:
@@ -155,48 +157,67 @@ def project_agreement_refresh(*, project_id: int) -> dict | None:
     return values
 
 
-# --------------------------------------------------------------------------- human rankings
+# --------------------------------------------------------------------------- figures stored by scope
 
 
-def _send_ranking(key: dict, countdown: float) -> None:
-    refresh_human_ranking.apply_async((key["scope"],), countdown=countdown)
+def _scoped(kind: str):
+    """The module that reads and computes a kind of figures stored by scope, and its worker task."""
+    from ..dashboards import human_stored, judge_stored
+
+    return {RANKING: (human_stored, refresh_human_ranking), JUDGE: (judge_stored, refresh_judge_agreement)}[kind]
 
 
-def ranking_statistics_settle(read: dict) -> dict:
-    """What a read of ``human_stored.human_ranking_read`` left to do: store the figures it
-    computed, or ask a worker (``annotation.refresh_human_ranking``) for its scope's, debounced
-    as ``statistics_request``; returns ``read`` without those two lists."""
+def _sender(kind: str) -> Callable[[dict, float], None]:
+    def send(key: dict, countdown: float) -> None:
+        _scoped(kind)[1].apply_async((key["scope"],), countdown=countdown)
+
+    return send
+
+
+def scope_statistics_settle(read: dict, *, kind: str) -> dict:
+    """What a read of figures stored by scope (``human_stored.human_ranking_read``,
+    ``judge_stored.judge_agreement_read``) left to do: store the figures it computed, or ask a
+    worker for its scope's, debounced as ``statistics_request``; returns ``read`` without those
+    two lists."""
     for computed in read.pop("computed_here", []):
-        statistics_store(kind=RANKING, **computed)
-    statistics_request(kind=RANKING, waiting=read.pop("waiting", []), send=_send_ranking)
+        statistics_store(kind=kind, **computed)
+    statistics_request(kind=kind, waiting=read.pop("waiting", []), send=_sender(kind))
     return read
 
 
-def ranking_statistics_refresh_due() -> dict[str, int]:
-    """At each recovery of a worker: ask for new figures of every stored human ranking too large
-    to compute in a request whose inputs changed since (a scope is stored once somebody asked
-    for it), so that they do not wait for the next reader."""
-    from ..dashboards.human_stored import rankings_due
-
-    return {"ranking_figures_asked": len(statistics_request(kind=RANKING, waiting=rankings_due(),
-                                                            send=_send_ranking))}
+def ranking_statistics_settle(read: dict) -> dict:
+    return scope_statistics_settle(read, kind=RANKING)
 
 
-def human_ranking_refresh(*, scope: str) -> dict | None:
-    """Compute one stored scope's human ranking now and store it (a worker's task, or a curator's
+def judge_statistics_settle(read: dict) -> dict:
+    return scope_statistics_settle(read, kind=JUDGE)
+
+
+def scope_statistics_refresh_due() -> dict[str, int]:
+    """At each recovery of a worker: ask for new figures of every stored scope too large to
+    compute in a request whose inputs changed since (a scope is stored once somebody read it),
+    so that they do not wait for the next reader."""
+    counts = {}
+    for kind, name in ((RANKING, "ranking_figures_asked"), (JUDGE, "judge_figures_asked")):
+        module = _scoped(kind)[0]
+        counts[name] = len(statistics_request(kind=kind, waiting=module.figures_due(), send=_sender(kind)))
+    return counts
+
+
+def scope_statistics_refresh(*, kind: str, scope: str) -> dict | None:
+    """Compute one stored scope's figures now and store them (a worker's task, or a curator's
     "compute here now"); None when no row names that scope. The inputs' version is read before
-    the preferences, as ``project_agreement_refresh`` does."""
-    from ..dashboards.human_stored import ranking_compute, ranking_inputs
-
+    the inputs, as ``project_agreement_refresh`` does."""
+    module = _scoped(kind)[0]
     key = {"project_id": None, "scope": scope}
-    parameters = ProjectStatistics.objects.filter(kind=RANKING, **key).values_list("parameters", flat=True).first()
+    parameters = ProjectStatistics.objects.filter(kind=kind, **key).values_list("parameters", flat=True).first()
     if parameters is None:
         return None
-    version, _ = ranking_inputs(parameters)
+    version, _ = module.figures_inputs(parameters)
     try:
-        values, seconds = ranking_compute(parameters)
+        values, seconds = module.figures_compute(parameters)
     except Exception:
-        statistics_failed(kind=RANKING, key=key)
+        statistics_failed(kind=kind, key=key)
         raise
-    statistics_store(kind=RANKING, key=key, version=version, values=values, seconds=seconds)
+    statistics_store(kind=kind, key=key, version=version, values=values, seconds=seconds)
     return values

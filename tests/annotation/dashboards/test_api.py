@@ -23,11 +23,12 @@ def expected(data):
     return json.loads(json.dumps(s.jsonable(data)))
 
 
-SERVED = ("statistics", "pending", "poll_seconds", "inline_preferences")  # the stored ranking's state beside its figures
+SERVED = ("statistics", "pending", "poll_seconds", "inline_preferences")  # stored figures' state beside them
 
 
 def figures(body: dict) -> dict:
-    """A human ranking's answer without the state of its stored figures (``human_stored``)."""
+    """A human ranking's or judge vs people's answer without the state of its stored figures
+    (``human_stored``, ``judge_stored``)."""
     assert body.get("statistics", {"state": "current"})["state"] == "current"
     return {k: v for k, v in body.items() if k not in SERVED}
 
@@ -126,6 +127,7 @@ def test_agreement_restricted_like_the_page():
     client = APIClient()
     client.force_authenticate(owner)
     body = get(client, "agreement")
+    body["judge"] = figures(body["judge"])
     iaa = agreement_statistics_settle(inter_annotator(user=owner))
     assert body == expected({"judge": agreement.judge_agreement(user=owner), "iaa": iaa,
                              "imported": human.imported_agreement(),
@@ -134,6 +136,7 @@ def test_agreement_restricted_like_the_page():
     # an annotator of the project curates nothing: the selectors show them no project, nor does the API
     client.force_authenticate(users[0])
     body = get(client, "agreement")
+    body["judge"] = figures(body["judge"])
     iaa = agreement_statistics_settle(inter_annotator(user=users[0]))
     assert body == expected({"judge": agreement.judge_agreement(user=users[0]), "iaa": iaa,
                              "imported": human.imported_agreement(), "judge_consistency": None})
