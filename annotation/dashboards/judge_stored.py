@@ -29,7 +29,7 @@ from scoring.models import Verdict
 from .agreement import DISAGREEMENT_LIMIT, judge_agreement_of, judge_projects
 from .inter_annotator import INLINE_LABELS
 from .selectors import jsonable
-from .stored import scope_read, scopes_due
+from .stored import scope_key, scope_read, scopes_due
 
 KIND = ProjectStatistics.Kind.JUDGE_AGREEMENT
 FORMAT = 1  # the stored figures' shape: raise it when ``judge_agreement_of`` changes, so older ones are recomputed
