@@ -18,7 +18,6 @@ from core.converters import id_from_text
 
 from . import figures as figure_selectors
 from . import judge_consistency, progress, triage
-from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
 from . import human_stored, judge_stored

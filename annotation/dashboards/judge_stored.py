@@ -39,6 +39,10 @@ def judge_parameters(projects: list[dict], *, limit: int = DISAGREEMENT_LIMIT) -
     return {"projects": sorted(p["id"] for p in projects), "limit": limit}
 
 
+def judge_key(parameters: dict) -> str:
+    return scope_key(parameters)
+
+
 def figures_inputs(parameters: dict, *, projects: list[dict] | None = None) -> tuple[str, int]:
     """The version of what judge-vs-people figures are of, and their number of labels.
     ``projects``: the rows of ``parameters``' projects when the caller has read them."""

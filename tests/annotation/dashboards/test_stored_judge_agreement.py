@@ -59,7 +59,7 @@ def _oracle(user) -> dict:
 
 
 def _key(user) -> str:
-    return judge_stored.scope_key(judge_stored.judge_parameters(judge_projects(user)))
+    return judge_stored.judge_key(judge_stored.judge_parameters(judge_projects(user)))
 
 
 def test_a_workers_figures_equal_the_inline_computation(db, monkeypatch, sent):
