@@ -29,7 +29,7 @@ class ProjectStatistics(models.Model):
     project = models.ForeignKey(AnnotationProject, null=True, blank=True, on_delete=models.CASCADE,
                                 related_name="statistics")
     kind = models.CharField(max_length=30, choices=Kind.choices)
-    scope = models.CharField(max_length=64, blank=True, default="",
+    scope = models.CharField(max_length=64, blank=True, default="", db_default="",
                              help_text="figures of no one project: the digest of their parameters")
     parameters = models.JSONField(null=True, blank=True,
                                   help_text="figures of no one project: what a worker computes them with")
