@@ -22,7 +22,7 @@ On a read (``human_ranking_read``, by ``stored.scope_read``):
   stored ("compute here now" for curators while no worker is alive).
 
 What a ranking costs does not grow with its preferences as much as it is fixed: its 1,000
-bootstrap refits take 0.25–0.5 s from 12 preferences to 5,000 on this machine. The threshold
+bootstrap refits take 0.24–0.28 s from 12 comparisons to 5,000 on this machine. The threshold
 keeps the first view of a small study (a few annotators, a few tasks) on the page; anything
 larger never costs a web request more than reading the stored figures.
 
