@@ -3,7 +3,9 @@
 ``run_export`` is enqueued per export job by ``annotation.services.exports.export_request``
 (its Celery name, ``benchmark.run_export``, predates the move: messages queued before it still
 run). ``refresh_project_agreement`` computes and stores a project's inter-annotator agreement
-figures when a dashboard read found them older than the labels (``services.agreement``);
+figures when a dashboard read found them older than the labels (``services.agreement``),
+``refresh_human_ranking`` and ``refresh_judge_agreement`` a stored scope's human ranking or
+judge-vs-people figures when a read found them older than their inputs (the same mechanism);
 ``refresh_calibrated_scores`` a run's calibrated scores when a read found none for its inputs
 (``calibration.stored``).
 Webhook deliveries are sent by ``core.deliver_webhook``; ``annotation.deliver_webhook`` only
@@ -30,6 +32,26 @@ def refresh_project_agreement(project_id: int) -> str:
     from .services.agreement import project_agreement_refresh
 
     return "refreshed" if project_agreement_refresh(project_id=project_id) is not None else "missing"
+
+
+@shared_task(name="annotation.refresh_human_ranking", acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
+def refresh_human_ranking(scope: str) -> str:
+    from .models import ProjectStatistics
+    from .services.agreement import scope_statistics_refresh
+
+    found = scope_statistics_refresh(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope)
+    return "refreshed" if found is not None else "missing"
+
+
+@shared_task(name="annotation.refresh_judge_agreement", acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
+def refresh_judge_agreement(scope: str) -> str:
+    from .models import ProjectStatistics
+    from .services.agreement import scope_statistics_refresh
+
+    found = scope_statistics_refresh(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope)
+    return "refreshed" if found is not None else "missing"
 
 
 @shared_task(name="annotation.refresh_calibrated_scores", acks_late=True,

@@ -106,10 +106,72 @@ BENCHMARKS = [
 ]
 
 
+def _percentile(values: list[float], q: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def _timed_gets(client, path: str, n: int) -> list[float]:
+    import time
+
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        response = client.get(path)
+        out.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200, (path, response.status_code)
+    return out
+
+
+def _human_ranking_stored(*, quick: bool = False) -> list[dict]:
+    """The human ranking page on the bench seed (200 preferences: a worker's, past
+    ``human_stored.INLINE_PREFERENCES``), server time through the Django test client, its figures
+    stored (``ProjectStatistics``) and deleted first: the first view (nothing stored: a worker is asked), the worker's computation (the
+    ``annotation.refresh_human_ranking`` task's body, run here), then ``n`` views with the
+    figures stored, then ``n`` views after a new preference (the stored figures served marked
+    stale while a worker is due). The new preference is deleted at the end: the seed stays."""
+    import time
+
+    from django.utils import timezone
+
+    from annotation.dashboards import human, human_stored
+    from annotation.models import PairwisePreference, ProjectStatistics
+    from annotation.tasks import refresh_human_ranking
+
+    client, n, path = _client(), 5 if quick else 20, "/dashboards/human/"
+    client.get("/dashboards/")  # a process's first page loads its templates and URL configuration: not timed
+    ProjectStatistics.objects.filter(kind=ProjectStatistics.Kind.HUMAN_RANKING).delete()
+    [first] = _timed_gets(client, path, 1)
+    key = human_stored.ranking_key(human_stored.ranking_parameters(scope=human.Scope()))
+    start = time.perf_counter()
+    assert refresh_human_ranking(key) == "refreshed"
+    computation = time.perf_counter() - start
+    stored = _timed_gets(client, path, n)
+    model = PairwisePreference.objects.filter(source="bench").order_by("pk").first()
+    added = PairwisePreference.objects.create(
+        task_id=model.task_id, report_left_id=model.report_left_id, report_right_id=model.report_right_id,
+        annotator_id=model.annotator_id, choice="tie", source="bench", component=model.component,
+        labeled_at=timezone.now())
+    try:
+        stale = _timed_gets(client, path, n)
+    finally:
+        added.delete()
+    row = lambda figure, value, target, unit="ms": {"figure": figure, "value": value, "target": target, "unit": unit,
+                                                   "better": "lower"}
+    return [
+        row("human ranking page, first view (nothing stored, a worker asked)", first, TARGET * 1000),
+        row("human ranking: the worker's computation (200 preferences)", computation, None, "s"),
+        row(f"human ranking page, figures stored, p95 of {n}", _percentile(stored, 95), TARGET * 1000),
+        row(f"human ranking page, a new preference (stale, worker due), p95 of {n}", _percentile(stale, 95),
+            TARGET * 1000),
+    ]
+
+
 def _agreement_at_scale(*, quick: bool = False) -> list[dict]:
     from bench.agreement_scale import run_figures
 
     return run_figures(quick=quick)
 
 
-FIGURES = [("agreement page at 1M labels (gunicorn, Celery worker)", _agreement_at_scale)]
+FIGURES = [("human ranking page, stored figures (Django test client)", _human_ranking_stored),
+           ("agreement page at 1M labels (gunicorn, Celery worker)", _agreement_at_scale)]

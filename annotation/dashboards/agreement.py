@@ -324,8 +324,24 @@ def judge_agreement(*, user, limit: int = DISAGREEMENT_LIMIT) -> dict:
     yet are counted as unresolved and left out. Accuracy (``percent_agreement``), Cohen's κ,
     Krippendorff's α (at the projects' declared ``label_level``), a confusion matrix and the disagreements; and the
     same figures per prompt version of the judged verdicts (``versions``), oldest first, to see
-    whether a prompt change moved the judge towards or away from people."""
-    projects = [p for p in curated_projects(user) if p["kind"] in kinds_with("judge_agreement")]
+    whether a prompt change moved the judge towards or away from people.
+
+    Computed here, in full: the pages and the API serve the same figures stored
+    (``judge_stored.judge_agreement_read``), and a worker computes them with ``judge_agreement_of``."""
+    return judge_agreement_of(projects=judge_projects(user), limit=limit)
+
+
+def judge_projects(user, *, only: list[int] | None = None) -> list[dict]:
+    """The agreement projects whose judge figures ``user`` may see (``curated_projects``), or, for
+    a worker, those of ``only`` that still exist."""
+    found = curated_projects(user) if only is None else list(
+        AnnotationProject.objects.filter(pk__in=only).order_by("name").values(
+            "id", "name", "kind", "judge_config_id", "label_level", "label_set", "has_crowd_study"))
+    return [p for p in found if p["kind"] in kinds_with("judge_agreement")]
+
+
+def judge_agreement_of(*, projects: list[dict], limit: int = DISAGREEMENT_LIMIT) -> dict:
+    """``judge_agreement`` over ``projects`` (rows of ``judge_projects``)."""
     declared = {p["id"]: (p["label_level"], p["label_set"]) for p in projects}
     project_ids = [p["id"] for p in projects]
     items = AnnotationItem.objects.filter(project_id__in=project_ids, target_kind="verdict")

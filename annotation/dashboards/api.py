@@ -9,16 +9,18 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.services.agreement import agreement_statistics_settle
+from annotation.services.agreement import (
+    agreement_statistics_settle, judge_statistics_settle, ranking_statistics_settle,
+)
 from benchmark.models import Protocol
 from core.accounts import is_global_curator
 from core.converters import id_from_text
 
 from . import figures as figure_selectors
 from . import judge_consistency, progress, triage
-from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
+from . import human_stored, judge_stored
 from . import selectors as s
 
 
@@ -91,16 +93,16 @@ class LeaderboardApi(DashboardApi):
 
 class HumanRankingApi(DashboardApi):
     @_schema(*HUMAN_SCOPE, BY, PRIOR, CLUSTER, P_METHOD,
-             summary="Bradley–Terry ranking from human preferences (human.human_ranking)")
+             summary="Bradley–Terry ranking from human preferences (human.human_ranking), as stored "
+                     "(human_stored.human_ranking_read: `statistics.state` says whether a worker computes newer ones)")
     def get(self, request):
         return super().get(request)
 
     def figures(self, request):
-        return human_selectors.human_ranking(scope=human_selectors.scope_from_params(request.query_params),
-                                             by=request.query_params.get("by", ""),
-                                             p_method=request.query_params.get("p", "") or "asymptotic",
-                                             prior=request.query_params.get("prior", ""),
-                                             cluster=request.query_params.get("cluster", "") or "item")
+        return ranking_statistics_settle(human_stored.human_ranking_read(
+            scope=human_selectors.scope_from_params(request.query_params), by=request.query_params.get("by", ""),
+            p_method=request.query_params.get("p", "") or "asymptotic", prior=request.query_params.get("prior", ""),
+            cluster=request.query_params.get("cluster", "") or "item"))
 
 
 class AgreementApi(DashboardApi):
@@ -110,7 +112,7 @@ class AgreementApi(DashboardApi):
 
     def figures(self, request):
         iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
-        return {"judge": agreement_selectors.judge_agreement(user=request.user), "iaa": iaa,
+        return {"judge": judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user)), "iaa": iaa,
                 "imported": human_selectors.imported_agreement(),
                 # per-target judge labels: curators only (they would unblind agreement projects)
                 "judge_consistency": judge_consistency.judge_consistency() if is_global_curator(request.user) else None}
@@ -141,8 +143,12 @@ class HumanVsAutomatedChartApi(DashboardApi):
         return super().get(request)
 
     def figures(self, request):
-        return human_selectors.human_vs_automated(scope=human_selectors.scope_from_params(request.query_params),
-                                                  metric=request.query_params.get("metric", ""))
+        metric = request.query_params.get("metric", "")
+        scope = human_selectors.human_vs_automated_scope(
+            scope=human_selectors.scope_from_params(request.query_params), metric=metric)
+        ranking = ranking_statistics_settle(human_stored.human_ranking_read(scope=scope))
+        return {**human_selectors.human_vs_automated_pick(ranking=ranking, metric=metric),
+                "statistics": ranking["statistics"]}
 
 
 

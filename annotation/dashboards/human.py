@@ -3,13 +3,11 @@ correlation with the automated leaderboards."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
-from django.core.cache import cache
 from django.db.models import Count
 
 from annotation.models import AnnotationProject, PairwisePreference, ProjectStatistics
@@ -22,7 +20,7 @@ from scoring import metrics as m
 
 from .agreement import agreement_stats
 from .human_bias import position_bias
-from .human_correlation import correlations_in_scope
+from .human_correlation import P_METHODS, correlations_in_scope
 from .inter_annotator import INLINE_LABELS
 from .selectors import N_RESAMPLES
 
@@ -102,7 +100,8 @@ def scope_options() -> dict:
     }
 
 
-def _preference_rows(scope: Scope) -> list[PreferenceRow]:
+def scoped_preferences(scope: Scope):
+    """The pairwise preferences in ``scope`` (a queryset: the rows ranked, or their fingerprint)."""
     prefs = PairwisePreference.objects.all()
     lookups = {"protocol": "task__protocol", "task_set": "task__task_sets", "project": "project_id",
                "source": "source", "component": "component", "discipline": "task__survey__discipline__name",
@@ -111,7 +110,11 @@ def _preference_rows(scope: Scope) -> list[PreferenceRow]:
         value = getattr(scope, name)
         if value not in ("", None):
             prefs = prefs.filter(**{lookup: value})
-    return list(map(PreferenceRow._make, prefs.order_by("labeled_at", "pk").values_list(
+    return prefs
+
+
+def _preference_rows(scope: Scope) -> list[PreferenceRow]:
+    return list(map(PreferenceRow._make, scoped_preferences(scope).order_by("labeled_at", "pk").values_list(
         "report_left__system_id", "report_left__system__name", "report_left__system__version",
         "report_right__system_id", "report_right__system__name", "report_right__system__version",
         "choice", "annotator_id", "annotator__username", "task_id", "report_left_id", "report_right_id",
@@ -163,19 +166,12 @@ ARENA_ELO = {"k": 4.0, "initial": 1000.0}  # Chatbot Arena's compute_online_elo
 
 
 def _bt_fit(comparisons: list[tuple], clusters: list, n_items: int, n_resamples: int, prior: str) -> dict:
-    """``bradley_terry_clustered`` (seed 0), memoised in the cache by the exact comparisons,
-    clusters and prior mode: the result is a pure function of them."""
-    arr = np.asarray(comparisons, dtype=float)
-    digest = hashlib.sha256(arr.tobytes() + repr(clusters).encode() + f"{n_items}:{n_resamples}:{prior}".encode())
-    key = "dashboards:bt:4:" + digest.hexdigest()
-    cached = cache.get(key)
-    if cached is None:
-        bt = m.bradley_terry_clustered(arr, clusters=clusters, n_items=n_items, n_resamples=n_resamples, seed=0,
-                                       prior=prior)
-        cached = {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters",
-                                     "prior_used", "small_sample_factor", "few_clusters")}
-        cache.set(key, cached, timeout=24 * 3600)
-    return cached
+    """``bradley_terry_clustered`` (seed 0): the fit and its bootstrap refits, most of a ranking's
+    cost (it is computed once per change of its inputs and stored: ``human_stored``)."""
+    bt = m.bradley_terry_clustered(np.asarray(comparisons, dtype=float), clusters=clusters, n_items=n_items,
+                                   n_resamples=n_resamples, seed=0, prior=prior)
+    return {k: bt[k] for k in ("estimate", "low", "high", "n_separable", "n_resamples", "n_clusters",
+                               "prior_used", "small_sample_factor", "few_clusters")}
 
 
 def _warnings(structure: dict, names: list[str]) -> list[str]:
@@ -265,7 +261,7 @@ def _rank(rows: list[PreferenceRow], n_resamples: int, prior: str = "", cluster:
     return out
 
 
-def _design(scope: Scope) -> dict | None:
+def design_of(scope: Scope) -> dict | None:
     """An adaptive project's budget and standing when the scope is that project (its design is
     unbalanced: the ranking says so)."""
     from ..services.adaptive_pairs import adaptive_design
@@ -305,32 +301,29 @@ def expert_ratings(scope: Scope) -> list[dict]:
     return out
 
 
-def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
-                  by: str = "", p_method: str = "asymptotic", prior: str = "", cluster: str = "item") -> dict:
-    """Bradley–Terry strengths of systems from the pairwise preferences in ``scope`` (left win 1,
-    right win 0, tie ½): the maximum-likelihood θ where it exists, the MAP θ under a weak prior
-    θ ~ N(0, 1/``PRIOR_PRECISION``) where it does not (or everywhere with ``prior="weak"``), with
-    ``prior_sensitivity`` where the prior is used; percentile bootstrap intervals over items
-    (task × report pair: every annotator's comparison of the item is drawn together) or, with
-    ``cluster="topic"``, over topics (tasks) (``bradley_terry_clustered``); Chatbot Arena ranks
-    (``rank_with_ci``), ``warnings`` when the comparisons are disconnected or separable, the
-    same θ on the Elo-like scale (``bt_elo_scale``) and the online Elo of SurveyLens' released
-    code (``surveylens_elo``: K 32, start 1500) and of Chatbot Arena (``arena_elo``: K 4, start
-    1000), both in labelling order. With a protocol in the scope, Spearman ρ, Kendall τ-b and pairwise
-    concordance of θ with each metric of the scoped component, the metric scored on the scoped
-    preferences' tasks only (``correlations_in_scope``), n systems and tasks shown.
-    ``by`` ("discipline" or "annotator") adds one ranking per value of that field (``breakdown``)."""
+def ranking_options_check(*, by: str, prior: str, cluster: str, p_method: str) -> None:
+    """``ValueError`` naming the option when one of a ranking's options is not offered."""
     if by and by not in BREAKDOWNS:
         raise ValueError(f"by: {by!r} is not one of {', '.join(BREAKDOWNS)}")
     if prior not in PRIOR_OPTIONS:
         raise ValueError(f"prior: {prior!r} is not 'weak' (or empty: the prior only where the MLE does not exist)")
     if cluster not in CLUSTERS:
         raise ValueError(f"cluster: {cluster!r} is not one of {', '.join(CLUSTERS)}")
+    if p_method not in P_METHODS:
+        raise ValueError(f"p: {p_method!r} is not one of {', '.join(P_METHODS)}")
+
+
+def ranking_figures(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
+                    by: str = "", p_method: str = "asymptotic", prior: str = "", cluster: str = "item") -> dict:
+    """The figures of ``human_ranking`` computed from the preferences and score cards (what
+    ``human_stored`` stores): all of it but the rating projects' figures and the adaptive
+    design, which have their own sources."""
+    ranking_options_check(by=by, prior=prior, cluster=cluster, p_method=p_method)
     rows = _preference_rows(scope)
     out = {"scope": scope.as_dict(), **_rank(rows, n_resamples, prior, cluster), "agreement": _pair_agreement(rows),
            "position_bias": position_bias(rows),
            "correlations": [], "correlation_note": "", "correlation_skipped": [], "automated_scope": None,
-           "by": by, "breakdown": [], "ratings": expert_ratings(scope), "design": _design(scope)}
+           "by": by, "breakdown": []}
     if by:
         groups: dict[str, list[PreferenceRow]] = defaultdict(list)
         for r in rows:
@@ -349,20 +342,55 @@ def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, wit
     return out
 
 
-def human_vs_automated(*, scope: Scope = Scope(), metric: str = "", n_resamples: int = N_RESAMPLES) -> dict:
-    """The human ranking's correlation with one automated metric (``protocol:metric``, the first
-    by default); the ranking is scoped to that metric's protocol."""
+def human_ranking(*, scope: Scope = Scope(), n_resamples: int = N_RESAMPLES, with_correlations: bool = True,
+                  by: str = "", p_method: str = "asymptotic", prior: str = "", cluster: str = "item") -> dict:
+    """Bradley–Terry strengths of systems from the pairwise preferences in ``scope`` (left win 1,
+    right win 0, tie ½): the maximum-likelihood θ where it exists, the MAP θ under a weak prior
+    θ ~ N(0, 1/``PRIOR_PRECISION``) where it does not (or everywhere with ``prior="weak"``), with
+    ``prior_sensitivity`` where the prior is used; percentile bootstrap intervals over items
+    (task × report pair: every annotator's comparison of the item is drawn together) or, with
+    ``cluster="topic"``, over topics (tasks) (``bradley_terry_clustered``); Chatbot Arena ranks
+    (``rank_with_ci``), ``warnings`` when the comparisons are disconnected or separable, the
+    same θ on the Elo-like scale (``bt_elo_scale``) and the online Elo of SurveyLens' released
+    code (``surveylens_elo``: K 32, start 1500) and of Chatbot Arena (``arena_elo``: K 4, start
+    1000), both in labelling order. With a protocol in the scope, Spearman ρ, Kendall τ-b and pairwise
+    concordance of θ with each metric of the scoped component, the metric scored on the scoped
+    preferences' tasks only (``correlations_in_scope``), n systems and tasks shown.
+    ``by`` ("discipline" or "annotator") adds one ranking per value of that field (``breakdown``).
+
+    Computed here, in full: the pages and the API serve the same figures stored
+    (``human_stored.human_ranking_read``), and a worker computes them with this function."""
+    out = ranking_figures(scope=scope, n_resamples=n_resamples, with_correlations=with_correlations, by=by,
+                          p_method=p_method, prior=prior, cluster=cluster)
+    return {**out, "ratings": expert_ratings(scope), "design": design_of(scope)}
+
+
+def human_vs_automated_scope(*, scope: Scope, metric: str) -> Scope:
+    """The scope of the human ranking a ``metric`` (``protocol:metric``) is compared with: that
+    metric's protocol, else the scope's, else the first protocol with preferences."""
     chosen_protocol = metric.split(":", 1)[0] if metric else ""
     if chosen_protocol and not scope.protocol:
         scope = replace(scope, protocol=chosen_protocol)
     if not scope.protocol:
         scope = replace(scope, protocol=_first_protocol_with_preferences())
-    ranking = human_ranking(scope=scope, n_resamples=n_resamples)
+    return scope
+
+
+def human_vs_automated_pick(*, ranking: dict, metric: str) -> dict:
+    """One metric's correlation (the first by default) out of a human ranking's correlations."""
     options = [f'{c["protocol"]}:{c["metric"]}' for c in ranking["correlations"]]
     chosen = metric or (options[0] if options else "")
     corr = next((c for c in ranking["correlations"] if f'{c["protocol"]}:{c["metric"]}' == chosen), None)
     return {"metric": chosen, "options": options, "correlation": corr, "correlations": ranking["correlations"],
             "scope": ranking["scope"]}
+
+
+def human_vs_automated(*, scope: Scope = Scope(), metric: str = "", n_resamples: int = N_RESAMPLES) -> dict:
+    """The human ranking's correlation with one automated metric (``protocol:metric``, the first
+    by default); the ranking is scoped to that metric's protocol. Computed here; the page and the
+    API serve it from the stored ranking (``human_stored``)."""
+    scope = human_vs_automated_scope(scope=scope, metric=metric)
+    return human_vs_automated_pick(ranking=human_ranking(scope=scope, n_resamples=n_resamples), metric=metric)
 
 
 def _first_protocol_with_preferences() -> str:

@@ -6,15 +6,15 @@ from dataclasses import replace
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.core.exceptions import BadRequest
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from annotation.services.agreement import agreement_statistics_settle, project_agreement_refresh
+from annotation.services.agreement import (
+    agreement_statistics_settle, judge_statistics_settle, ranking_statistics_settle,
+)
 from annotation.services.projects import project_from_verdicts
 from benchmark.models import Protocol
 from benchmark.spreadsheet import csv_writer
@@ -22,14 +22,13 @@ from core.accounts import is_global_curator
 from core.bounded import ascii_digits
 from core.converters import MAX_ID, id_from_text
 from core.http import refuse
-from core.workers import live_workers
 
 from ..calibration.views import leaderboard_calibration
 from .views_reading import human_vs_automated_protocol, preference_sources_in
 from . import charts, figures, judge_consistency, progress, triage
-from . import agreement as agreement_selectors
 from . import inter_annotator as iaa_selectors
 from . import human as human_selectors
+from . import human_stored, judge_stored
 from . import selectors as s
 
 
@@ -91,8 +90,8 @@ def leaderboard(request):
                   "p_best_vs_second", "p_holm", "significant"]
         return _csv(f"leaderboard-{protocol}.csv", header, rows)
     # The human side of this protocol's leaderboard: its own systems on its own tasks only.
-    human = human_selectors.human_ranking(scope=human_selectors.Scope(protocol=protocol, task_set=task_set_id),
-                                          with_correlations=False)
+    human = ranking_statistics_settle(human_stored.human_ranking_read(
+        scope=human_selectors.Scope(protocol=protocol, task_set=task_set_id), with_correlations=False))
     # The page shows metrics as rows and systems (best first) as columns: a protocol has up to ~26
     # headline metrics but a study compares a handful of systems, so the table fits a laptop's width.
     by_metric = [(metric, [(row, row["cells"][i]) for row in board["rows"]]) for i, metric in enumerate(board["metrics"])]
@@ -101,6 +100,7 @@ def leaderboard(request):
         "board": board, "protocol": protocol, "protocol_label": Protocol(protocol).label, "run_id": run_id,
         "task_set_id": task_set_id, "filters": s.leaderboard_filters(protocol=protocol), "digits": _digits(board["percent"]),
         "human": human, "significance": s.SIGNIFICANCE, "min_test_tasks": s.MIN_TEST_TASKS,
+        "is_curator": is_global_curator(request.user),
         **leaderboard_calibration(request, protocol=protocol, run_id=run_id),
     }
     return render(request, "dashboards/leaderboard.html", context)
@@ -110,10 +110,9 @@ def leaderboard(request):
 def human_ranking(request):
     try:
         scope = human_selectors.scope_from_params(request.GET)
-        ranking = human_selectors.human_ranking(scope=scope, by=request.GET.get("by", ""),
-                                                p_method=request.GET.get("p", "") or "asymptotic",
-                                                prior=request.GET.get("prior", ""),
-                                                cluster=request.GET.get("cluster", "") or "item")
+        ranking = ranking_statistics_settle(human_stored.human_ranking_read(
+            scope=scope, by=request.GET.get("by", ""), p_method=request.GET.get("p", "") or "asymptotic",
+            prior=request.GET.get("prior", ""), cluster=request.GET.get("cluster", "") or "item"))
     except ValueError as exc:
         messages.error(request, str(exc))
         return redirect("dashboards:human")
@@ -132,14 +131,15 @@ def human_ranking(request):
         x_label="Bradley–Terry θ on an Elo-like scale", chart_id="chart-human",
     ) if ranking["systems"] else None
     context = {"ranking": ranking, "chart": chart, "options": human_selectors.scope_options(), "scope": scope,
-               "by": ranking["by"], "mixed_sources": preference_sources_in(scope)}
+               "by": ranking["by"], "mixed_sources": preference_sources_in(scope),
+               "is_curator": is_global_curator(request.user)}
     return render(request, "dashboards/human.html", context)
 
 
 @login_required
 def agreement(request):
     if _wants_csv(request):
-        judge = agreement_selectors.judge_agreement(user=request.user)
+        judge = judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user))
         header = ["judge", "step", "level", "n", "accuracy", "cohen_kappa", "krippendorff_alpha", "unresolved",
                   "labels", "prompt_version"]
         rows = []
@@ -153,7 +153,7 @@ def agreement(request):
     labels = request.GET.get("labels", "")
     labels = labels if labels in ("projects", "imported") else ""
     projects, imported = labels != "imported", labels != "projects"
-    judge = agreement_selectors.judge_agreement(user=request.user) if projects else None
+    judge = judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user)) if projects else None
     iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user)) if projects else None
     consistency = judge_consistency.judge_consistency() if projects and is_global_curator(request.user) else None
     return render(request, "dashboards/agreement.html",
@@ -162,45 +162,17 @@ def agreement(request):
 
 
 @login_required
+def agreement_judge(request):
+    """The agreement page's judge-vs-people section alone: what it polls while figures are due."""
+    judge = judge_statistics_settle(judge_stored.judge_agreement_read(user=request.user))
+    return render(request, "dashboards/_judge_agreement.html", {"judge": judge})
+
+
+@login_required
 def agreement_inter_annotator(request):
     """The agreement page's inter-annotator section alone: what it polls while figures are due."""
     iaa = agreement_statistics_settle(iaa_selectors.inter_annotator(user=request.user))
     return render(request, "dashboards/_inter_annotator.html", {"iaa": iaa})
-
-
-COMPUTE_HERE_EVERY_SECONDS = 300  # one "compute here" per project this often (a large one takes a minute)
-
-
-@require_POST
-@login_required
-def agreement_compute_here(request):
-    """Compute one project's agreement figures (``project`` in the form) in this request, when no
-    worker is alive to do it (the page offers it only then): only for a project the user may see on
-    the page, any other id is answered as missing; with a worker alive it is refused (409: the worker
-    computes them), and per project at most once every ``COMPUTE_HERE_EVERY_SECONDS`` (429), so
-    presses cannot pile minute-long computations onto the web processes."""
-    raw = request.POST.get("project", "")
-    try:
-        project_id = id_from_text("project", raw) if raw.isdigit() else None
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from None
-    if project_id is None:
-        raise BadRequest("project: give the id of a project")
-    if not any(p["id"] == project_id for p in agreement_selectors.curated_projects(request.user)):
-        return refuse(request, "No such project among those whose agreement you may see.", status=404)
-    if live_workers():
-        return refuse(request, "A worker is running: it computes these figures, and the agreement page shows them "
-                               "as soon as they are stored.", status=409)
-    # the shared cache (Redis, or the file cache every process of the machine reads): add() is the lock
-    if not cache.add(f"agreement-compute-here:{project_id}", timezone.now().isoformat(), COMPUTE_HERE_EVERY_SECONDS):
-        response = refuse(request, f"This project's figures were computed here less than "
-                                   f"{COMPUTE_HERE_EVERY_SECONDS // 60} minutes ago; start a worker, or try again later.",
-                          status=429)
-        response["Retry-After"] = str(COMPUTE_HERE_EVERY_SECONDS)
-        return response
-    project_agreement_refresh(project_id=project_id)
-    messages.success(request, "Agreement figures computed.")
-    return redirect(f"{reverse('dashboards:agreement')}#iaa-section")
 
 
 @login_required
@@ -253,7 +225,9 @@ def chart_human_vs_auto(request):
         scope = replace(scope, protocol=human_vs_automated_protocol())
     if scope.protocol and metric and not metric.startswith(f"{scope.protocol}:"):
         metric = ""  # the protocol was changed in the picker: its own first metric
-    data = human_selectors.human_vs_automated(scope=scope, metric=metric)
+    scope = human_selectors.human_vs_automated_scope(scope=scope, metric=metric)
+    ranking = ranking_statistics_settle(human_stored.human_ranking_read(scope=scope))
+    data = human_selectors.human_vs_automated_pick(ranking=ranking, metric=metric)
     chosen, corr = data["metric"], data["correlation"]
     if _wants_csv(request):
         rows = [[p["system"], p["human"], p["metric"]] for p in (corr["points"] if corr else [])]
@@ -267,7 +241,7 @@ def chart_human_vs_auto(request):
         "chart": chart, "kind": "human_vs_auto", "corr": corr, "options": data["correlations"], "metric": chosen,
         "protocol": data["scope"]["protocol"], "protocols": Protocol.choices,
         "title": "Human vs automated", "explain": "Each point is a system present both in the human preferences and in "
-        "the automated leaderboard.",
+        "the automated leaderboard.", "ranking": ranking, "is_curator": is_global_curator(request.user),
     })
 
 

@@ -5,7 +5,7 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
-from annotation.dashboards import views
+from annotation.dashboards import views_compute as views
 from annotation.models import ProjectStatistics
 from core.models import WorkerHeartbeat
 from tests.annotation.dashboards.test_stored_agreement import _oracle, _project, _worker_alive, large, sent  # noqa: F401
