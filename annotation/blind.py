@@ -40,6 +40,7 @@ from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, 
 
 from benchmark.models import Report
 from core.accounts import is_global_curator
+from core.compiled import CompiledRead
 from scoring.models import Verdict
 
 from .kinds import KINDS
@@ -258,6 +259,28 @@ def item_reachable(*, item: AnnotationItem, project: AnnotationProject, role: st
         return True
     return (Assignment.objects.filter(item_id=item.pk, user_id=user.pk, status__in=HANDED).exists()
             or Label.objects.filter(item_id=item.pk, annotator_id=user.pk).exists())
+
+
+# What ``item_reachable`` reads, along with the item itself: the workspace's every POST opens
+# its item this way, in one statement compiled once per process (``core.compiled``).
+_ITEM = CompiledRead(lambda item_id, project_id: AnnotationItem.objects.filter(pk=item_id, project_id=project_id)[:1],
+                     "item_id", "project_id")
+_ITEM_WITH_REACH = CompiledRead(
+    lambda item_id, project_id, user_id: AnnotationItem.objects.filter(pk=item_id, project_id=project_id).annotate(
+        handed=Exists(Assignment.objects.filter(item_id=OuterRef("pk"), user_id=user_id, status__in=HANDED)),
+        labelled=Exists(Label.objects.filter(item_id=OuterRef("pk"), annotator_id=user_id)),
+    )[:1],
+    "item_id", "project_id", "user_id",
+)
+
+
+def reachable_item(*, item_id: int, project: AnnotationProject, role: str | None, user) -> AnnotationItem | None:
+    """The item ``item_id`` of ``project`` when ``item_reachable`` lets ``user`` (of ``role``
+    there, signed in) open it, else None, whether it is missing or out of reach: one statement."""
+    if not reach_restricted(project=project, role=role):
+        return _ITEM.first(item_id=item_id, project_id=project.pk)
+    item = _ITEM_WITH_REACH.first(item_id=item_id, project_id=project.pk, user_id=user.pk)
+    return item if item is not None and (item.handed or item.labelled) else None
 
 
 def item_handed(*, item_id: int, user) -> bool:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from benchmark.services.history import ProposableMovedError
 from core.accounts import is_global_curator
 from core.audit_actions import AuditAction
+from core.compiled import CompiledRead
 
 from .. import rules
 from ..blind import REPORT_FIELDS, item_handed, reach_restricted
@@ -34,6 +35,8 @@ from .claims import claim_more, claim_next_items, require_labeller
 from .settle import COMPLETED_ITEM_FIELDS, item_complete, review_edits_save
 
 PREFERENCE_SOURCE = "studio"
+# a held claim's item, read on most workspace POSTs: compiled once per process (``core.compiled``)
+_ITEM_BY_ID = CompiledRead(lambda item_id: AnnotationItem.objects.filter(pk=item_id)[:1], "item_id")
 
 
 def _token(client_token) -> uuid.UUID:
@@ -276,7 +279,11 @@ class LabelBatch:
         held = sorted((c for c in self.claims if c.user_id == self.annotator.pk and c.project_id == project.pk
                        and c.pk not in ended), key=lambda c: (c.claimed_at, c.pk))
         unread = [c.item_id for c in held if c.item_id not in self.items]
-        rows = {**(AnnotationItem.objects.in_bulk(unread) if unread else {}), **self.items}
+        if len(unread) == 1:  # the usual one: the item the workspace shows, held ahead of this label
+            read = {row.pk: row for row in _ITEM_BY_ID.rows(item_id=unread[0])}
+        else:
+            read = AnnotationItem.objects.in_bulk(unread) if unread else {}
+        rows = {**read, **self.items}
         for claim in held:
             claim.item = rows[claim.item_id]
         return held

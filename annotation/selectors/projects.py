@@ -4,6 +4,7 @@ from django.db.models import Count, Exists, F, FilteredRelation, OuterRef, Q, Qu
 from django.db.models.functions import Coalesce
 
 from core.accounts import is_global_curator
+from core.compiled import CompiledRead
 
 from ..models import AnnotationItem, AnnotationProject, ProjectMembership, Role
 from ..rules import LABELLING_ROLES  # noqa: F401 (re-exported: the roles that label)
@@ -20,20 +21,26 @@ def project_role(*, project: AnnotationProject, user) -> str | None:
     return Role.CURATOR if is_global_curator(user) else None
 
 
+def _project_with_membership(project_id: int, user_id: int) -> QuerySet[AnnotationProject]:
+    mine = FilteredRelation("memberships", condition=Q(memberships__user_id=user_id))  # unique per project and user
+    return AnnotationProject.objects.annotate(mine=mine).annotate(
+        my_role=F("mine__role"), my_guidelines_seen=F("mine__guidelines_seen"),
+    ).filter(pk=project_id)[:1]
+
+
+_PROJECT_WITH_MEMBERSHIP = CompiledRead(_project_with_membership, "project_id", "user_id")
+
+
 def project_with_role(*, project_id: int, user) -> tuple[AnnotationProject, str | None]:
     """The project and ``project_role`` of ``user`` in it, in one query (the membership's role
     and the guidelines version it was last shown, ``project.my_guidelines_seen``, ride along
     from the membership joined to the project; None without membership); raises
     ``AnnotationProject.DoesNotExist``. Views resolve the role once per request with this and
-    pass it down; every request of the loop pays for it, so it is one plain join (cheaper to
-    compile than a subquery per column) sliced without an ORDER BY (``first()`` adds one)."""
+    pass it down; every request of the loop pays for it, so it is one plain join sliced without
+    an ORDER BY, compiled once per process (``core.compiled``)."""
     if not getattr(user, "is_authenticated", False):
         return AnnotationProject.objects.get(pk=project_id), None
-    mine = FilteredRelation("memberships", condition=Q(memberships__user=user))  # unique per project and user
-    found = AnnotationProject.objects.annotate(mine=mine).annotate(
-        my_role=F("mine__role"), my_guidelines_seen=F("mine__guidelines_seen"),
-    ).filter(pk=project_id)[:1]
-    project = next(iter(found), None)
+    project = _PROJECT_WITH_MEMBERSHIP.first(project_id=project_id, user_id=user.pk)
     if project is None:
         raise AnnotationProject.DoesNotExist(f"no annotation project {project_id}")
     if project.my_role:

@@ -8,6 +8,7 @@ from django.db.models import Case, OuterRef, QuerySet, Subquery, When
 
 from benchmark.models import GoldReference, Report, ReviewStatus, TaskPrompt
 from benchmark.services.history import snapshot
+from core.compiled import CompiledRead
 from scoring.models import Verdict
 from scoring.pipelines.judged import judged_inputs as scoring_judged_inputs
 
@@ -60,11 +61,19 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
     return out
 
 
+# A plain verify target's row, read on every label POST of the workspace: compiled once per
+# process and kind (``core.compiled``).
+_PLAIN_TARGETS = {
+    kind: CompiledRead(lambda target_id, model=model: model.objects.filter(pk=target_id)[:1], "target_id")
+    for kind, (model, _) in VERIFY_TARGETS.items() if model is not GoldReference  # no related row to read along
+}
+
+
 def item_target(item: AnnotationItem, *, with_text: bool = False) -> Any:
     """The target row of one item (None when it was deleted); ``with_text``: see ``item_targets``."""
-    model = VERIFY_TARGETS.get(item.target_kind, (None,))[0]
-    if model is not None and model is not GoldReference:  # a plain row: no related row to read along
-        return next(iter(model.objects.filter(pk=item.target_id)[:1]), None)  # first()'s ORDER BY: compiling only
+    plain = _PLAIN_TARGETS.get(item.target_kind)
+    if plain is not None:
+        return plain.first(target_id=item.target_id)
     return item_targets([item], with_text=with_text)[item.pk]
 
 

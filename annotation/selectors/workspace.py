@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from benchmark import selectors as benchmark_selectors
 from benchmark.models import ChecklistGroup, ChecklistItem, GoldReference, Task
+from core.compiled import CompiledRead
 
 from ..blind import NO_ITEM, hidden_elsewhere, item_reachable, item_revealed, status_shown, target_id_shown
 from ..blind import revealed as blind_revealed  # the rule itself; ``revealed`` names the item's flag here
@@ -59,6 +60,9 @@ def _pair_task(pair: ReportPair) -> dict:
 
 
 _SURVEY_UNREAD = ("full_text",)  # megabytes the panel never shows
+# the next item's task, on every workspace POST: compiled once per process (``core.compiled``)
+_TASK_WITH_SURVEY = CompiledRead(lambda task_id: Task.objects.select_related("survey").defer(
+    *(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(pk=task_id)[:1], "task_id")
 
 
 def _verify_task(item: AnnotationItem, target: Any, *, known: Task | None = None) -> Task | None:
@@ -77,8 +81,7 @@ def _verify_task(item: AnnotationItem, target: Any, *, known: Task | None = None
         task = copy.copy(known)
         task._prefetched_objects_cache = {}
     else:
-        task = next(iter(Task.objects.select_related("survey").defer(
-            *(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(pk=item.task_id)[:1]), None)
+        task = _TASK_WITH_SURVEY.first(task_id=item.task_id)
     if task is None:
         return None
     prefetch_related_objects([task], *_task_panel_prefetch(item.target_kind, item.target_id))

@@ -4,7 +4,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import reswap, retarget
 
-from ..blind import NO_ITEM, item_reachable
+from ..blind import NO_ITEM, reachable_item
 from ..models import AnnotationItem, AnnotationProject
 from ..selectors.projects import project_with_role
 
@@ -26,8 +26,8 @@ def project_for(request, project_id: int) -> tuple[AnnotationProject, str]:
 def item_in(project: AnnotationProject, item_id: int, *, role: str | None, user) -> AnnotationItem:
     """The item of ``project`` that ``user`` (of ``role`` there) may reach (``blind.item_reachable``:
     in a blind project, through their own claim or label); any other id is the same 404."""
-    item = next(iter(AnnotationItem.objects.filter(pk=item_id, project_id=project.pk)[:1]), None)  # no ORDER BY
-    if item is None or not item_reachable(item=item, project=project, role=role, user=user):
+    item = reachable_item(item_id=item_id, project=project, role=role, user=user)
+    if item is None:
         raise Http404(NO_ITEM)
     item.project = project
     return item
