@@ -180,7 +180,8 @@ PROTOCOLS = [
 
 def _execute(run, judge) -> float:
     """Run every job of ``run`` on JOB_THREADS threads, as a threaded Celery worker would; the wall seconds."""
-    from scoring.services.runs import run_finalize, run_start
+    from scoring.services.run_finish import run_finalize
+    from scoring.services.runs import run_start
 
     run_start(run=run, enqueue=False)
     start = time.perf_counter()

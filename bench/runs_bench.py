@@ -50,7 +50,8 @@ def _throughput_setup():
     from scoring.judges.openai_judge import OpenAIJudge
     from scoring.models import JudgeConfig
     from scoring.pipelines.deepsynth import checklist_for_scoring
-    from scoring.services.runs import run_create, run_finalize, run_start
+    from scoring.services.run_finish import run_finalize
+    from scoring.services.runs import run_create, run_start
     from tests.support.fake_openai import FakeOpenAIProcess
 
     tasks, systems = _reports()
@@ -119,7 +120,8 @@ def batch_against_online(*, quick: bool = False) -> list[dict]:
     from scoring.judges.openai_judge import OpenAIJudge
     from scoring.models import JudgeConfig
     from scoring.services.batches import run_batches_poll
-    from scoring.services.runs import run_create, run_finalize, run_start
+    from scoring.services.run_finish import run_finalize
+    from scoring.services.runs import run_create, run_start
     from tests.support.fake_batch import FakeBatchOpenAI
     from tests.support.fake_openai import FakeOpenAIProcess, labelled_checklist_responder
 

@@ -11,7 +11,8 @@ from django.db import InterfaceError, OperationalError
 
 from .models import EvaluationRun
 from .services.proposals import proposal_batch_execute
-from .services.runs import job_execute, run_finalize
+from .services.run_finish import run_finalize
+from .services.runs import job_execute
 
 RETRY = dict(
     acks_late=True,

@@ -171,7 +171,7 @@ def poll_enqueue(run_id: int | None = None) -> None:
 def runs_recovered() -> dict[str, int]:
     """After each recovery (``core.jobs``): settled runs finalized, and a batch poll enqueued while
     some run has batch work."""
-    from .runs import runs_settled_finalize
+    from .run_finish import runs_settled_finalize
 
     counts = runs_settled_finalize()
     if batch_work_exists():
@@ -203,7 +203,7 @@ def batches_poll(*, run_id: int | None = None) -> dict[str, int]:
             for key, value in run_batches_poll(run=run).items():
                 totals[key] += value if isinstance(value, int) else len(value)
         except ImproperlyConfigured as exc:  # e.g. the key was unset since the run started
-            from .runs import run_halt
+            from .run_finish import run_halt
 
             _guarded(run, lambda: run_halt(run=run, reason=str(exc)))
         except Exception as exc:  # one run's trouble is that run's, never the other runs'

@@ -43,7 +43,7 @@ def test_a_curator_watches_a_batch_run_wait_for_its_batch_and_finish(page, live_
         server.finish()
         for pk in run_batches_poll(run=run, enqueue=False)["released"]:
             job_execute(job_id=pk, enqueue=False)
-        from scoring.services.runs import run_finalize
+        from scoring.services.run_finish import run_finalize
 
         run_finalize(run=run)
         expect(page.locator("#run-status")).to_have_text("Finished", timeout=10_000)  # the page polls by itself
@@ -55,7 +55,7 @@ def test_a_curator_watches_a_batch_run_wait_for_its_batch_and_finish(page, live_
 
 def test_the_run_page_names_the_calls_a_provider_s_malformed_lines_failed(page, live_server, login, screenshot):
     from tests.support.fake_batch import LINE_FAULTS
-    from scoring.services.runs import run_finalize
+    from scoring.services.run_finish import run_finalize
 
     with FakeBatchOpenAI(output_faults=LINE_FAULTS) as server, override_settings(JUDGE_ENDPOINTS={server.base_url: ""}):
         server.responder = labelled_checklist_responder

@@ -11,7 +11,8 @@ from django.utils import timezone
 from core.models import WorkerHeartbeat
 from scoring.metrics import checklist_scores, threshold_from_clip_factor
 from scoring.models import EvaluationRun, JudgeConfig, LLMCall, RunJob, ScoreCard
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_start
 from tests.annotation_factories import annotator, curator
 from tests.factories import ReportFactory, TaskFactory
 from tests.scoring.services.fakes import ScriptedJudge, deepsynth_runs, systems

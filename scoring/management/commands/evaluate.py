@@ -25,7 +25,8 @@ from scoring.models import JudgeConfig, RunJob
 from scoring.pipelines import PIPELINES
 from scoring.selectors import run_failure_reasons, run_job_errors, run_progress, run_score_cards, runs_usage
 from scoring.services.batches import run_batches_poll
-from scoring.services.runs import BrokerUnavailable, job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import BrokerUnavailable, job_execute, run_create, run_start
 
 NO_WORKER = (
     "No Celery worker is alive. Start one with `celery -A config worker` (or `manage.py studio`, "

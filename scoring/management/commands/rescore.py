@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring.models import EvaluationRun
-from scoring.services.runs import run_rescore
+from scoring.services.run_finish import run_rescore
 
 from .evaluate import print_score_cards
 

@@ -11,7 +11,8 @@ from annotation.models import AnnotationProject, Webhook, WebhookDelivery
 from annotation.loop.settle import task_curate, task_curate_if_settled
 from annotation.services.webhooks import webhooks_fire
 from benchmark.models import ChecklistItem
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_start
 from tests.annotation_factories import checklist_task
 from core.webhooks import webhook_deliver
 from tests.scoring.services.fakes import ScriptedJudge, judge_config, reports_for, systems, two_group_checklist

@@ -15,7 +15,8 @@ from benchmark.models import System, Task
 from scoring.models import JudgeConfig, LLMCall, ScoreCard, Verdict
 from scoring.pipelines.deepscholar.nuggets import NO_NUGGETS
 from scoring.pipelines.deepscholar.pipeline import METRIC_KEYS
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_start
 
 PAPER = "2506.02838"  # row 0, TaxAgent
 

@@ -12,7 +12,8 @@ from scoring.models import LLMCall, ScoreCard, Verdict
 from scoring.pipelines import PIPELINES
 from scoring.pipelines.deepscholar.nuggets import NUGGETS
 from scoring.pipelines.deepscholar.relevance import RELEVANCE
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_start
 from tests.factories import NuggetFactory, TaskFactory
 from tests.scoring.pipelines.test_deepscholar import case, make_report, make_run  # noqa: F401 (fixture)
 from tests.scoring.services.fakes import judge_config

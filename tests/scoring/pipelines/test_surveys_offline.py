@@ -18,11 +18,17 @@ from scoring.judges import judge_for
 from scoring.judges.base import Judge
 from scoring.metrics import rubric_score, win_rate
 from scoring.models import Embedding, LLMCall, ScoreCard, Verdict
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_start
 from tests.factories import ReportFactory
 from tests.scoring.services.fakes import judge_config
 
-pytestmark = pytest.mark.django_db
+# Committed as they are written (transaction=True): the judge answers in threads, each with its own
+# connection, and embeds texts the run's own step has embedded in this thread just before. Inside
+# one test transaction those rows stay uncommitted, a thread's insert of the same key waits on
+# them, and this thread waits on the thread: a hang whenever no earlier test in the process left
+# the vectors in the judge's memo (the file run alone). A worker runs a job in autocommit.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 SYSTEMS = ("Gemini", "Qwen")
 # SurveyLens Table 2: aspects per component, with unequal (Bradley–Terry-like) weights.

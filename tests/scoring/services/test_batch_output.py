@@ -18,7 +18,8 @@ from scoring.models import BatchCall, EvaluationRun, JudgeBatch, Verdict
 from scoring.selectors import run_failure_reasons
 from scoring.services import batches
 from scoring.services.batches import POLL_FAILED, batches_poll
-from scoring.services.runs import run_finalize, run_resume
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import run_resume
 from tests.scoring.services.test_runs_batch import KEY, VERDICTS, batch_config, execute_pending, material, started  # noqa: F401
 from tests.support.fake_batch import LINE_FAULTS, FakeBatchOpenAI
 from tests.support.fake_openai import labelled_checklist_responder

@@ -13,15 +13,8 @@ from scoring.judges.base import JudgeAnswer
 from scoring.models import EvaluationRun, RunJob, ScoreCard, Verdict
 from scoring.selectors import run_progress, run_score_cards
 from scoring.services import runs
-from scoring.services.runs import (
-    job_execute,
-    run_cancel,
-    run_create,
-    run_finalize,
-    run_rescore,
-    run_resume,
-    run_start,
-)
+from scoring.services.run_finish import run_finalize, run_rescore
+from scoring.services.runs import job_execute, run_cancel, run_create, run_resume, run_start
 from tests.factories import TaskFactory
 from tests.scoring.services.fakes import ScriptedJudge, deepsynth_runs, judge_config, reports_for, systems, two_group_checklist
 

@@ -12,7 +12,8 @@ from django.test import override_settings
 from scoring.models import BatchCall, EvaluationRun, JudgeBatch, LLMCall, RunJob, Verdict
 from scoring.services import batches
 from scoring.services.batches import run_batches_poll, runs_recovered
-from scoring.services.runs import job_execute, run_cancel, run_create, run_finalize, run_resume, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_cancel, run_create, run_resume, run_start
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
 from tests.support.fake_batch import FakeBatchOpenAI
 from tests.support.fake_openai import Reply, Request, bearer_key, label_for, labelled_checklist_responder, requested_items

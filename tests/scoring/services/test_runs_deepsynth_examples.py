@@ -11,7 +11,8 @@ import pytest
 from benchmark.importers.catalogue import run_import
 from benchmark.models import ChecklistItem, ReviewStatus, System, Task
 from scoring.models import JudgeConfig, LLMCall, ScoreCard, Verdict
-from scoring.services.runs import job_execute, run_create, run_finalize, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_start
 
 
 def evaluate(config, tasks, system):

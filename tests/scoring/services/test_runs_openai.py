@@ -4,7 +4,8 @@ import pytest
 
 from scoring.judges.openai_judge import OpenAIJudge
 from scoring.models import LLMCall, ScoreCard, Verdict
-from scoring.services.runs import job_execute, run_create, run_finalize, run_resume, run_start
+from scoring.services.run_finish import run_finalize
+from scoring.services.runs import job_execute, run_create, run_resume, run_start
 from tests.scoring.services.fakes import judge_config, reports_for, systems, two_group_checklist
 from tests.support.fake_openai import FakeOpenAI, label_for, labelled_checklist_responder, requested_items
 
