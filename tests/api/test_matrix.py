@@ -288,11 +288,17 @@ PAGES = {
     **{f"dashboards:{name}": [("get", None, RANKING_PAGE)] for name in (
         "index", "leaderboard", "human", "agreement", "chart_verdicts", "chart_scores", "chart_human_vs_auto",
         "chart_recall_quartiles", "chart_coverage_window", "chart_heatmap", "judge_sensitivity", "run_progress",
-        "agreement_inter_annotator", "statistics")},
+        "agreement_inter_annotator", "agreement_judge", "statistics")},
     # POST only; a form without a project is refused with 400 and computes nothing (a project the
     # user may not see is answered 404: tests/annotation/dashboards/test_stored_agreement.py).
     "dashboards:agreement_compute_here": [("get", None, RANKING_POST_ONLY),
                                           ("post", None, (302, 403, 403, 400, 400, 400))],
+    # POST only (stored figures computed in the request when no worker answers): the ranking's for
+    # global curators, judge vs people for whoever reads it; an empty form computes nothing.
+    "dashboards:human_compute_here": [("get", None, RANKING_POST_ONLY),
+                                      ("post", None, (302, 403, 403, 403, 400, 400))],
+    "dashboards:judge_compute_here": [("get", None, RANKING_POST_ONLY),
+                                      ("post", None, (302, 403, 403, 400, 400, 400))],
     "dashboards:look_next": [("get", None, (302, 403, 403, 403, 200, 200))],
     # POST only, curators only; an empty form (no verdict) is refused with 400 and creates nothing.
     "dashboards:look_next_project": [("get", None, RANKING_POST_ONLY), ("post", None, (302, 403, 403, 403, 400, 400))],
