@@ -264,12 +264,12 @@ def item_reachable(*, item: AnnotationItem, project: AnnotationProject, role: st
     seek out the pairs of one system."""
     if holds_claim or not reach_restricted(project=project, role=role):
         return True
-    return (Assignment.objects.filter(item_id=item.pk, user_id=user.pk, status__in=HANDED).exists()
-            or Label.objects.filter(item_id=item.pk, annotator_id=user.pk).exists())
+    return _reached(item_id=item.pk, project=project, user=user) is not None
 
 
-# What ``item_reachable`` reads, along with the item itself: the workspace's every POST opens
-# its item this way, in one statement compiled once per process (``core.compiled``).
+# The item with what the reach rule reads of it (a claim handed to the user, their label), in one
+# statement compiled once per process (``core.compiled``): the workspace's every POST opens its
+# item this way (``reachable_item``).
 _ITEM = CompiledRead(lambda item_id, project_id: AnnotationItem.objects.filter(pk=item_id, project_id=project_id)[:1],
                      "item_id", "project_id")
 _ITEM_WITH_REACH = CompiledRead(
@@ -281,13 +281,19 @@ _ITEM_WITH_REACH = CompiledRead(
 )
 
 
+def _reached(*, item_id: int, project: AnnotationProject, user) -> AnnotationItem | None:
+    """The item when the user reaches it in a project that restricts reach: through a claim
+    handed to them (``HANDED``) or their own label; else None."""
+    item = _ITEM_WITH_REACH.first(item_id=item_id, project_id=project.pk, user_id=user.pk)
+    return item if item is not None and (item.handed or item.labelled) else None
+
+
 def reachable_item(*, item_id: int, project: AnnotationProject, role: str | None, user) -> AnnotationItem | None:
     """The item ``item_id`` of ``project`` when ``item_reachable`` lets ``user`` (of ``role``
     there, signed in) open it, else None, whether it is missing or out of reach: one statement."""
     if not reach_restricted(project=project, role=role):
         return _ITEM.first(item_id=item_id, project_id=project.pk)
-    item = _ITEM_WITH_REACH.first(item_id=item_id, project_id=project.pk, user_id=user.pk)
-    return item if item is not None and (item.handed or item.labelled) else None
+    return _reached(item_id=item_id, project=project, user=user)
 
 
 def item_handed(*, item_id: int, user) -> bool:
