@@ -1,8 +1,7 @@
 """A curator settles a task's proposals alone, on the task page: the decision a verify project's
-agreeing reviewers would apply (``review_changes`` through ``proposable_edit``, its audit row in
-the same transaction), then the task is curated once every proposal is settled
-(``task_curate_if_settled``), as after a project's review. For a lab with one expert, where a
-verify project needs k ≥ 2 people.
+agreeing reviewers would apply (``proposable_review``, its audit row in the same transaction),
+then the task is curated once every proposal is settled (``task_curate_if_settled``), as after
+a project's review. For a lab with one expert, where a verify project needs k ≥ 2 people.
 
 A proposal also open in a verify project keeps its item there; the reviewers' later decision
 is then based on an older version and goes to the adjudication queue as a conflict.
@@ -11,9 +10,8 @@ is then based on an older version and goes to the adjudication queue as a confli
 from django.db import transaction
 
 from benchmark.models import SETTLED_STATUSES
-from benchmark.services.history import proposable_edit, proposable_edits_save, review_changes
+from benchmark.services.history import proposable_review
 from core.accounts import is_global_curator
-from core.audit_actions import AuditAction
 
 from ..models import VERIFY_TARGETS
 from ..loop.settle import task_curate_if_settled
@@ -52,7 +50,7 @@ def proposal_review_solo(*, kind: str, pk: int, decision: str, expected_version:
     row returned needs no query more. ``PermissionError`` for anyone but a global curator;
     ``LookupError`` for an unknown row; ``SoloReviewError`` for a settled proposal, an unknown
     decision or an edit without changes; ``StaleEditError``/``ValidationError`` from
-    ``proposable_edit`` (nothing written).
+    ``proposable_review`` (nothing written).
 
     The row is read once, under its lock and with the path to its task: the settled check, the
     version check and the write see the same row, and a decision costs the lock, the UPDATE, its
@@ -74,13 +72,11 @@ def proposal_review_solo(*, kind: str, pk: int, decision: str, expected_version:
                               "its history (admin or API) changes a settled decision")
     if decision == "edit" and not edits:
         raise SoloReviewError("edit: change at least one field, or accept it as it is")
-    status = DECISION_STATUS[decision]
-    edit = proposable_edit(
-        current=row, changes=review_changes(status=status, edits=edits if decision == "edit" else None),
-        expected_version=expected_version, actor=actor, action=AuditAction(f"review.{status}"),
-        note=f"solo review on {where}{': ' + note.strip() if note.strip() else ''}", reason=reason,
+    row = proposable_review(
+        obj=row, status=DECISION_STATUS[decision], expected_version=expected_version, actor=actor,
+        note=f"solo review on {where}{': ' + note.strip() if note.strip() else ''}",
+        edits=edits if decision == "edit" else None, reason=reason, locked=True,
     )
-    proposable_edits_save([edit])  # under the row's lock: always still as read
     holder = row
     for hop in hops:
         holder = getattr(holder, hop)

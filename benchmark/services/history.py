@@ -174,6 +174,21 @@ def _update_as_read(model: type[models.Model], group: list[ProposableEdit]) -> i
     return model.objects.filter(as_read).update(**values)
 
 
+def proposable_write(
+    *, current: Proposable, changes: dict[str, Any], expected_version: int, actor=None, actor_label: str = "",
+    action: AuditAction = AuditAction.PROPOSABLE_EDIT, note: str = "", reason: dict | None = None,
+) -> Proposable:
+    """Apply ``changes`` to ``current``, a row the caller read under its lock in its transaction
+    (``select_for_update``), unless it moved past ``expected_version`` (``StaleEditError``,
+    nothing written); the row is written as read, not read again, and returned carrying the
+    revision written for the change as ``latest_revision``."""
+    edit = proposable_edit(current=current, changes=changes, expected_version=expected_version, actor=actor,
+                           actor_label=actor_label, action=action, note=note, reason=reason)
+    current.save(update_fields=edit.fields)
+    current.latest_revision = audit_log_record(**edit.audit)
+    return current
+
+
 @transaction.atomic
 def proposable_update(
     *,
@@ -188,19 +203,16 @@ def proposable_update(
 ) -> Proposable:
     """Apply ``changes`` to an item unless it moved past ``expected_version`` meanwhile.
 
-    The row is locked for the check-and-write, so two editors of the same version
-    cannot both succeed: the second gets ``StaleEditError``. The returned row carries the
+    The row is locked for the check-and-write (``proposable_write``), so two editors of the same
+    version cannot both succeed: the second gets ``StaleEditError``. The returned row carries the
     revision written for the change as ``latest_revision``.
     """
     unknown = set(changes) - set(obj.tracked_fields)
-    if unknown:
+    if unknown:  # before the lock: nothing to read for a change that cannot apply
         raise ValueError(f"{type(obj).__name__} has no editable field(s): {', '.join(sorted(unknown))}")
     current = type(obj).objects.select_for_update().get(pk=obj.pk)
-    edit = proposable_edit(current=current, changes=changes, expected_version=expected_version, actor=actor,
-                           actor_label=actor_label, action=action, note=note, reason=reason)
-    current.save(update_fields=edit.fields)
-    current.latest_revision = audit_log_record(**edit.audit)
-    return current
+    return proposable_write(current=current, changes=changes, expected_version=expected_version, actor=actor,
+                            actor_label=actor_label, action=action, note=note, reason=reason)
 
 
 def review_changes(*, status: str, edits: dict | None = None) -> dict[str, Any]:
@@ -215,11 +227,12 @@ def review_changes(*, status: str, edits: dict | None = None) -> dict[str, Any]:
 
 def proposable_review(
     *, obj: Proposable, status: str, expected_version: int, actor=None, note: str = "", edits: dict | None = None,
-    reason: dict | None = None,
+    reason: dict | None = None, locked: bool = False,
 ) -> Proposable:
     """Accept, reject, or edit-and-accept an item (status ``edited`` needs ``edits``); ``reason``
-    (``{"code": …, "text": …}``) is the reviewer's why, kept in the revision."""
-    return proposable_update(
-        obj=obj, changes=review_changes(status=status, edits=edits), expected_version=expected_version, actor=actor,
-        action=AuditAction(f"review.{status}"), note=note, reason=reason,
-    )
+    (``{"code": …, "text": …}``) is the reviewer's why, kept in the revision. ``locked``: ``obj``
+    was read under its lock in the caller's transaction, and is written as read
+    (``proposable_write``) instead of locked and read again (``proposable_update``)."""
+    review = {"changes": review_changes(status=status, edits=edits), "expected_version": expected_version,
+              "actor": actor, "action": AuditAction(f"review.{status}"), "note": note, "reason": reason}
+    return proposable_write(current=obj, **review) if locked else proposable_update(obj=obj, **review)
