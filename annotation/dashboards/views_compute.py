@@ -85,6 +85,16 @@ def _back(request, default: str):
     return redirect(target)
 
 
+def _scope_compute(request, *, kind: str, scope: str, done: str):
+    """Compute a stored scope's figures here unless ``_compute_here_refusal`` refuses (its
+    response is returned; None once computed, with ``done`` said on the next page)."""
+    refusal = _compute_here_refusal(request, lock=f"{kind}-compute-here:{scope}")
+    if refusal is None:
+        scope_statistics_refresh(kind=kind, scope=scope)
+        messages.success(request, f"{done} computed.")
+    return refusal
+
+
 @require_POST
 @login_required
 def human_compute_here(request):
@@ -96,12 +106,8 @@ def human_compute_here(request):
     scope = _scope_posted(request)
     if not scope_stored(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope):
         return refuse(request, "No such ranking is stored.", status=404)
-    refusal = _compute_here_refusal(request, lock=f"ranking-compute-here:{scope}")
-    if refusal is not None:
-        return refusal
-    scope_statistics_refresh(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope)
-    messages.success(request, "Human ranking computed.")
-    return _back(request, reverse("dashboards:human"))
+    refusal = _scope_compute(request, kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope, done="Human ranking")
+    return refusal or _back(request, reverse("dashboards:human"))
 
 
 @require_POST
@@ -114,9 +120,5 @@ def judge_compute_here(request):
     own = judge_stored.judge_parameters(agreement_selectors.judge_projects(request.user))
     if scope != judge_stored.judge_key(own) or not scope_stored(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope):
         return refuse(request, "No such figures among those you may see.", status=404)
-    refusal = _compute_here_refusal(request, lock=f"judge-compute-here:{scope}")
-    if refusal is not None:
-        return refusal
-    scope_statistics_refresh(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope)
-    messages.success(request, "Judge vs people computed.")
-    return redirect(f"{reverse('dashboards:agreement')}#judge-section")
+    refusal = _scope_compute(request, kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope, done="Judge vs people")
+    return refusal or redirect(f"{reverse('dashboards:agreement')}#judge-section")
