@@ -38,20 +38,23 @@ def refresh_project_agreement(project_id: int) -> str:
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
 def refresh_human_ranking(scope: str) -> str:
     from .models import ProjectStatistics
-    from .services.agreement import scope_statistics_refresh
 
-    found = scope_statistics_refresh(kind=ProjectStatistics.Kind.HUMAN_RANKING, scope=scope)
-    return "refreshed" if found is not None else "missing"
+    return _scope_refresh(ProjectStatistics.Kind.HUMAN_RANKING, scope)
 
 
 @shared_task(name="annotation.refresh_judge_agreement", acks_late=True,
              autoretry_for=(OperationalError, InterfaceError), retry_backoff=2, max_retries=5)
 def refresh_judge_agreement(scope: str) -> str:
     from .models import ProjectStatistics
+
+    return _scope_refresh(ProjectStatistics.Kind.JUDGE_AGREEMENT, scope)
+
+
+def _scope_refresh(kind: str, scope: str) -> str:
+    """A stored scope's figures computed and stored (``services.agreement``), or "missing"."""
     from .services.agreement import scope_statistics_refresh
 
-    found = scope_statistics_refresh(kind=ProjectStatistics.Kind.JUDGE_AGREEMENT, scope=scope)
-    return "refreshed" if found is not None else "missing"
+    return "refreshed" if scope_statistics_refresh(kind=kind, scope=scope) is not None else "missing"
 
 
 @shared_task(name="annotation.refresh_calibrated_scores", acks_late=True,
