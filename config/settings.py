@@ -110,6 +110,12 @@ def database_from_url(url: str) -> dict:
             "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
         }
+        # Tests run on a file beside the database, as the product does, not on Django's
+        # in-memory default: its shared cache locks whole tables ("database table is locked"),
+        # so concurrent writers would fail there where WAL and IMMEDIATE make them wait.
+        if config["NAME"] and config["NAME"] != ":memory:":
+            path = Path(config["NAME"])
+            config["TEST"] = {"NAME": str(path.with_name(f"test_{path.name}"))}
     elif config["ENGINE"] == "django.db.backends.postgresql":
         # Our queries are short; PostgreSQL's JIT compiles any whose estimated cost is high
         # (a dashboard's subqueries over a large table), which costs more than it saves.
