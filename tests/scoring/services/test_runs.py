@@ -114,20 +114,35 @@ def test_a_full_run_scores_every_report_and_system_and_reuses_verdicts(setup, se
 
 
 @pytest.mark.django_db
-def test_progress_counts_and_eta_from_mean_job_duration(setup):
+def test_progress_counts_and_eta_from_the_runs_pace(setup):
     run = run_start(run=create(setup), enqueue=False)
     assert run_progress(run=run) | {"eta_seconds": None} == {
         "status": "running", "total": 4, "done": 0, "failed": 0, "pending": 4, "running": 0, "cancelled": 0,
         "waiting": 0, "eta_seconds": None,
     }
     jobs = list(run.jobs.order_by("pk"))
-    now = timezone.now()
-    RunJob.objects.filter(pk=jobs[0].pk).update(status=Job.DONE, started_at=now - timedelta(seconds=10), finished_at=now)
-    RunJob.objects.filter(pk=jobs[1].pk).update(status=Job.FAILED, started_at=now - timedelta(seconds=20), finished_at=now)
-    RunJob.objects.filter(pk=jobs[2].pk).update(status=Job.RUNNING, started_at=now)
+    t0 = timezone.now() - timedelta(seconds=60)
+
+    def job(n, status, start, end=None):
+        RunJob.objects.filter(pk=jobs[n].pk).update(
+            status=status, started_at=t0 + timedelta(seconds=start),
+            finished_at=None if end is None else t0 + timedelta(seconds=end))
+
+    job(2, Job.RUNNING, 0)
+    assert run_progress(run=run)["eta_seconds"] is None  # nothing settled: no pace yet
+    # two workers: jobs 0 and 1 ran side by side and settled at 10 s and 20 s, job 2 still runs
+    job(0, Job.DONE, 0, 10)
+    job(1, Job.FAILED, 0, 20)
     progress = run_progress(run=run)
     assert (progress["done"], progress["failed"], progress["running"], progress["pending"]) == (1, 1, 1, 1)
-    assert progress["eta_seconds"] == pytest.approx(15.0 * 2 / 1)
+    # pace: 20 s from the first start to the last settled end over 2 settled jobs; 2 jobs left
+    assert progress["eta_seconds"] == pytest.approx(20.0 / 2 * 2)
+    # the estimate does not move with how many jobs happen to run at the moment
+    job(3, Job.RUNNING, 20)
+    assert run_progress(run=run)["eta_seconds"] == pytest.approx(20.0)
+    job(2, Job.DONE, 0, 25)
+    job(3, Job.DONE, 20, 30)
+    assert run_progress(run=run)["eta_seconds"] == 0.0
 
 
 @pytest.mark.django_db
