@@ -16,7 +16,7 @@ from scoring.models import JudgeConfig, Verdict
 
 from .kinds import kind_of
 from .label_help import label_help, label_help_parse
-from .models import DEFAULT_HOLD, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
+from .models import DEFAULT_HOLD, DEFAULT_UNIFORM_SHARE, VERIFY_TARGETS, AnnotationProject, Role, TargetKind
 from .services.invitations import invitees_parse
 
 Kind = AnnotationProject.Kind
@@ -75,7 +75,7 @@ _ARGUMENTS = {
     "component": lambda data: data["component"] or "report",
     "dimensions": lambda data: _split(data["dimensions"]) or None,
     "pair_choice": lambda data: data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN,
-    "uniform_share": lambda data: 0.25 if data["uniform_share"] is None else data["uniform_share"],
+    "uniform_share": lambda data: DEFAULT_UNIFORM_SHARE if data["uniform_share"] is None else data["uniform_share"],
     "sampling": lambda data: data["sampling"] or AnnotationProject.Sampling.ALL,
     "criteria": lambda data: _split(data["criteria"]) or None,
     "scale": _scale,
@@ -139,9 +139,10 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                                  help_text="comma-separated; empty: organization, coverage, synthesis, citations")
     pair_choice = forms.ChoiceField(choices=AnnotationProject.PairChoice.choices, required=False,
                                     initial=AnnotationProject.PairChoice.ROUND_ROBIN, label="Pairs (pairwise)")
-    uniform_share = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.25,
+    uniform_share = forms.FloatField(min_value=0, max_value=1, required=False, initial=DEFAULT_UNIFORM_SHARE,
                                      label="Adaptive: share of uniform pairs",
-                                     help_text="0 to 1; these pairs are drawn at random, the rest by information")
+                                     help_text="0 to 1; these pairs are drawn at random, the rest among neighbours"
+                                               " in doubt")
     pairs_budget = BoundedIntegerField(min_value=1, max_value=10**6, required=False, label="Adaptive: pairs in all",
                                        help_text="empty: every ordered pair of reports (as many as the round-robin)")
     criteria = forms.CharField(required=False, label="Criteria (rating)",

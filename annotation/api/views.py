@@ -28,8 +28,8 @@ from core.accounts import is_global_curator
 
 from ..blind import NO_ITEM, blind_overlap_warnings, item_reachable, status_shown, target_id_shown, with_revealed
 from ..crowd.models import CrowdStudy
-from ..models import (DEFAULT_HOLD, VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, ProjectMembership,
-                      Role, TargetKind)
+from ..models import (DEFAULT_HOLD, DEFAULT_UNIFORM_SHARE, VERIFY_TARGETS, AnnotationItem, AnnotationProject,
+                      Assignment, ProjectMembership, Role, TargetKind)
 from ..selectors.progress import project_progress
 from ..selectors.projects import project_role, projects_for
 from ..selectors.workspace import item_context_for
@@ -167,7 +167,7 @@ class ProjectListApi(ListApi):
             default=AnnotationProject.PairChoice.ROUND_ROBIN,
             help_text="pairwise: 'round_robin' (every pair of reports, each side once) or 'adaptive' (the pairs whose"
                       " Bradley–Terry outcome is least certain, chosen as labels come)")
-        uniform_share = serializers.FloatField(required=False, default=0.25, min_value=0, max_value=1,
+        uniform_share = serializers.FloatField(required=False, default=DEFAULT_UNIFORM_SHARE, min_value=0, max_value=1,
                                                help_text="adaptive: share of pairs drawn uniformly")
         pairs_budget = BoundedIntegerSerializerField(required=False, allow_null=True, default=None, min_value=1,
                                                      max_value=10**6, help_text="adaptive: pairs in all (default"

@@ -13,6 +13,7 @@ from .statistics import CalibratedScores, ProjectStatistics
 from .webhooks import Webhook, WebhookDelivery, WebhookEvent  # noqa: F401 (re-exported)
 from .workspace import (
     DEFAULT_HOLD,
+    DEFAULT_UNIFORM_SHARE,
     VERIFY_TARGETS,
     AnnotationItem,
     AnnotationProject,
@@ -28,6 +29,7 @@ from ..comments.models import CommentNotification, ItemComment  # noqa: E402,F40
 
 __all__ = [
     "DEFAULT_HOLD",
+    "DEFAULT_UNIFORM_SHARE",
     "ExportJob",
     "VERIFY_TARGETS",
     "AnnotationItem",

@@ -5,9 +5,9 @@ A pairwise project with ``pair_choice = adaptive`` does not schedule the double 
 once. Its pool is the same — every ordered pair of two systems' reports on a task, each ordered
 pair at most once — but it materialises only a few items ahead of its annotators
 (:func:`pairs_ahead` open items that nobody labelled yet) and chooses each new one from the Bradley–Terry fit over the labels
-committed so far (``scoring.metrics.preference_design.choose_pairs_batch``: a pair adjacent in
-the ranking, drawn with probability proportional to the posterior probability that its order is
-wrong), until ``pairs_budget`` pairs exist. Items already open and not yet labelled count as
+committed so far (``scoring.metrics.preference_design.choose_pairs_batch``: the pair adjacent
+in the ranking whose comparison most lowers the variances of the orders in doubt, each weighted
+by the squared posterior probability that it is wrong), until ``pairs_budget`` pairs exist. Items already open and not yet labelled count as
 asked (the covariance is updated for them before choosing).
 
 * **Uniform share.** Pair number m (0-based, in the project's sequence) is drawn uniformly from

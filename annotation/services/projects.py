@@ -13,6 +13,7 @@ from scoring.models import JudgeConfig, Verdict
 
 from ..models import (
     DEFAULT_HOLD,
+    DEFAULT_UNIFORM_SHARE,
     AnnotationItem,
     AnnotationProject,
     Assignment,
@@ -156,7 +157,7 @@ def project_create(
     sampling: str = AnnotationProject.Sampling.ALL,
     sample_size: int | None = None,
     pair_choice: str = AnnotationProject.PairChoice.ROUND_ROBIN,
-    uniform_share: float = 0.25,
+    uniform_share: float = DEFAULT_UNIFORM_SHARE,
     pairs_budget: int | None = None,
     criteria: Sequence[str] | None = None,
     scale: dict | None = None,

@@ -35,8 +35,8 @@ from .preference_ranking import PRIOR_PRECISION
 from .ranking import _POINTS, _aggregate, _comparisons, _fit, _problem, _sigmoid
 
 __all__ = ["QUADRATURE_NODES", "CANDIDATE_SPAN", "bradley_terry_laplace", "bradley_terry_map_batch", "candidate_pairs",
-           "choose_pairs_batch", "covariance_after", "covariance_after_batch", "misorder_probability",
-           "pair_information"]
+           "choose_pairs_batch", "covariance_after", "covariance_after_batch", "doubt_variance_drop",
+           "misorder_probability", "pair_information"]
 
 QUADRATURE_NODES = 40
 _NODES, _WEIGHTS = hermegauss(QUADRATURE_NODES)  # ∫ f(x) e^{−x²/2} dx ≈ Σ w f(x)
@@ -114,28 +114,35 @@ def covariance_after(theta: Any, covariance: Any, i: int, j: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# The ranking design: compare neighbours whose order is in doubt, in proportion to that doubt.
+# The ranking design: compare the neighbours whose comparison most narrows the doubtful orders.
 #
 # A study that must get the *order* right (Kendall τ with the true order) needs the comparisons
 # that settle orders still in doubt, and those are between neighbours in the ranking (Heckel et
 # al. 2019, "Active ranking from pairwise comparisons and when parametric assumptions do not
 # help"; Maystre & Grossglauser 2017, "Just sort it!"): a far pair's outcome is nearly certain
-# and tells little. Under the Laplace posterior the order of i and j is wrong with probability
-# m_ij = Φ(−|d̂_ij| / √v_ij). Each turn draws one of the pairs adjacent in the current ranking
-# with probability proportional to m_ij² (``CANDIDATE_SPAN`` = 1 place apart, ``DOUBT_POWER``).
-# Drawing, rather than taking the largest m, keeps a near-tie — whose m stays near ½ however often it is
-# compared — from absorbing the budget, while settled neighbours (m ≈ 0) are left alone; τ ≥ 0.9
-# tolerates a few near-ties in the wrong order. Measured against the alternatives in
-# docs/statistics.md ("Adaptive pairwise assignment": the largest m, the expected drop of the
-# number of misordered pairs, the information criterion above).
+# and tells little. Under the Laplace posterior the order of k and l is wrong with probability
+# m_kl = Φ(−|d̂_kl| / √v_kl). τ counts every pair's order, not only the neighbours': a chain of
+# neighbours each compared alone leaves the orders two and three places apart to add up the
+# chain's errors. So each informed turn takes, among the pairs adjacent in the current ranking
+# (``CANDIDATE_SPAN``), the one whose comparison most lowers the doubt-weighted relative variance
+#
+#     D = Σ_{k<l} m_kl^DOUBT_POWER · v_kl' / v_kl   over every pair (k, l),
+#
+# v' the variance after the comparison (the rank-one update of :func:`covariance_after`, which
+# does not depend on the outcome): :func:`doubt_variance_drop`. The drop counts the comparison's
+# indirect effect on every order it touches through Σ, and it shrinks for a near-tie as it is
+# compared (its relative drop w·v / (1 + w·v) → 0 as v → 0), so a near-tie — whose m stays near
+# ½ however often it is compared — does not absorb the budget; τ ≥ 0.9 tolerates a few near-ties
+# in the wrong order. Measured against the alternatives in docs/statistics.md ("Designs tried on
+# these settings": the draw ∝ m or m² among neighbours, the largest m, the expected drop of m).
 # Everything here works on a batch of R independent fits (the simulation's replications; the
 # product passes R = 1): θ̂ (R, n), Σ (R, n, n).
 # ---------------------------------------------------------------------------------------------
 
 CANDIDATE_SPAN = 1
-# The draw is ∝ m^DOUBT_POWER: 2 concentrates on the most doubtful neighbours (10 evenly spaced
-# systems: 0.57 of round-robin's labels at 100 replications, seed 11, against 0.66 with m¹ at 200)
-# while a near-tie (m ≈ ½) still shares the turns with the other doubtful neighbours.
+# The weight of a pair's relative variance is m²: the orders most in doubt count most
+# (10 evenly spaced systems, uniform share 0.25, 400 replications, seed 3: 0.50 of
+# round-robin's labels with m², 0.53 with m¹, 0.51 with m³).
 DOUBT_POWER = 2
 
 
@@ -211,13 +218,41 @@ def covariance_after_batch(theta: np.ndarray, covariance: np.ndarray, first: np.
     return covariance - (w / denom)[:, None, None] * sx[:, :, None] * sx[:, None, :]
 
 
+def doubt_variance_drop(theta: np.ndarray, covariance: np.ndarray, first: np.ndarray,
+                        second: np.ndarray) -> np.ndarray:
+    """For each candidate pair c = (``first[r, c]``, ``second[r, c]``): how much one more
+    comparison of it lowers D = Σ_{k<l} g_kl v_kl, g_kl = m_kl^DOUBT_POWER / v_kl (module comment).
+
+    With x the difference vector of a pair, the comparison updates Σ to Σ − w Σx_c (Σx_c)ᵀ /
+    (1 + w x_cᵀΣx_c) (w = σ(d̂_c)(1 − σ(d̂_c))), so v_kl drops by w (x_klᵀΣx_c)² / (1 + w x_cᵀΣx_c)
+    and D by w (Σx_c)ᵀ L (Σx_c) / (1 + w x_cᵀΣx_c), L = Σ_{k<l} g_kl x_kl x_klᵀ (a weighted graph
+    Laplacian). Returns (R, C), ≥ 0."""
+    theta, cov = np.asarray(theta, dtype=float), np.asarray(covariance, dtype=float)
+    r, n = theta.shape
+    rows = np.arange(r)[:, None]
+    k, l = np.triu_indices(n, 1)
+    every_k, every_l = np.broadcast_to(k, (r, k.size)), np.broadcast_to(l, (r, l.size))
+    variance = np.clip(cov[:, k, k] + cov[:, l, l] - 2.0 * cov[:, k, l], 1e-12, None)
+    weight = misorder_probability(theta, cov, every_k, every_l) ** DOUBT_POWER / variance
+    laplacian = np.zeros((r, n, n))
+    laplacian[:, k, l] = laplacian[:, l, k] = -weight
+    laplacian[:, np.arange(n), np.arange(n)] = -laplacian.sum(axis=2)
+    sx = cov[rows, :, first] - cov[rows, :, second]  # (R, C, n): Σx_c
+    columns = np.arange(first.shape[1])[None, :]
+    own = sx[rows, columns, first] - sx[rows, columns, second]  # x_cᵀΣx_c: the candidate's own v
+    p = 0.5 + 0.5 * np.tanh(0.5 * (theta[rows, first] - theta[rows, second]))  # σ, overflow-free
+    fisher = p * (1.0 - p)
+    quadratic = np.einsum("rci,rij,rcj->rc", sx, laplacian, sx)
+    return np.clip(fisher * quadratic / (1.0 + fisher * own), 0.0, None)
+
+
 def choose_pairs_batch(theta: Any, covariance: Any, *, uniform: Any, rng: np.random.Generator,
                        capacity: Any = None, span: int = CANDIDATE_SPAN) -> tuple[np.ndarray, np.ndarray]:
     """The next pairs (i < j) of R fits, one per entry of ``uniform`` (its turns: True draws a
-    pair uniformly from the open ones). Other turns draw one of the pairs adjacent in the
-    ranking by θ̂ with probability proportional to :func:`misorder_probability` squared (uniformly when
-    all are 0 or equal: no data yet). After each pick Σ is updated as one more comparison of it
-    would (:func:`covariance_after_batch`), so a round spreads over the doubtful pairs.
+    pair uniformly from the open ones). Other turns take, among the pairs adjacent in the ranking
+    by θ̂, the one with the largest :func:`doubt_variance_drop` (equal drops — before any data all
+    are — drawn at random). After each pick Σ is updated as one more comparison of it would
+    (:func:`covariance_after_batch`), so a round spreads over the doubtful orders.
     ``capacity[r, i, j]`` (i < j): comparisons pair (i, j) may still get (default: unlimited); a
     fit whose adjacent pairs are all used up draws from its open pairs; a fit with no open pair
     gets −1. Returns (R, T) arrays of i and j."""
@@ -239,11 +274,11 @@ def choose_pairs_batch(theta: Any, covariance: Any, *, uniform: Any, rng: np.ran
             first, second = candidate_pairs(theta, span, rng)
             lo, hi = np.minimum(first, second), np.maximum(first, second)
             usable = np.ones(lo.shape, bool) if left is None else left[rows[:, None], lo, hi] > 0
-            doubt = np.where(usable, misorder_probability(theta, cov, lo, hi), 0.0) ** DOUBT_POWER
-            # a draw ∝ m² (Gumbel-max); all-zero rows draw uniformly among the usable
-            weight = np.where(doubt.sum(axis=1, keepdims=True) > 0, doubt, usable.astype(float))
-            gumbel = -np.log(-np.log(np.clip(rng.random(weight.shape), 1e-300, 1.0 - 1e-16)))
-            best = np.argmax(np.where(weight > 0, np.log(np.where(weight > 0, weight, 1.0)) + gumbel, -np.inf), axis=1)
+            drop = np.where(usable, doubt_variance_drop(theta, cov, lo, hi), -1.0)
+            # the largest drop; drops within a relative 1e-9 of it are equal (at random among them)
+            top = drop.max(axis=1, keepdims=True)
+            best = np.argmax(np.where(usable & (drop >= top - 1e-9 * np.abs(top)), rng.random(drop.shape), -1.0),
+                             axis=1)
             has = usable.any(axis=1)
             i = np.where(has, lo[rows, best], i)
             j = np.where(has, hi[rows, best], j)

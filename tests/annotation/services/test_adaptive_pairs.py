@@ -60,25 +60,52 @@ def test_the_uniform_turns_are_the_stated_share_spread_evenly(share, first):
         assert max(np.diff(turns)) <= int(np.ceil(1 / share))
 
 
-def test_each_informed_choice_is_a_ranking_neighbour_drawn_by_its_doubt():
-    """Each informed pick is adjacent in the ranking by θ̂ and open; over many seeds the pairs are
-    drawn in proportion to Φ(−|d̂|/√v)² (computed here with SciPy from the Laplace fit)."""
+def test_each_informed_choice_is_the_open_neighbour_that_most_narrows_the_doubtful_orders():
+    """Each informed pick is the pair adjacent in the ranking by θ̂, open, whose comparison most
+    lowers D = Σ_{k<l} Φ(−|d̂_kl|/√v_kl)² · v'_kl / v_kl (computed here with SciPy, the
+    covariance after the comparison by inverting the Hessian that gained the pair's Fisher weight);
+    a pending pair counts as asked before the choice."""
+    from scipy.special import expit
     from scipy.stats import norm
 
     comparisons = [(0, 1, 1), (1, 0, 1), (0, 1, 1), (1, 2, 1), (2, 3, 0), (3, 2, 0), (0, 3, 1), (1, 2, 0.5)]
-    capacity = {(0, 1): 5, (0, 2): 5, (0, 3): 0, (1, 2): 5, (1, 3): 5, (2, 3): 1}
     fit = bradley_terry_laplace(np.asarray(comparisons, dtype=float), n_items=4)
-    theta, cov = fit["theta"], fit["covariance"]
+    theta = fit["theta"]
     order = list(np.argsort(-theta))
     adjacent = [tuple(sorted((int(a), int(b)))) for a, b in zip(order, order[1:])]
-    doubt = {p: norm.cdf(-abs(theta[p[0]] - theta[p[1]]) / np.sqrt(cov[p[0], p[0]] + cov[p[1], p[1]]
-                                                                  - 2 * cov[p[0], p[1]])) ** 2 for p in adjacent}
-    drawn = [pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=1, start=0,
-                          uniform_share=0.0, rng=random.Random(seed))[0] for seed in range(3000)]
-    assert set(drawn) <= set(adjacent)
-    for pair in adjacent:
-        expected = doubt[pair] / sum(doubt.values())
-        assert drawn.count(pair) / len(drawn) == pytest.approx(expected, abs=0.03), (pair, doubt)
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+
+    def asked(cov, a, b):
+        x = np.zeros(4)
+        x[a], x[b] = 1, -1
+        p = expit(theta[a] - theta[b])
+        return np.linalg.inv(np.linalg.inv(cov) + p * (1 - p) * np.outer(x, x))
+
+    def variance(cov, a, b):
+        return cov[a, a] + cov[b, b] - 2 * cov[a, b]
+
+    def drops(cov):
+        weight = {(a, b): norm.sf(abs(theta[a] - theta[b]) / np.sqrt(variance(cov, a, b))) ** 2
+                  / variance(cov, a, b) for a, b in pairs}
+        return {pair: sum(w * (variance(cov, a, b) - variance(asked(cov, *pair), a, b))
+                          for (a, b), w in weight.items()) for pair in adjacent}
+
+    every = {pair: 5 for pair in pairs}
+    without = {**every, adjacent[-1]: 0}  # the least certain neighbour pair used up
+    best_of = []
+    for pending, capacity in [((), every), ((), without), ((adjacent[1],), without)]:
+        cov = fit["covariance"]
+        for pair in pending:
+            cov = asked(cov, *pair)
+        found = drops(cov)
+        best = max((pair for pair in adjacent if capacity[pair] > 0), key=found.get)
+        assert len(set(found.values())) == len(found)  # no tie: one right answer
+        chosen = {pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=1, start=0,
+                               uniform_share=0.0, rng=random.Random(seed), pending=pending)[0] for seed in range(20)}
+        assert chosen == {best}, (pending, capacity, found)
+        best_of.append(best)
+    assert len(set(best_of)) == 3  # the capacity and the pending pair each changed the answer
+    capacity = {(0, 1): 5, (0, 2): 5, (0, 3): 0, (1, 2): 5, (1, 3): 5, (2, 3): 1}
     chosen = pairs_choose(comparisons=comparisons, n_systems=4, capacity=capacity, count=8, start=0,
                           uniform_share=0.0, rng=random.Random(1))
     assert (0, 3) not in chosen and chosen.count((2, 3)) <= 1  # no pair past its capacity

@@ -162,3 +162,81 @@ def test_the_draw_keeps_to_neighbours_and_capacity_and_gives_minus_one_when_noth
     picked = sorted(zip(first[0][:4].tolist(), second[0][:4].tolist()))
     assert picked == [(0, 1), (0, 3), (1, 2), (2, 3)]  # the neighbours first, then the one pair left open
     assert first[0][4] == -1 and (first[1] == -1).all()  # used up; the second fit had nothing open
+
+
+def _doubt_weighted_variance(theta, cov):
+    """D = Σ_{k<l} m_kl² v_kl / v_kl⁰ written out pair by pair (SciPy's normal tail), with the
+    variances v⁰ of ``cov`` as the scale; returns D as a function of the covariance."""
+    from scipy.stats import norm
+
+    n = theta.size
+    pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
+    v0 = {(a, b): cov[a, a] + cov[b, b] - 2 * cov[a, b] for a, b in pairs}
+    weight = {p: norm.sf(abs(theta[p[0]] - theta[p[1]]) / np.sqrt(v0[p])) ** 2 for p in pairs}
+    return lambda c: sum(weight[(a, b)] * (c[a, a] + c[b, b] - 2 * c[a, b]) / v0[(a, b)] for a, b in pairs)
+
+
+def test_the_drop_is_the_fall_of_the_doubt_weighted_variance_after_one_more_comparison():
+    """For every pair of four systems: D before minus D after the Hessian gains the pair's
+    Fisher weight, the covariance inverted afresh (not the rank-one update)."""
+    from scoring.metrics.preference_design import doubt_variance_drop
+
+    theta, cov = _by_hand(COMPARISONS, 4, RIDGE)
+    weighted = _doubt_weighted_variance(theta, cov)
+    pairs = [(a, b) for a in range(4) for b in range(a + 1, 4)]
+    found = doubt_variance_drop(theta[None], cov[None], np.array([[a for a, _ in pairs]]),
+                                np.array([[b for _, b in pairs]]))[0]
+    for n, (a, b) in enumerate(pairs):
+        p = expit(theta[a] - theta[b])
+        x = np.zeros(4)
+        x[a], x[b] = 1, -1
+        after = np.linalg.inv(np.linalg.inv(cov) + p * (1 - p) * np.outer(x, x))
+        assert found[n] == pytest.approx(weighted(cov) - weighted(after), rel=1e-6), (a, b)
+    assert found.min() > 0
+
+
+def test_a_near_tie_compared_often_gives_way_to_a_doubtful_pair_compared_little():
+    """Systems 0 ≈ 1 compared 400 times (m near ½, little left to learn), 2 vs 3 twice: the
+    comparison of 2 and 3 lowers D more, though its m is smaller."""
+    from scoring.metrics.preference_design import doubt_variance_drop, misorder_probability
+
+    comparisons = [(0, 1, 1)] * 201 + [(1, 0, 1)] * 199 + [(1, 2, 1)] * 30 + [(2, 3, 1)] * 2
+    fit = bradley_terry_laplace(comparisons, n_items=4)
+    theta, cov = fit["theta"][None], fit["covariance"][None]
+    first, second = np.array([[0, 2]]), np.array([[1, 3]])
+    doubt = misorder_probability(theta, cov, first, second)[0]
+    drop = doubt_variance_drop(theta, cov, first, second)[0]
+    assert doubt[0] > doubt[1] and drop[1] > drop[0]
+
+
+def test_an_informed_turn_takes_the_neighbour_with_the_largest_drop():
+    from scoring.metrics.preference_design import choose_pairs_batch
+
+    theta, cov = _by_hand(COMPARISONS, 4, RIDGE)
+    weighted = _doubt_weighted_variance(theta, cov)
+    order = np.argsort(-theta)
+    neighbours = [tuple(sorted((int(a), int(b)))) for a, b in zip(order, order[1:])]
+
+    def after(a, b):
+        p = expit(theta[a] - theta[b])
+        x = np.zeros(4)
+        x[a], x[b] = 1, -1
+        return np.linalg.inv(np.linalg.inv(cov) + p * (1 - p) * np.outer(x, x))
+
+    best = max(neighbours, key=lambda pair: weighted(cov) - weighted(after(*pair)))
+    for seed in range(5):
+        first, second = choose_pairs_batch(theta[None], cov[None], uniform=[False], rng=np.random.default_rng(seed))
+        assert (int(first[0, 0]), int(second[0, 0])) == best
+
+
+def test_equal_drops_are_drawn_at_random():
+    """Before any label every neighbour's drop is the same: the first pick is at random over
+    the neighbours of a random order, so every pair comes up."""
+    from scoring.metrics.preference_design import choose_pairs_batch
+
+    theta, cov = np.zeros((1, 4)), np.eye(4)[None] / RIDGE
+    seen = set()
+    for seed in range(200):
+        first, second = choose_pairs_batch(theta, cov, uniform=[False], rng=np.random.default_rng(seed))
+        seen.add((int(first[0, 0]), int(second[0, 0])))
+    assert seen == {(a, b) for a in range(4) for b in range(a + 1, 4)}
