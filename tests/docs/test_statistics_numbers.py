@@ -56,13 +56,18 @@ def test_the_stored_envsci_row_is_what_the_command_computes_now():
 
     stored = _stored(7)["pairwise_bt"]["5_envsci"]
     computed = pairwise_bt_simulation(7, stored["replications"], settings=("5_envsci",))["5_envsci"]
-    # Within 1 %, not to the last digit: OpenBLAS picks its kernels by CPU, and a fit's last bits
-    # decide near-ties of τ ≥ 0.9 in a few replications (the same tree gave 45.015 adaptive labels
-    # with the Haswell kernels and 44.880 with the SkylakeX ones, OPENBLAS_CORETYPE, 2026-12-07).
-    # A change of the chooser or the simulation moves the row by far more.
+    # Not to the last digit: OpenBLAS picks its kernels by CPU, and a fit's last bits decide
+    # near-ties of τ ≥ 0.9 in a few replications. Measured on one machine with OPENBLAS_CORETYPE
+    # (2026-12-07): adaptive labels 45.015 (Haswell), 44.880 (SkylakeX, stored), 45.400
+    # (Sandybridge) — up to 1.2 % on a mean, 1.5 % on its standard error. Means within 2.5 %,
+    # standard errors within 5 %, counts exact: the chooser before this one moved the adaptive
+    # mean by 4 % (46.8), and any change of the chooser or the simulation by as much or more.
     assert computed.keys() == stored.keys()
     for key, value in stored.items():
-        assert computed[key] == (pytest.approx(value, rel=0.01) if isinstance(value, float) else value), key
+        if isinstance(value, float):
+            assert computed[key] == pytest.approx(value, rel=0.05 if key.startswith("se_") else 0.025), key
+        else:
+            assert computed[key] == value, key
 
 
 def test_the_online_elo_order_effect_is_as_documented():
