@@ -19,7 +19,7 @@ from core.audit_actions import AuditAction
 from .. import rules
 from ..models import AnnotationItem, AnnotationProject, Assignment
 from ..selectors.projects import project_role
-from ..services.audit import audit_record, audit_records
+from ..services.audit import audit_record, audit_rows_for
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from . import store
 
@@ -170,7 +170,7 @@ def claims_create(
         for claim in claims
     ]
     if audit is None:
-        audit_records(rows)
+        store.audit_rows_insert(audit_rows_for(rows))
     else:
         audit += rows
     return claims

@@ -23,6 +23,9 @@ from django.db import connection
 from django.db.models import GeneratedField, Model
 
 from benchmark.models import SETTLED_STATUSES, BibEntry, GoldReference, Report, Task
+from benchmark.services.history import ProposableWrites
+from core.audit import audit_log_entries
+from core.models import AuditLog
 from scoring.models import Verdict
 
 from ..models import (
@@ -380,9 +383,11 @@ def _written_by_database(model: type[Model], fields) -> list[str]:
     return [f.name for f in fields if isinstance(f, GeneratedField) or getattr(f, "has_db_default", lambda: False)()]
 
 
-def _update_sql(model: type[Model], objs: list[Model], fields: list[str]) -> tuple[str, list]:
+def _update_sql(model: type[Model], objs: list[Model], fields: list[str], *,
+                as_read: tuple[str, dict] | None = None) -> tuple[str, list]:
     """The UPDATE of ``fields`` of ``objs`` in one statement, each row to its instance's values:
-    the ORM's ``bulk_update`` without building its ``CASE`` expressions."""
+    the ORM's ``bulk_update`` without building its ``CASE`` expressions. ``as_read``: a field
+    and, per primary key, the value the row must still hold in it to be written."""
     refused = _written_by_database(model, [model._meta.get_field(name) for name in fields])
     if refused:
         raise TypeError(f"{model.__name__}: {', '.join(refused)} are written by the database; update them with the ORM")
@@ -401,8 +406,14 @@ def _update_sql(model: type[Model], objs: list[Model], fields: list[str]) -> tup
         sets.append(f"{quote(field.column)} = {f'CAST({case} AS {field.cast_db_type(connection)})' if casts else case}")
         for obj, value in zip(objs, values):
             params += [obj.pk, value]
-    params += [obj.pk for obj in objs]
-    return f"UPDATE {_table(model)} SET {', '.join(sets)} WHERE {pk} IN ({', '.join(['%s'] * len(objs))})", params
+    if as_read is None:
+        where = f"{pk} IN ({', '.join(['%s'] * len(objs))})"
+        params += [obj.pk for obj in objs]
+    else:
+        field, read = model._meta.get_field(as_read[0]), as_read[1]
+        where = " OR ".join([f"({pk} = %s AND {quote(field.column)} = %s)"] * len(objs))
+        params += [value for obj in objs for value in (obj.pk, field.get_db_prep_value(read[obj.pk], connection))]
+    return f"UPDATE {_table(model)} SET {', '.join(sets)} WHERE {where}", params
 
 
 def items_count(items: list[AnnotationItem], fields: list[str]) -> None:
@@ -462,6 +473,39 @@ def labels_insert(labels: list[Label], *, ended: list[Assignment]) -> None:
     ORM takes two, without building either query (a millisecond of Python per label)."""
     along = _update_sql(Assignment, ended, ["status", "ended_at"]) if ended else None
     insert_rows(Label, labels, along=along)
+
+
+def proposables_update_as_read(model: type[Model], rows: list[Model], fields: list[str],
+                               read_versions: dict[int, int]) -> int:
+    """Write ``fields`` of the benchmark rows a decision changed (``rows``, one model), each only
+    while it is still at the version it was read at (``read_versions``); how many it wrote.
+
+    ORM twin: ``benchmark.services.history.ORM_WRITES.update_as_read`` (``filter(Q(pk=…,
+    version=…) | …).update(…)``, a ``CASE`` per field for several rows). Hand-written: an agreed
+    label writes one on most items, and building the ORM's query cost more CPU than the rest of
+    the write (issue #39)."""
+    if not rows:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(*_update_sql(model, rows, fields, as_read=("version", read_versions)))
+        return cursor.rowcount
+
+
+def audit_rows_insert(rows: list[dict]) -> list[AuditLog]:
+    """Write audit rows (``core.audit.audit_log_rows``' dicts) in one INSERT, inside the
+    transaction of the change they record: the claims the loop writes outside a label's request.
+
+    ORM twin: ``core.audit.audit_log_rows(rows)`` (``bulk_create``, which on PostgreSQL sends
+    several rows as arrays, each JSON value quoted into an array literal). Hand-written: the
+    ``INSERT`` of ``insert_rows``, as the loop's other audit rows (``PROPOSABLE_WRITES``)."""
+    entries = audit_log_entries(rows)
+    insert_rows(AuditLog, entries)
+    return entries
+
+
+# How ``benchmark.services.history.proposable_edits_save`` writes the loop's decisions and its
+# audit rows (an ``AuditLog`` INSERT per request): these statements, held to ``ORM_WRITES``.
+PROPOSABLE_WRITES = ProposableWrites(update_as_read=proposables_update_as_read, insert=insert_rows)
 
 
 def _proposables_exist(kinds, *, unsettled: bool) -> tuple[str, list]:
