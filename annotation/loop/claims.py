@@ -15,6 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.audit_actions import AuditAction
+from core.compiled import CompiledRead
 
 from .. import rules
 from ..models import AnnotationItem, AnnotationProject, Assignment
@@ -56,13 +57,16 @@ def require_labeller(*, project: AnnotationProject, user, role: str | None = Non
         raise ProjectNotOpenError(f"project {project.name!r} is {project.status}; it accepts no labels now")
 
 
+# read twice by every claim request (before and inside its transaction): compiled once per process
+_HELD_CLAIMS = CompiledRead(
+    lambda project_id, user_id: Assignment.objects.select_related("item")
+    .filter(project_id=project_id, user_id=user_id, status=Assignment.Status.ACTIVE).order_by("claimed_at", "id"),
+    "project_id", "user_id")
+
+
 def held_claims(*, project: AnnotationProject, user) -> list[Assignment]:
     """The user's active claims in the project, oldest first, with their items (one query)."""
-    return list(
-        Assignment.objects.select_related("item")
-        .filter(project=project, user=user, status=Assignment.Status.ACTIVE)
-        .order_by("claimed_at", "id")
-    )
+    return _HELD_CLAIMS.rows(project_id=project.pk, user_id=user.pk)
 
 
 def _usable(claim: Assignment, now) -> bool:

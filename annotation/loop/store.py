@@ -297,7 +297,9 @@ def locked_items(*, item_ids: list[int], annotator) -> dict[int, AnnotationItem]
         items = read(TargetKind.values)
     projects: dict[int, AnnotationProject] = {}
     for row in items.values():
-        row.project = projects.setdefault(row.project_id, _joined_row(row, AnnotationProject, "p"))
+        if row.project_id not in projects:  # one instance per project, made once (its JSON columns parsed once)
+            projects[row.project_id] = _joined_row(row, AnnotationProject, "p")
+        row.project = projects[row.project_id]
         row.target_row = joined_target(row)
     kinds_remember(items.values())
     return items

@@ -91,20 +91,6 @@ def test_a_postgresql_run_works_on_a_copy_of_the_seeded_database_that_goes_away(
     assert not _exists(seeded, seeded.rpartition("/")[2])
 
 
-def test_a_failing_side_names_itself_and_its_error(tmp_path):
-    tree = tmp_path / "old-tree"
-    (tree / "bench").mkdir(parents=True)
-    (tree / "bench" / "__init__.py").write_text("")
-    (tree / "config").mkdir()
-    (tree / "config" / "__init__.py").write_text("")
-    (tree / "config" / "settings.py").write_text("import a_module_this_venv_lacks\n")
-    side = against.Side("0ld5ha1", tree, f"sqlite:///{tmp_path / 'x.sqlite3'}", tmp_path / "work")
-    with pytest.raises(against.AgainstError) as error:
-        loop_cpu.measure_side(side, TINY, tmp_path / "side.log")
-    assert "0ld5ha1" in str(error.value) and "no module named 'a_module_this_venv_lacks'" in str(error.value)
-    assert not (side.work_dir / "seeded").exists()
-
-
 @pytest.mark.slow
 def test_cpu_against_head_end_to_end(scratch_parent):
     """Both sides really run (this tree, then HEAD exported), one round each on SQLite: each
