@@ -15,6 +15,7 @@ claiming). SQLite has no row locks: the settings open every transaction with ``B
 IMMEDIATE``, which serializes writers, and the loop refuses to run if that was changed.
 """
 
+import functools
 import uuid
 from datetime import datetime
 
@@ -99,15 +100,31 @@ def _rows(model: type[Model], sql: str, params: list) -> list:
     return out
 
 
+# The SQL around the loop's statements depends only on the models, aliases and kinds named (and
+# the database's quoting), not on the request: each text is built once per process (building
+# them was ~0.1 ms of CPU per label, issue #39).
+
+
+@functools.cache
+def _joined_names(model: type[Model], alias: str, omit: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{alias}__{field.column}" for field in fields_of(model, omit))
+
+
+@functools.cache
+def _joined_columns_sql(vendor: str, model: type[Model], alias: str, omit: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(field.column)} AS {quote(name)}"
+                     for field, name in zip(fields_of(model, omit), _joined_names(model, alias, omit)))
+
+
 def _joined_columns(model: type[Model], alias: str, *, omit: tuple[str, ...] = ()) -> str:
     """The select list of the row of ``model`` joined as ``alias``, each column renamed
     ``<alias>__<column>`` so it rides along with the main row (``_joined_row`` reads it back)."""
-    quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(f.column)} AS {quote(f'{alias}__{f.column}')}" for f in fields_of(model, omit))
+    return _joined_columns_sql(connection.vendor, model, alias, omit)
 
 
 def _joined_row(row: Model, model: type[Model], alias: str, *, omit: tuple[str, ...] = ()) -> Model:
-    return instance(model, [getattr(row, f"{alias}__{field.column}") for field in fields_of(model, omit)], omit)
+    return instance(model, [getattr(row, name) for name in _joined_names(model, alias, omit)], omit)
 
 
 # --- An item's target row, joined -----------------------------------------------------------------
@@ -147,8 +164,14 @@ def _target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
     ``kinds`` in the items' own query (a generic relation: ``target_kind`` names the table,
     which no ORM join can follow): the verify kinds whole (a gold reference with its bib entry),
     a bare ``ReportPair`` and ``Verdict``: what a label needs. ``joined_target`` reads it back."""
+    selects, joins, params = _target_join_sql(connection.vendor, tuple(sorted(set(kinds))), item)
+    return selects, joins, list(params)
+
+
+@functools.cache
+def _target_join_sql(vendor: str, kinds: tuple[str, ...], item: str) -> tuple[str, str, tuple[str, ...]]:
     selects, joins, params = [], [], []
-    for kind in sorted(set(kinds)):
+    for kind in kinds:
         model, omit = _joined_model(kind)
         alias = f"t_{kind}"
         selects.append(_joined_columns(model, alias, omit=omit))
@@ -157,7 +180,7 @@ def _target_join(kinds, *, item: str = "i") -> tuple[str, str, list]:
         if model is GoldReference:  # what its ``str()`` reads
             selects.append(_joined_columns(BibEntry, f"{alias}_bib"))
             joins.append(f" LEFT JOIN {_table(BibEntry)} {alias}_bib ON {alias}_bib.id = {alias}.bib_entry_id")
-    return "".join(f", {s}" for s in selects), "".join(joins), params
+    return "".join(f", {s}" for s in selects), "".join(joins), tuple(params)
 
 
 def joined_target(row: AnnotationItem):
@@ -359,15 +382,11 @@ def _union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:
     """Per ``(model, where, params)`` part, the ``model`` instances whose rows match ``where``,
     read in one ``UNION ALL`` in which each branch fills its own model's columns and leaves the
     other parts' NULL."""
-    quote = connection.ops.quote_name
     widths = [len(model._meta.concrete_fields) for model, _, _ in parts]
+    selects = _union_selects(connection.vendor, tuple(model for model, _, _ in parts))
     branches, params = [], []
-    for index, (model, where, args) in enumerate(parts):
-        columns = [
-            quote(field.column) if other is index else "NULL"
-            for other, (other_model, _, _) in enumerate(parts) for field in other_model._meta.concrete_fields
-        ]
-        branches.append(f"SELECT {index} AS part, {', '.join(columns)} FROM {_table(model)} WHERE {where}")
+    for select, (_, where, args) in zip(selects, parts):
+        branches.append(f"{select} WHERE {where}")
         params += args
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(branches), params)
@@ -377,6 +396,18 @@ def _union_rows(parts: list[tuple[type[Model], str, list]]) -> list[list]:
         start = 1 + sum(widths[:row[0]])
         values[row[0]].append(row[start:start + widths[row[0]]])
     return [instances(model, part) for (model, _, _), part in zip(parts, values)]
+
+
+@functools.cache
+def _union_selects(vendor: str, models: tuple[type[Model], ...]) -> tuple[str, ...]:
+    """Per model, its ``_union_rows`` branch up to its WHERE: its own columns, NULL for the others'."""
+    quote = connection.ops.quote_name
+    return tuple(
+        "SELECT {} AS part, {} FROM {}".format(index, ", ".join(
+            quote(field.column) if other is index else "NULL"
+            for other, other_model in enumerate(models) for field in other_model._meta.concrete_fields), _table(model))
+        for index, model in enumerate(models)
+    )
 
 
 def _written_by_database(model: type[Model], fields) -> list[str]:
@@ -430,6 +461,16 @@ def items_count(items: list[AnnotationItem], fields: list[str]) -> None:
             cursor.execute(*_update_sql(AnnotationItem, items, fields))
 
 
+@functools.cache
+def _insert_columns(vendor: str, model: type[Model]) -> tuple[list, str]:
+    """The fields ``insert_rows`` writes and their column list (a refused model raises each time)."""
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    refused = _written_by_database(model, fields)
+    if refused:
+        raise TypeError(f"{model.__name__}: {', '.join(refused)} are written by the database; use bulk_create")
+    return fields, ", ".join(connection.ops.quote_name(field.column) for field in fields)
+
+
 def insert_rows(model: type[Model], objs: list[Model], *, along: tuple[str, list] | None = None) -> None:
     """INSERT ``objs`` (new instances) and set their primary keys, as the ORM's ``bulk_create``
     does (``RETURNING`` on both databases). ``along``: a data-modifying statement to run with it,
@@ -438,12 +479,8 @@ def insert_rows(model: type[Model], objs: list[Model], *, along: tuple[str, list
     ``db_default``), which ``bulk_create`` handles and this does not."""
     if not objs:
         return
-    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
-    refused = _written_by_database(model, fields)
-    if refused:
-        raise TypeError(f"{model.__name__}: {', '.join(refused)} are written by the database; use bulk_create")
+    fields, columns = _insert_columns(connection.vendor, model)
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in fields)
     pk = model._meta.pk
     prefix, prefix_params = "", []
     if along is not None and connection.vendor == "postgresql":
