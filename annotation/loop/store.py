@@ -551,6 +551,12 @@ def _proposables_exist(kinds, *, unsettled: bool) -> tuple[str, list]:
     """Whether the task row aliased ``t`` has proposables of any of ``kinds`` (not settled,
     ``unsettled``): an ``EXISTS`` per kind, walking its path to the task (``VERIFY_TARGETS``) as
     joins; false for no kind."""
+    sql, params = _proposables_exist_sql(connection.vendor, tuple(kinds), unsettled)
+    return sql, list(params)
+
+
+@functools.cache
+def _proposables_exist_sql(vendor: str, kinds: tuple[str, ...], unsettled: bool) -> tuple[str, tuple]:
     parts, params = [], []
     for kind in kinds:
         model, path = VERIFY_TARGETS[kind]
@@ -564,7 +570,7 @@ def _proposables_exist(kinds, *, unsettled: bool) -> tuple[str, list]:
         status = f" AND x.review_status NOT IN ({', '.join(['%s'] * len(SETTLED_STATUSES))})" if unsettled else ""
         parts.append(f"EXISTS (SELECT 1 FROM {table} x{''.join(joins)} WHERE {alias}.{field.column} = t.id{status})")
         params += sorted(SETTLED_STATUSES) if unsettled else []
-    return (f"({' OR '.join(parts)})" if parts else "1 = 0"), params
+    return (f"({' OR '.join(parts)})" if parts else "1 = 0"), tuple(params)
 
 
 def task_settlement(*, task_id: int, kind: str = "") -> tuple[Task, bool]:
