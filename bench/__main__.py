@@ -12,7 +12,9 @@ A module may also define ``FIGURES = [(name, run)]`` for measurements that are n
 table. ``--quick`` asks those modules for a smaller size, for trying them out.
 
 ``--against REV`` runs only the web bench's loop rows, for this tree and for REV in turns, and
-prints their ratios (``bench/against.py``); it writes ``var/bench_against.json``.
+prints their ratios (``bench/against.py``); it writes ``var/bench_against.json``. With ``--cpu``
+the rows are the loops' in-process CPU and statements per labelled item (``bench/loop_cpu.py``,
+``var/bench_against_cpu.json``).
 """
 
 import argparse
@@ -94,7 +96,14 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the web loops' rows of this tree and of REV in turns, as ratios this ÷ REV")
     parser.add_argument("--rounds", type=int, default=MIN_ROUNDS,
                         help=f"with --against: runs of each side (at least {MIN_ROUNDS})")
+    parser.add_argument("--cpu", action="store_true",
+                        help="with --against: the loops' in-process CPU and statements per item instead of wall time")
+    parser.add_argument("--per-task", type=int, help="with --cpu: nuggets per task of the seed (default 100)")
     args = parser.parse_args(argv)
+    if (args.cpu or args.per_task is not None) and args.against is None:
+        parser.error("--cpu and --per-task go with --against")
+    if args.per_task is not None and (not args.cpu or args.per_task < 1):
+        parser.error("--per-task N (N ≥ 1) goes with --cpu")
     if args.against is not None:
         if args.only is not None and args.only not in "web_bench":
             parser.error(f"--against compares the web bench's rows only; --only {args.only} names another module")
@@ -106,25 +115,35 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run_against(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
+    from dataclasses import asdict, replace
 
     from bench import against as against_rev
+    from bench import loop_cpu
     from bench.web_bench import QUICK, TEN_THOUSAND
 
-    load = QUICK if args.quick else TEN_THOUSAND
-    print(f"against {args.against}: the web loops at {load.items:,} items, {args.rounds} runs of each side in turns "
-          "(this tree first)", flush=True)
+    if args.cpu:
+        load = loop_cpu.QUICK if args.quick else loop_cpu.CpuLoad()
+        load = replace(load, per_task=args.per_task or load.per_task)
+        print(f"against {args.against}: the loops' in-process CPU, {load.loops} loops per mode after {load.warmup} "
+              f"untimed, {load.items:,} items seeded, {load.per_task} per task, {args.rounds} runs of each side in "
+              "turns (this tree first)", flush=True)
+        kinds = {"measure": loop_cpu.measure_side, "summary": loop_cpu.summary}
+    else:
+        load = QUICK if args.quick else TEN_THOUSAND
+        print(f"against {args.against}: the web loops at {load.items:,} items, {args.rounds} runs of each side in "
+              "turns (this tree first)", flush=True)
+        kinds = {}
     try:
         report = against_rev.compare(args.against, load=asdict(load), rounds=args.rounds,
                                      database_url=os.environ.get("DATABASE_URL", ""),
-                                     say=lambda line: print(line, flush=True))
+                                     say=lambda line: print(line, flush=True), **kinds)
     except against_rev.AgainstError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
-    print(f"medians of {args.rounds} alternating runs per side, ms per labelled item ({args.against} = "
-          f"{report['commit'][:12]})")
-    print(against_rev.format_table(report["table"], args.against))
-    out = ROOT / "var" / "bench_against.json"
+    what = "per labelled item, CPU ms and statements" if args.cpu else "ms per labelled item"
+    print(f"medians of {args.rounds} alternating runs per side, {what} ({args.against} = {report['commit'][:12]})")
+    print(against_rev.format_table(report["table"], args.against, unit="" if args.cpu else " ms"))
+    out = ROOT / "var" / ("bench_against_cpu.json" if args.cpu else "bench_against.json")
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **report},
                               indent=2))

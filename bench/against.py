@@ -71,13 +71,13 @@ def ratio_rows(this_runs: list[dict[str, float]], rev_runs: list[dict[str, float
     return table
 
 
-def format_table(table: list[dict], rev: str) -> str:
+def format_table(table: list[dict], rev: str, unit: str = " ms") -> str:
     def ms(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"
 
     width = max([len(row["figure"]) for row in table] + [6])
-    head = f"{rev} ms"
-    lines = [f"{'figure':<{width}} {'this ms':>10} {head:>12} {'this/REV':>9}"]
+    head = f"{rev}{unit}"
+    lines = [f"{'figure':<{width}} {'this' + unit:>10} {head:>12} {'this/REV':>9}"]
     for row in table:
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}"
         lines.append(f"{row['figure']:<{width}} {ms(row['this_median']):>10} {ms(row['rev_median']):>12} {ratio:>9}")
@@ -164,11 +164,19 @@ def run_side(side: Side, load: dict, log: Path) -> dict[str, float]:
     return compared(answer["rows"])
 
 
+def p50_summary(rows: dict[str, float]) -> str:
+    p50 = ", ".join(f"{name.split(', ')[-1].split(':')[0]} {value:.2f}"
+                    for name, value in rows.items() if name.endswith("sequential p50 per item"))
+    return f"sequential p50 ms per item: {p50}"
+
+
 def compare(rev: str, *, load: dict, rounds: int = MIN_ROUNDS, database_url: str = "",
             measure: Callable[[Side, dict, Path], dict[str, float]] = run_side,
+            summary: Callable[[dict[str, float]], str] = p50_summary,
             say: Callable[[str], None] = print) -> dict:
     """Alternate this tree and ``rev`` ``rounds`` times each; the ratio table and every run.
-    ``measure`` runs one side (tests pass a fake one to check the order and the cleanup)."""
+    ``measure`` runs one side (tests pass a fake one to check the order and the cleanup; the loop
+    CPU comparison passes ``bench.loop_cpu.measure_side``), ``summary`` says what a run found."""
     commit = resolve(rev)
     scratch = Path(tempfile.mkdtemp(prefix="ses-bench-against-"))
     databases = side_databases(database_url, scratch)
@@ -185,9 +193,7 @@ def compare(rev: str, *, load: dict, rounds: int = MIN_ROUNDS, database_url: str
                 started = time.monotonic()
                 rows = measure(side, load, scratch / f"{key}-{round_number}.log")
                 runs[key].append(rows)
-                p50 = ", ".join(f"{name.split(', ')[-1].split(':')[0]} {value:.2f}"
-                                for name, value in rows.items() if name.endswith("sequential p50 per item"))
-                say(f"    round {round_number}/{rounds}, {side.name}: sequential p50 ms per item: {p50} "
+                say(f"    round {round_number}/{rounds}, {side.name}: {summary(rows)} "
                     f"({time.monotonic() - started:.0f} s)")
         return {"rev": rev, "commit": commit, "rounds": rounds, "load": load,
                 "table": ratio_rows(runs["this"], runs["rev"]), "runs": runs}

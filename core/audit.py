@@ -15,12 +15,19 @@ from .models import AuditLog
 def audit_log_rows(rows: list[dict]) -> list[AuditLog]:
     """Write several audit rows (each a dict of ``audit_log_record``'s arguments) in one INSERT,
     for writes that change many rows at once. Refuses to run outside a transaction."""
+    entries = audit_log_entries(rows)
+    AuditLog.objects.bulk_create(entries)
+    return entries
+
+
+def audit_log_entries(rows: list[dict]) -> list[AuditLog]:
+    """The unsaved ``AuditLog`` instances of ``rows`` (``audit_log_rows``' arguments), for a
+    writer that inserts them itself in the same transaction (``benchmark.services.history``'s
+    ``ProposableWrites``); refuses to make them outside a transaction, as ``audit_log_rows``."""
     if not transaction.get_connection().in_atomic_block:
         actions = ", ".join(sorted({repr(row["action"]) for row in rows}))
         raise RuntimeError(f"audit rows {actions} must be written inside the transaction of the change they record")
-    entries = [_audit_log(**row) for row in rows]
-    AuditLog.objects.bulk_create(entries)
-    return entries
+    return [_audit_log(**row) for row in rows]
 
 
 def _audit_log(

@@ -15,11 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.audit_actions import AuditAction
+from core.compiled import CompiledRead
 
 from .. import rules
 from ..models import AnnotationItem, AnnotationProject, Assignment
 from ..selectors.projects import project_role
-from ..services.audit import audit_record, audit_records
+from ..services.audit import audit_record, audit_rows_for
 from ..services.errors import AnnotationError, ProjectNotOpenError
 from . import store
 
@@ -56,13 +57,16 @@ def require_labeller(*, project: AnnotationProject, user, role: str | None = Non
         raise ProjectNotOpenError(f"project {project.name!r} is {project.status}; it accepts no labels now")
 
 
+# read twice by every claim request (before and inside its transaction): compiled once per process
+_HELD_CLAIMS = CompiledRead(
+    lambda project_id, user_id: Assignment.objects.select_related("item")
+    .filter(project_id=project_id, user_id=user_id, status=Assignment.Status.ACTIVE).order_by("claimed_at", "id"),
+    "project_id", "user_id")
+
+
 def held_claims(*, project: AnnotationProject, user) -> list[Assignment]:
     """The user's active claims in the project, oldest first, with their items (one query)."""
-    return list(
-        Assignment.objects.select_related("item")
-        .filter(project=project, user=user, status=Assignment.Status.ACTIVE)
-        .order_by("claimed_at", "id")
-    )
+    return _HELD_CLAIMS.rows(project_id=project.pk, user_id=user.pk)
 
 
 def _usable(claim: Assignment, now) -> bool:
@@ -170,7 +174,7 @@ def claims_create(
         for claim in claims
     ]
     if audit is None:
-        audit_records(rows)
+        store.audit_rows_insert(audit_rows_for(rows))
     else:
         audit += rows
     return claims

@@ -27,7 +27,7 @@ from ..models import (
     VERIFY_TARGETS, AnnotationItem, AnnotationProject, Assignment, Label, PairwisePreference, ReportPair, Role,
     TargetKind,
 )
-from ..services.audit import audit_records, audit_rows_for
+from ..services.audit import audit_rows_for
 from ..services.errors import AlreadyLabelledError, AnnotationError, ClaimLostError, ItemNotOpenError
 from ..services.values import value_clean
 from . import store
@@ -291,10 +291,8 @@ class LabelBatch:
     def save(self) -> None:
         """Write the checked decisions with every audit row of the transaction (one INSERT), and
         every labelled item's counter and settlement (one UPDATE)."""
-        if self.edits:
+        if self.edits or self.audit:
             review_edits_save(edits=self.edits, actor=self.annotator, audit_rows=audit_rows_for(self.audit))
-        elif self.audit:
-            audit_records(self.audit)
         store.items_count([item for item, _, _ in self.accepted], ["labels_done", *COMPLETED_ITEM_FIELDS])
 
 

@@ -123,10 +123,11 @@ def item_complete(
 
 
 def review_edits_save(*, edits: list[tuple[AnnotationItem, ProposableEdit]], actor, audit_rows: list[dict]) -> None:
-    """Write the decisions ``item_complete`` checked (``edits``) and the transaction's other audit
-    rows (``audit_rows_for``) together, point each item at its revision, and curate each task
-    once that all its proposables are settled."""
-    proposable_edits_save([edit for _, edit in edits], audit_rows=audit_rows)
+    """Write the decisions ``item_complete`` checked (``edits``, maybe none) and the transaction's
+    other audit rows (``audit_rows_for``) together, through the loop's statements
+    (``store.PROPOSABLE_WRITES``), point each item at its revision, and curate each task once
+    that all its proposables are settled."""
+    proposable_edits_save([edit for _, edit in edits], audit_rows=audit_rows, writes=store.PROPOSABLE_WRITES)
     tasks: dict[int, tuple[AnnotationItem, set[str]]] = {}
     for item, edit in edits:
         item.applied_revision = edit.row.latest_revision

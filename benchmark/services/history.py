@@ -1,6 +1,7 @@
 """Changes to curated items, each with its audit row (``core.audit``) in the same transaction."""
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -12,7 +13,7 @@ from django.db.models import Case, Q, Value, When
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from core.audit import audit_log_record, audit_log_rows
+from core.audit import audit_log_entries, audit_log_record
 from core.audit_actions import AuditAction
 from core.models import AuditLog
 
@@ -132,10 +133,50 @@ def proposable_edit(
     return ProposableEdit(row=current, fields=fields, audit=audit, read_version=read_version)
 
 
-def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict] = ()) -> list[AuditLog]:
+def _update_as_read(model: type[models.Model], rows: list[models.Model], fields: list[str],
+                    read_versions: dict[Any, int]) -> int:
+    """Write each row's ``fields`` in one UPDATE (``bulk_update``'s ``CASE``), only where the row
+    is still at the version it was read at (``read_versions``, by primary key); how many rows it
+    wrote."""
+    as_read = Q()
+    for row in rows:
+        as_read |= Q(pk=row.pk, version=read_versions[row.pk])
+    values = {}
+    for name in fields:
+        field = model._meta.get_field(name)
+        if len(rows) == 1:
+            values[field.attname] = getattr(rows[0], field.attname)
+            continue
+        case = Case(*[When(pk=row.pk, then=Value(getattr(row, field.attname), output_field=field)) for row in rows],
+                    output_field=field)
+        values[field.attname] = Cast(case, output_field=field) if connection.features.requires_casted_case_in_updates \
+            else case
+    return model.objects.filter(as_read).update(**values)
+
+
+@dataclass(frozen=True)
+class ProposableWrites:
+    """The two statements ``proposable_edits_save`` writes with: ``update_as_read(model, rows,
+    fields, read_versions)`` (how many rows it wrote: those still at their read version) and
+    ``insert(model, rows)`` (new rows, their ids set). ``ORM_WRITES`` by default; the annotator
+    loop, which writes a decision on most labels, passes its SQL gateway's
+    (``annotation.loop.store.PROPOSABLE_WRITES``: the same statements without building the ORM's
+    query, held to these by its tests)."""
+
+    update_as_read: Callable[[type[models.Model], list[models.Model], list[str], dict[Any, int]], int]
+    insert: Callable[[type[models.Model], list[models.Model]], Any]
+
+
+ORM_WRITES = ProposableWrites(update_as_read=_update_as_read,
+                              insert=lambda model, rows: model.objects.bulk_create(rows))
+
+
+def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict] = (),
+                          writes: ProposableWrites = ORM_WRITES) -> list[AuditLog]:
     """Write checked edits: one UPDATE per model and one INSERT for their audit rows together
-    with ``audit_rows`` (more rows of the same transaction, ``audit_log_rows`` dicts). Each
-    edited row's ``latest_revision`` is its audit row; returns the audit rows of ``audit_rows``.
+    with ``audit_rows`` (more rows of the same transaction, ``audit_log_rows`` dicts), through
+    ``writes``. Each edited row's ``latest_revision`` is its audit row; returns the audit rows of
+    ``audit_rows``.
 
     A row is written only while it is at the version its edit was made from: a caller that
     read the rows without their locks (``annotation``'s label loop, which saves a statement so)
@@ -145,33 +186,18 @@ def proposable_edits_save(edits: list[ProposableEdit], *, audit_rows: list[dict]
     for edit in edits:
         by_model[type(edit.row)].append(edit)
     for model, group in by_model.items():
-        written = _update_as_read(model, group)
+        written = writes.update_as_read(model, [edit.row for edit in group],
+                                        sorted({f for edit in group for f in edit.fields}),
+                                        {edit.row.pk: edit.read_version for edit in group})
         if written != len(group):
             raise ProposableMovedError(
                 f"{written} of {len(group)} {model._meta.verbose_name_plural} were still as read; not written")
-    rows = audit_log_rows([edit.audit for edit in edits] + list(audit_rows)) if edits or audit_rows else []
+    rows = audit_log_entries([edit.audit for edit in edits] + list(audit_rows)) if edits or audit_rows else []
+    if rows:
+        writes.insert(AuditLog, rows)
     for edit, row in zip(edits, rows):
         edit.row.latest_revision = row
     return rows[len(edits):]
-
-
-def _update_as_read(model: type[models.Model], group: list[ProposableEdit]) -> int:
-    """Write each edited row's changed fields in one UPDATE (``bulk_update``'s ``CASE``), only
-    where the row is still at the version its edit was read at; how many rows it wrote."""
-    as_read = Q()
-    for edit in group:
-        as_read |= Q(pk=edit.row.pk, version=edit.read_version)
-    values = {}
-    for name in sorted({f for edit in group for f in edit.fields}):
-        field = model._meta.get_field(name)
-        if len(group) == 1:
-            values[field.attname] = getattr(group[0].row, field.attname)
-            continue
-        case = Case(*[When(pk=edit.row.pk, then=Value(getattr(edit.row, field.attname), output_field=field))
-                      for edit in group], output_field=field)
-        values[field.attname] = Cast(case, output_field=field) if connection.features.requires_casted_case_in_updates \
-            else case
-    return model.objects.filter(as_read).update(**values)
 
 
 def proposable_write(

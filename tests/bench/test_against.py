@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import against
+from bench import against, loop_cpu
 from bench.__main__ import arguments
 from bench.web_bench import WebLoad
 
@@ -133,15 +133,21 @@ def test_postgresql_sides_sit_next_to_database_url(tmp_path):
         "rev": "postgres://postgres@127.0.0.1:5432/ses_x_against_rev"}
 
 
-def test_a_missing_dependency_names_the_revision_and_the_module(tmp_path):
+@pytest.mark.parametrize(("broken", "run", "load"), [
+    ("bench/web_bench.py", against.run_side, MINI),  # the wall-clock rows import the tree's web bench
+    ("config/settings.py", loop_cpu.measure_side, asdict(loop_cpu.QUICK)),  # --cpu sets its Django up first
+])
+def test_a_missing_dependency_names_the_revision_and_the_module(broken, run, load, tmp_path):
     tree = tmp_path / "old-tree"
-    (tree / "bench").mkdir(parents=True)
-    (tree / "bench" / "__init__.py").write_text("")
-    (tree / "bench" / "web_bench.py").write_text("import a_module_this_venv_lacks\n")
+    for package in ("bench", "config"):
+        (tree / package).mkdir(parents=True)
+        (tree / package / "__init__.py").write_text("")
+    (tree / broken).write_text("import a_module_this_venv_lacks\n")
     side = against.Side("0ld5ha1", tree, f"sqlite:///{tmp_path / 'x.sqlite3'}", tmp_path / "work")
     with pytest.raises(against.AgainstError) as error:
-        against.run_side(side, MINI, tmp_path / "side.log")
+        run(side, load, tmp_path / "side.log")
     assert "0ld5ha1" in str(error.value) and "no module named 'a_module_this_venv_lacks'" in str(error.value)
+    assert not (side.work_dir / "seeded").exists()  # --cpu: nothing counts as seeded
 
 
 @pytest.mark.slow

@@ -215,15 +215,15 @@ def test_edits_are_checked_when_applied_by_a_curator(owner, alice, bob):
 def _joined_then(monkeypatch, meanwhile):
     """The label loop reads a verify item's benchmark row with the item, without its lock;
     ``meanwhile(row)`` runs right after that read, as a concurrent transaction would."""
-    from annotation.loop import store
+    from annotation.loop.store import reads
 
-    read = store.joined_target
+    read = reads.joined_target
 
     def joined_target(row):
         target = read(row)
         return meanwhile(target) or target
 
-    monkeypatch.setattr(store, "joined_target", joined_target)
+    monkeypatch.setattr(reads, "joined_target", joined_target)  # where the locked items' read finds it
 
 
 def test_a_row_edited_after_the_last_review_read_it_is_not_overwritten(owner, alice, bob, monkeypatch):
