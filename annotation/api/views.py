@@ -111,7 +111,7 @@ class ProjectListApi(ListApi):
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale", "my_role",
+                      "sampling", "sampling_unit", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale", "my_role",
                       "n_items",
                       "n_settled", "created_at"]
 
@@ -161,7 +161,12 @@ class ProjectListApi(ListApi):
             required=False, default=AnnotationProject.Sampling.ALL,
             help_text="agreement: every verdict ('all') or a random sample for calibrated scores")
         sample_size = BoundedIntegerSerializerField(required=False, allow_null=True, default=None, min_value=1,
-                                                    help_text="agreement, sampled: how many verdicts")
+                                                    help_text="agreement, sampled: how many verdicts (or units)")
+        sampling_unit = serializers.ChoiceField(
+            choices=AnnotationProject.SamplingUnit.choices, required=False,
+            default=AnnotationProject.SamplingUnit.VERDICT,
+            help_text="agreement, sampled: what the design draws: 'verdict', or every verdict of a DeepSynth checklist"
+                      " 'group' or of a DeepScholar claim 'sentence' (steps: that unit's step, the default)")
         pair_choice = serializers.ChoiceField(
             choices=AnnotationProject.PairChoice.choices, required=False,
             default=AnnotationProject.PairChoice.ROUND_ROBIN,
