@@ -248,8 +248,16 @@ def test_a_blind_study_hides_whole_units_and_annotators_learn_nothing_new(owner,
     url = reverse("annotation:progress", kwargs={"project_id": project.pk})
     text = client.get(url).content.decode()
     assert "checklist group" not in text.lower() and 'id="sampling-design"' in text
+    api = APIClient()
+    api.force_login(expert)
+    detail = reverse("api:project-detail", kwargs={"pk": project.pk})
+    assert api.get(detail).json()["sampling_unit"] is None
+    assert next(p for p in api.get(reverse("api:project-list")).json()["results"]
+                if p["id"] == project.pk)["sampling_unit"] is None
     client.force_login(owner)
     assert "whole DeepSynth checklist groups" in client.get(url).content.decode()
+    api.force_login(owner)
+    assert api.get(detail).json()["sampling_unit"] == "group"
 
 
 @pytest.mark.django_db
@@ -278,3 +286,34 @@ def test_bad_unit_sampling_is_refused_naming_the_field(owner, client):
     assert refused.status_code == 400 and "sampling_unit" in refused.content.decode()
     form.update(sampling="uniform", sample_size="5")
     assert client.post(reverse("annotation:new"), form).status_code == 302
+
+
+@pytest.mark.django_db
+def test_card_and_planner_name_the_unit(owner, client):
+    judge, task, _, _, _, run = _checklist()
+    project = _project(owner, judge, task, size=12)
+    expert = annotator("expert")
+    membership_add(project=project, user=expert, role=Role.ANNOTATOR, actor=owner)
+    for k, item in enumerate(project.items.order_by("position")):
+        label_all(item, [expert], {"label": _expert_label(Verdict.objects.get(pk=item.target_id), k)})
+    client.force_login(owner)
+    page = client.get(reverse("runs:detail", kwargs={"run_id": run.pk})).content.decode()
+    assert 'data-metric="group_score"' in page and "one unit per group (n counts groups)" in page
+    assert 'data-metric="item_reward"' not in page
+    url = reverse("annotation:progress", kwargs={"project_id": project.pk})
+    planned = client.get(url, {"plan_metric": "group_score", "plan_width": "0.2"}).content.decode()
+    assert '<option value="group_score" selected>' in planned and 'value="item_reward"' not in planned
+    assert 'id="planner-answer"' in planned and "units labelled" in planned
+    # a project of every verdict (π = 1) calibrates the per-verdict metrics and the group score
+    census = project_create(name="census", kind="agreement", created_by=owner, tasks=[task], judge_config=judge,
+                            label_set={"label": list(REWARD)})
+    result = calibrated_scores(run=run, project=census, user=owner)
+    assert {m["metric"]: m["unit"] for m in result["metrics"]} == {
+        "group_score": "group", "item_correct": "verdict", "item_reward": "verdict"}
+    verdicts_only = project_create(name="verdicts", kind="agreement", created_by=owner, tasks=[task],
+                                   judge_config=judge, sampling="uniform", sample_size=10,
+                                   label_set={"label": list(REWARD)})
+    assert "group_score" not in {m["metric"] for m in calibrated_scores(run=run, project=verdicts_only,
+                                                                        user=owner)["metrics"]}
+    from annotation.exporters import design_of
+    assert (design_of(project), design_of(verdicts_only), design_of(census)) == ("uniform by group", "uniform", "all")
