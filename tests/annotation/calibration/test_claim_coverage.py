@@ -3,11 +3,9 @@ verdicts each (the documents cited within ±1 sentence and the query context). S
 sentence; unit values against a computation by hand from the stored verdicts, and against the
 pipeline's per-report claim coverage; the PPI figures against a numpy closed form."""
 
-import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from annotation.calibration.selectors import calibrated_scores
 from annotation.models import AnnotationItem, Role
@@ -18,6 +16,7 @@ from scoring.pipelines.deepscholar.citation_support import CITATIONS, PAIR_KIND,
 from scoring.pipelines.deepscholar.documents import report_citations
 from scoring.pipelines.deepscholar.inputs import query_text
 from scoring.pipelines.deepscholar.pipeline import StoredLabels
+from tests.annotation.calibration.closed_form import assert_row_is_ppi
 from tests.annotation_factories import annotator, label_all
 from tests.factories import SystemFactory, TaskFactory
 from tests.scoring.pipelines.test_deepscholar import StepJudge, make_case, make_report, make_run, pipeline
@@ -110,7 +109,6 @@ def test_claim_coverage_by_sentence_matches_an_independent_computation(owner):
     assert [m["metric"] for m in result["metrics"]] == ["claim_coverage"]
     entry = result["metrics"][0]
     assert entry["unit"] == "sentence"
-    z = stats.norm.ppf(0.975)
     for system in systems:
         mine = [r for r in reports if r.system_id == system.pk]
         by_report = [_units_by_hand(r, expert) for r in mine]
@@ -124,13 +122,5 @@ def test_claim_coverage_by_sentence_matches_an_independent_computation(owner):
         f = np.array([f for f, y in values if y is not None])
         y = np.array([y for _, y in values if y is not None])
         row = next(r for r in entry["systems"] if r["system_id"] == system.pk)
-        n, N = y.size, f_all.size
-        assert (row["n_human"], row["n_judge"]) == (n, N) and n >= 3
-        assert row["judge_only"]["estimate"] == pytest.approx(f_all.mean())
-        assert row["human_only"]["estimate"] == pytest.approx(y.mean())
-        cov = np.mean((y - y.mean()) * (f - f.mean()))
-        lam = float(np.clip(cov / ((1 + n / N) * np.var(np.concatenate([f, f_all]), ddof=1)), 0, 1))
-        estimate = (lam * f_all).mean() + (y - lam * f).mean()
-        half = z * math.sqrt((lam * f_all).var() / N + (y - lam * f).var() / n)
-        assert row["ppi"]["estimate"] == pytest.approx(estimate)
-        assert (row["ppi"]["low"], row["ppi"]["high"]) == pytest.approx((estimate - half, estimate + half))
+        assert y.size >= 3
+        assert_row_is_ppi(row, y, f, f_all)
