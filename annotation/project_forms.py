@@ -120,7 +120,8 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
                   " scores (Calibrated scores on the run page)",
     )
     sample_size = BoundedIntegerField(min_value=1, max_value=1_000_000, required=False, label="Sample size (agreement)",
-                                      help_text="how many verdicts (or units) to sample (adaptive: the expected number)")
+                                      help_text="how many verdicts (or units) to sample (adaptive: the expected"
+                                                " number)")
     sampling_unit = forms.ChoiceField(
         choices=AnnotationProject.SamplingUnit.choices, initial=AnnotationProject.SamplingUnit.VERDICT, required=False,
         label="Sample by (agreement, sampled)",

@@ -114,8 +114,8 @@ class ProjectListApi(ListApi):
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "sampling", "sampling_unit", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale", "my_role",
-                      "n_items",
+                      "sampling", "sampling_unit", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale",
+                      "my_role", "n_items",
                       "n_settled", "created_at"]
 
         def get_sampling_unit(self, project) -> str | None:

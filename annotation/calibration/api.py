@@ -55,7 +55,8 @@ class RunCalibratedApi(GenericApi):
             child=serializers.DictField(), help_text=(
                 "per metric: definition, unit (verdict; group: a DeepSynth checklist group, sentence: a DeepScholar "
                 "claim sentence, several verdicts each), systems (judge_only, human_only, ppi, n_judge and n_human "
-                "in units, ess_gain, lam, waiting_adjudication and off_scale_labels in units), best_vs_second"))
+                "in units, ess_gain, lam, waiting_adjudication, off_scale_labels and part_labelled in units), "
+                "best_vs_second"))
         statistics = serializers.DictField(help_text=(
             "state: current (the figures are of the labels and verdicts now), updating (a worker computes new "
             "ones; the figures shown, if any, are those computed at computed_at) or no_worker; computed_at; "

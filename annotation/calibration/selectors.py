@@ -114,7 +114,7 @@ def _bucket(groups: dict, names: dict, *, metric: str, definition: str, unit: st
     return groups.setdefault((metric, system_id), {
         "metric": metric, "definition": definition, "unit": unit, "system_id": system_id,
         "system": names.get(system_id, str(system_id)),
-        "all": [], "y": [], "yhat": [], "pi": [], "off_scale": 0, "waiting": 0})
+        "all": [], "y": [], "yhat": [], "pi": [], "off_scale": 0, "waiting": 0, "part_labelled": 0})
 
 
 def _verdict_inputs(groups: dict, names: dict, units: list[JudgedVerdict], labelled: dict, waiting: set) -> None:
@@ -159,6 +159,7 @@ def _group_inputs(groups: dict, names: dict, metric: GroupMetric, units: list[Ju
             group["waiting"] += 1
             continue
         if not all(v in labelled for v in unit.verdict_ids):
+            group["part_labelled"] += any(v in labelled for v in unit.verdict_ids)
             continue
         labels = [str(labelled[v][0]) for v in unit.verdict_ids]
         y = unit.value(labels) if all(label in metric.scale for label in labels) else None
@@ -238,9 +239,11 @@ def calibration_figures(inputs: list[dict]) -> list[dict]:
     for group in inputs:
         result = calibrated_mean(group["y"], group["yhat"], group["all"], inclusion=group["pi"], alpha=ALPHA)
         entry = metrics.setdefault(group["metric"], {"metric": group["metric"], "definition": group["definition"],
-                                                     "unit": group["unit"], "systems": []})
+                                                     "unit": group.get("unit", "verdict"), "systems": []})
         entry["systems"].append({"system_id": group["system_id"], "system": group["system"],
                                  "off_scale_labels": group["off_scale"], "waiting_adjudication": group["waiting"],
+                                 # units with some but not all verdicts labelled (inputs stored before units: none)
+                                 "part_labelled": group.get("part_labelled", 0),
                                  **result})
     for entry in metrics.values():
         entry["best_vs_second"] = _best_vs_second(entry["systems"])

@@ -183,9 +183,9 @@ def project_create(
     verdicts the judge is least sure of), each item recording its inclusion probability for
     calibrated scores (``annotation.calibration.sampling``); ``sampling_unit`` ``group`` or
     ``sentence``: the sample draws ``sample_size`` DeepSynth checklist groups or DeepScholar claim
-    sentences and holds every verdict of each (``steps``: that unit's step, which it defaults to). rating: one item per report of the
-    tasks (of ``systems``), rated on ``criteria`` (default each task's rubric criteria of
-    ``component``) on ``scale`` (``annotation.kinds.rating``). Each kind checks its own fields
+    sentences and holds every verdict of each (``steps``: that unit's step, which it defaults to).
+    rating: one item per report of the tasks (of ``systems``), rated on ``criteria`` (default
+    each task's rubric criteria of ``component``) on ``scale`` (``annotation.kinds.rating``). Each kind checks its own fields
     (``settings_clean``) and says how its items are made (``targets``). Only global curators
     create projects. ``seed`` (projects that are not blind; default 0): of the schedule, sample
     and adaptive draws; a blind project's is drawn here and kept secret (``project_seed``).

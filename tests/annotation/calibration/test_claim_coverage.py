@@ -94,8 +94,8 @@ def test_claim_coverage_by_sentence_matches_an_independent_computation(owner):
     assert len(drawn) == 18 and all(i.inclusion_probability == pytest.approx(9 / 15) for i in items)
     assert sum(1 for k in range(1, len(units)) if units[k] != units[k - 1]) == 17  # a sentence's verdicts together
     for report_id, sentence in drawn:  # every pair verdict of a drawn sentence (all windows), failed ones aside
-        every = Verdict.objects.filter(report_id=report_id, target_kind=PAIR_KIND, target_key__startswith=f"{sentence}:",
-                                       error="").exclude(label="")
+        every = Verdict.objects.filter(report_id=report_id, target_kind=PAIR_KIND, error="",
+                                       target_key__startswith=f"{sentence}:").exclude(label="")
         assert {v.pk for v in every} == {i.target_id for i, u in zip(items, units) if u == (report_id, sentence)}
 
     expert_user = annotator("expert")

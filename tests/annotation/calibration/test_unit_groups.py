@@ -208,6 +208,7 @@ def test_a_unit_waits_or_is_unlabelled_while_any_of_its_verdicts_does(owner):
     result = calibrated_scores(run=run, project=project, user=owner)
     assert row_sum(result, "waiting_adjudication") == 1
     assert row_sum(result, "n_human") == len(units) - 2  # one waits, one part-labelled
+    assert row_sum(result, "part_labelled") == 1
     assert row_sum(result, "n_judge") == 20
     item_adjudicate(item=AnnotationItem.objects.get(pk=disputed.pk), curator=owner, value={"label": "incorrect"})
     result = calibrated_scores(run=run, project=project, user=owner)
