@@ -15,8 +15,8 @@ design (the weights are normalised, so the common factor "share labelled" cancel
 
 Sampling by unit (``AnnotationProject.sampling_unit`` group or sentence, ``unit_groups``): the
 same designs draw units (a DeepSynth checklist group, a DeepScholar claim sentence) instead of
-verdicts, n being the number of units; the project holds every verdict of a drawn unit, each with
-its unit's π. Units are offered in a random order with a unit's verdicts together: a unit counts
+verdicts, n being the number of units; the project holds every verdict of a drawn unit (those
+its value reads, ``unit_groups.sampling_units``), each with its unit's π. Units are offered in a random order with a unit's verdicts together: a unit counts
 once all its verdicts are labelled, so together the labelled units stay a random prefix of the
 drawn ones with few units part-labelled at a time (shuffled, a prefix would hold many
 part-labelled units that count for nothing), and an expert reads a group's items together, as the judge did.
@@ -34,7 +34,7 @@ from scoring.metrics.sampling import poisson_sample, stratified_sample, uncertai
 from scoring.models import Verdict
 
 from ..models import AnnotationProject
-from .unit_groups import GROUP_METRICS, verdict_unit_keys
+from .unit_groups import GROUP_METRICS, sampling_units
 
 if TYPE_CHECKING:  # the agreement kind imports this module (``calibration_sample``)
     from ..kinds.base import AnnotationKind
@@ -176,14 +176,15 @@ def calibration_sample(project: AnnotationProject, targets: list[tuple], *,
     random order)."""
     if project.sampling not in RANDOM_DESIGNS:
         return targets, {target[1]: 1.0 for target in targets} if project.sampling == Sampling.ALL else {}
+    units = None
+    if project.sampling_unit != SamplingUnit.VERDICT:
+        unit_of = sampling_units([t[1] for t in targets], project.sampling_unit, project.judge_config)
+        targets = [t for t in targets if t[1] in unit_of]
+        units = [unit_of[t[1]] for t in targets]
     strata = None
     if project.sampling == Sampling.STRATIFIED:
         by_verdict = verdict_strata([t[1] for t in targets])
         strata = [by_verdict.get(t[1]) for t in targets]
-    units = None
-    if project.sampling_unit != SamplingUnit.VERDICT:
-        unit_of = verdict_unit_keys([t[1] for t in targets], project.sampling_unit)
-        units = [unit_of.get(t[1], ("verdict", t[1])) for t in targets]
     chosen = sample_targets(targets, design=project.sampling, size=sample_size or 0, seed=project.seed,
                             stream=project.pk, strata=strata, units=units)
     return [target for target, _ in chosen], {target[1]: pi for target, pi in chosen}

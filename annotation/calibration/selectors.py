@@ -36,7 +36,7 @@ from ..models import AnnotationItem, AnnotationProject, Label, Role, TargetKind
 from ..selectors.projects import project_role
 from .sampling import RANDOM_DESIGNS
 from .unit_groups import GROUP_METRICS, GroupMetric
-from .units import UNIT_METRICS, JudgedVerdict, expert_value, judge_value
+from .units import JUDGED_FIELDS, UNIT_METRICS, JudgedVerdict, expert_value, judge_value
 
 ALPHA = 0.05
 Sampling = AnnotationProject.Sampling
@@ -105,9 +105,7 @@ def _population(project: AnnotationProject, user, run: EvaluationRun | None) -> 
     # out whole (``unit_groups``): its label and score are never read.
     blind = set(blind_items(user).filter(target_kind=TargetKind.VERDICT).values_list("target_id", flat=True))
     verdicts = verdicts.exclude(report__in=hidden_reports(user))
-    rows = verdicts.values_list("pk", "report__system_id", "step", "label", "score", "report_id", "report__task_id",
-                                "target_kind", "target_id", "target_key")
-    return [JudgedVerdict(*row, hidden=row[0] in blind) for row in rows]
+    return [JudgedVerdict(*row, hidden=row[0] in blind) for row in verdicts.values_list(*JUDGED_FIELDS)]
 
 
 def _bucket(groups: dict, names: dict, *, metric: str, definition: str, unit: str, system_id: int) -> dict:

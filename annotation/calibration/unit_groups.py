@@ -15,16 +15,16 @@ labels on the same verdicts (``selectors.calibrated_scores``).
 
 A unit counts only when every one of its verdicts is in the population: one hidden by a blind
 study leaves the whole unit out. Sampling by unit (``AnnotationProject.sampling_unit``) draws
-these units; :func:`verdict_unit_keys` says which unit a verdict belongs to.
+these same units (:func:`sampling_units`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
-from benchmark.models import ChecklistItem, Report, Task
+from benchmark.models import Report, Task
 from scoring.models import Verdict
 from scoring.pipelines import deepsynth
 from scoring.pipelines.deepscholar.citation_support import (
@@ -34,7 +34,7 @@ from scoring.pipelines.deepscholar.documents import report_citations
 from scoring.pipelines.deepscholar.inputs import claim_windows
 
 from ..models import AnnotationProject
-from .units import JudgedVerdict
+from .units import JUDGED_FIELDS, JudgedVerdict
 
 SamplingUnit = AnnotationProject.SamplingUnit
 BATCH = 2000  # verdict ids per query
@@ -120,20 +120,15 @@ def group_metrics_for(steps: Sequence[str]) -> list[GroupMetric]:
     return [metric for metric in GROUP_METRICS.values() if metric.step in steps]
 
 
-def verdict_unit_keys(verdict_ids: list[int], unit: str) -> dict[int, Hashable]:
-    """verdict id → its unit under ``unit`` (group: (report, checklist group); sentence: (report,
-    claim sentence index)); a verdict of no such unit is a unit of its own."""
-    out: dict[int, Hashable] = {}
+def sampling_units(verdict_ids: list[int], unit: str, config) -> dict[int, int]:
+    """verdict id → its unit (an index) for a sample drawn by ``unit``: the metric's own units
+    (``GroupMetric.groups`` on ``config``'s settings), so a drawn unit holds exactly the verdicts
+    its value reads; a verdict of no unit (an item or group rejected since, a pair beyond the
+    claim window) is absent: a unit sample does not hold it."""
+    metric = GROUP_METRICS[unit]
+    rows = []
     for start in range(0, len(verdict_ids), BATCH):
-        rows = list(Verdict.objects.filter(pk__in=verdict_ids[start:start + BATCH]).values_list(
-            "pk", "report_id", "target_kind", "target_id", "target_key"))
-        out.update({pk: ("verdict", pk) for pk, *_ in rows})
-        if unit == SamplingUnit.GROUP:
-            items = {row[3] for row in rows if row[2] == deepsynth.TARGET_KIND}
-            group_of = dict(ChecklistItem.objects.filter(pk__in=items).values_list("pk", "group_id"))
-            out.update({pk: (report, group_of[item]) for pk, report, kind, item, _ in rows
-                        if kind == deepsynth.TARGET_KIND and item in group_of})
-        elif unit == SamplingUnit.SENTENCE:
-            out.update({pk: (report, key.partition(":")[0]) for pk, report, kind, _, key in rows
-                        if kind == PAIR_KIND and ":" in key})
-    return out
+        rows += Verdict.objects.filter(pk__in=verdict_ids[start:start + BATCH], step=metric.step).values_list(
+            *JUDGED_FIELDS)
+    groups = metric.groups([JudgedVerdict(*row, hidden=False) for row in rows], config)
+    return {verdict: index for index, group in enumerate(groups) for verdict in group.verdict_ids}

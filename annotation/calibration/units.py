@@ -34,6 +34,10 @@ from scoring.pipelines.surveys.surveylens import RUBRIC
 from scoring.pipelines.surveys.surveyscope import QUALITY
 
 
+JUDGED_FIELDS = ("pk", "report__system_id", "step", "label", "score", "report_id", "report__task_id", "target_kind",
+                 "target_id", "target_key")  # a ``JudgedVerdict``'s, as ``values_list`` reads them
+
+
 @dataclass(frozen=True)
 class JudgedVerdict:
     """A verdict of a calibrated population (``selectors``): what its unit value and unit need."""

@@ -93,10 +93,12 @@ def test_claim_coverage_by_sentence_matches_an_independent_computation(owner):
     # 6 reports x 5 claim sentences = 30 units, 15 per system: 9 drawn per system, π = 9/15
     assert len(drawn) == 18 and all(i.inclusion_probability == pytest.approx(9 / 15) for i in items)
     assert sum(1 for k in range(1, len(units)) if units[k] != units[k - 1]) == 17  # a sentence's verdicts together
-    for report_id, sentence in drawn:  # every pair verdict of a drawn sentence (all windows), failed ones aside
+    for report_id, sentence in drawn:  # the pairs a drawn sentence's value reads (window 1 and the query), all held
         every = Verdict.objects.filter(report_id=report_id, target_kind=PAIR_KIND, error="",
-                                       target_key__startswith=f"{sentence}:").exclude(label="")
+                                       target_key__in=_window_keys(int(sentence))).exclude(label="")
         assert {v.pk for v in every} == {i.target_id for i, u in zip(items, units) if u == (report_id, sentence)}
+    beyond = Verdict.objects.filter(target_kind=PAIR_KIND, target_key=f"0:{CITED[3]}")  # asked for windows ≥ 3
+    assert beyond.count() == 6 and not beyond.filter(pk__in=verdicts).exists()
 
     expert_user = annotator("expert")
     membership_add(project=project, user=expert_user, role=Role.ANNOTATOR, actor=owner)
