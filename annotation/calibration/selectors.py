@@ -282,19 +282,21 @@ def calibrated_scores_shown(result: dict) -> dict:
 def labels_plan(result: dict, *, metric: str, width: float, separation: bool = False) -> dict:
     """The planner, from a ``calibrated_scores`` answer: per system (or for the best-vs-second
     difference when ``separation``), how many more expert labels are expected to bring the PPI
-    interval of ``metric`` below ``width``."""
+    interval of ``metric`` below ``width`` — labelled units (``unit``: a verdict, or a whole
+    checklist group or claim sentence)."""
     entry = next((m for m in result["metrics"] if m["metric"] == metric), None)
     if entry is None:
         known = ", ".join(m["metric"] for m in result["metrics"]) or "none"
         raise CalibrationRefused(f"metric: {metric!r} has no judged unit here (metrics: {known})")
+    unit = entry.get("unit", "verdict")  # "more" counts these: a unit of several verdicts is labelled whole
     if separation:
         pair = entry["best_vs_second"]
         if pair is None:
-            return {"metric": metric, "width": width, "separation": True,
+            return {"metric": metric, "unit": unit, "width": width, "separation": True,
                     "more": None, "reason": f"needs two systems with at least {MIN_HUMAN_LABELS} labels each"}
-        return {"metric": metric, "width": width, "separation": True, "between": [pair["best"], pair["second"]],
-                **labels_for_difference_width(pair["parts"], width)}
-    return {"metric": metric, "width": width, "separation": False,
+        return {"metric": metric, "unit": unit, "width": width, "separation": True,
+                "between": [pair["best"], pair["second"]], **labels_for_difference_width(pair["parts"], width)}
+    return {"metric": metric, "unit": unit, "width": width, "separation": False,
             "systems": [{"system": s["system"], **labels_for_width(s, width)} for s in entry["systems"]]}
 
 

@@ -181,6 +181,7 @@ def test_group_scores_and_ppi_match_an_independent_computation(owner):
     plan = client.get(reverse("api:run-calibrated", kwargs={"pk": run.pk}),
                       {"project": project.pk, "metric": "group_score", "width": "0.3"}).json()["plan"]
     assert len(plan["systems"]) == 2 and all(s["more"] is None or s["more"] >= 0 for s in plan["systems"])
+    assert plan["unit"] == "group"  # more labelled groups, each with all its verdicts
 
 
 @pytest.mark.django_db
