@@ -27,6 +27,7 @@ from benchmark.naming import system_label
 from core.accounts import is_global_curator
 from scoring.metrics.calibration import (
     MIN_HUMAN_LABELS, calibrated_mean, difference_interval, labels_for_difference_width, labels_for_width,
+    report_mean_weights,
 )
 from scoring.models import EvaluationRun, Verdict
 
@@ -153,6 +154,7 @@ def _group_inputs(groups: dict, names: dict, metric: GroupMetric, units: list[Ju
         group = _bucket(groups, names, metric=metric.key, definition=metric.label, unit=metric.unit,
                         system_id=unit.system_id)
         group["all"].append(f)
+        group.setdefault("report_of_all", []).append(unit.report_id)
         if any(v in waiting for v in unit.verdict_ids):
             group["waiting"] += 1
             continue
@@ -167,6 +169,24 @@ def _group_inputs(groups: dict, names: dict, metric: GroupMetric, units: list[Ju
         group["y"].append(y)
         group["yhat"].append(f)
         group["pi"].append(labelled[unit.verdict_ids[0]][1])  # a drawn unit's verdicts share its π
+        group.setdefault("report_of_labelled", []).append(unit.report_id)
+    for (key, _), group in groups.items():
+        if key == metric.key:
+            _mean_of_report_means(group)
+
+
+def _mean_of_report_means(group: dict) -> None:
+    """Scale a unit metric's values so that their mean over units is the papers' system score,
+    the mean over the system's reports of each report's mean over its units: each unit's value,
+    the judge's and the experts', × U / (R · n_r) (``report_mean_weights``; U units of the
+    system, R reports, n_r of them in the unit's report). The factors are fixed by the population,
+    so the PPI figures of the scaled values estimate that mean of report means."""
+    reports = group.pop("report_of_all")
+    factor = dict(zip(reports, report_mean_weights(reports).tolist()))
+    group["all"] = [value * factor[report] for value, report in zip(group["all"], reports)]
+    labelled = group.pop("report_of_labelled", [])
+    group["y"] = [value * factor[report] for value, report in zip(group["y"], labelled)]
+    group["yhat"] = [value * factor[report] for value, report in zip(group["yhat"], labelled)]
 
 
 def units_counted(project: AnnotationProject) -> tuple[bool, list[GroupMetric]]:

@@ -6,12 +6,15 @@ labels on the same verdicts (``selectors.calibrated_scores``).
   max(0, min(1, S_k / θ_k)) in [0, 1] over its judged items (``deepsynth.saturated_group_score``:
   θ as ``group_threshold`` scales it for failed items; the judge configuration's
   ``group_score`` variant). Its units are the (report, group) pairs with a judged item; the
-  pipeline's ``overall`` is the same groups' mean × 100, per report.
+  pipeline's ``overall`` is the same groups' mean × 100, per report, and the system's the mean
+  of that over its reports: the calibrated figure is that mean of report means
+  (``selectors``, ``report_mean_weights``).
 * DeepScholar-bench (§8.3.3): ``claim_coverage``, 1 when the query context or any document cited
   within ±w sentences of a claim sentence supports it (``citation_support.claim_support_row`` at
   the configuration's ``claim_window``). Its units are the (report, claim sentence) pairs with a
   judged pair; a sentence the labels leave undetermined (nothing supports it and a pair in its
-  window has no verdict) has no value, as in the pipeline.
+  window has no verdict) has no value, as in the pipeline. A report's claim coverage is the mean
+  over its sentences, the system's the mean over its reports: so is the calibrated figure.
 
 A unit counts only when every one of its verdicts is in the population: one hidden by a blind
 study leaves the whole unit out. Sampling by unit (``AnnotationProject.sampling_unit``) draws
@@ -46,6 +49,7 @@ class VerdictGroup:
     ``None`` when those labels leave it undetermined."""
 
     system_id: int
+    report_id: int  # the system's score is a mean over its reports of each report's mean over units
     verdict_ids: tuple[int, ...]
     value: Callable[[Sequence[str]], float | None]
 
@@ -77,7 +81,7 @@ def checklist_groups(verdicts: list[JudgedVerdict], config) -> list[VerdictGroup
         for spec in specs.get(task_id, ()):
             judged = [by_item[(report_id, item.id)] for item in spec.items if (report_id, item.id) in by_item]
             if judged:
-                out.append(VerdictGroup(system_id, tuple(v.verdict_id for v in judged),
+                out.append(VerdictGroup(system_id, report_id, tuple(v.verdict_id for v in judged),
                                         partial(_group_value, spec.group, len(spec.items), variant)))
     return out
 
@@ -100,17 +104,19 @@ def claim_sentences(verdicts: list[JudgedVerdict], config) -> list[VerdictGroup]
         for claim in citations.claims:
             keys = [key for key in claim_pair_keys(claim.index, citations, window) if (report.pk, key) in by_pair]
             if keys:
-                out.append(VerdictGroup(systems[report.pk], tuple(by_pair[(report.pk, key)].verdict_id for key in keys),
+                out.append(VerdictGroup(systems[report.pk], report.pk, tuple(by_pair[(report.pk, key)].verdict_id for key in keys),
                                         partial(_claim_value, claim.index, citations, window, keys)))
     return out
 
 
 GROUP_METRICS: dict[str, GroupMetric] = {
     SamplingUnit.GROUP: GroupMetric(
-        "group_score", "mean saturated checklist group score, eq. 3 (0–1; the pipeline's overall is it × 100)",
+        "group_score", "saturated checklist group score, eq. 3, averaged over each report's groups, then over "
+                       "the reports (0–1; the pipeline's overall is it × 100)",
         SamplingUnit.GROUP, deepsynth.STEP, frozenset(deepsynth.LABEL_SCORES), checklist_groups),
     SamplingUnit.SENTENCE: GroupMetric(
-        "claim_coverage", "share of claim sentences supported by a citation within the window or the query",
+        "claim_coverage", "share of a report's claim sentences supported by a citation within the window or the "
+                          "query, averaged over the reports",
         SamplingUnit.SENTENCE, CITATIONS, frozenset(SUPPORT_LABELS), claim_sentences),
 }
 

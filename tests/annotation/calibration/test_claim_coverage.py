@@ -114,15 +114,22 @@ def test_claim_coverage_by_sentence_matches_an_independent_computation(owner):
     for system in systems:
         mine = [r for r in reports if r.system_id == system.pk]
         by_report = [_units_by_hand(r, expert) for r in mine]
+        coverage = []
         for report, values in zip(mine, by_report):  # the pipeline's own claim coverage of each report
             stored = StoredLabels(run=run, report=report)
             score = score_citation_support(run=run, citations=report_citations(report), query=query_text(report.task),
                                            stored=stored, precision_variant="paper")
             assert score["claim_coverage"] == pytest.approx(np.mean([f for f, _ in values]))
-        values = [v for per in by_report for v in per]
+            coverage.append(score["claim_coverage"])
+        # a unit's value × U / (R · n_r): the units' mean is the mean over reports of the reports' coverage
+        units = sum(len(per) for per in by_report)
+        values = [(f * units / (len(by_report) * len(per)), None if y is None else y * units / (len(by_report) * len(per)))
+                  for per in by_report for f, y in per]
+        assert sorted({len(per) for per in by_report}) != [5]  # undetermined sentences: unequal units per report
         f_all = np.array([f for f, _ in values])
         f = np.array([f for f, y in values if y is not None])
         y = np.array([y for _, y in values if y is not None])
         row = next(r for r in entry["systems"] if r["system_id"] == system.pk)
+        assert row["judge_only"]["estimate"] == pytest.approx(np.mean(coverage))  # the system's claim coverage
         assert y.size >= 3
         assert_row_is_ppi(row, y, f, f_all)

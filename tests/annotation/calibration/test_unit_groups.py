@@ -310,3 +310,74 @@ def test_card_and_planner_name_the_unit(owner, client):
                                                                         user=owner)["metrics"]}
     from annotation.exporters import design_of
     assert (design_of(project), design_of(verdicts_only), design_of(census)) == ("uniform by group", "uniform", "all")
+
+
+def _second_task(judge, systems, run, groups_spec=((2, None, None), (3, 2.0, None), (4, None, 0.5))):
+    """A second, smaller DeepSynth task (3 groups against the first's 10), both systems' reports
+    judged on every item: a system's reports then hold unequal numbers of groups."""
+    task = TaskFactory(protocol="deepsynth")
+    rng = np.random.default_rng(23)
+    groups = [(ChecklistGroupFactory(task=task, threshold=threshold, clip_factor=clip), n)
+              for n, threshold, clip in groups_spec]
+    items = [[ChecklistItemFactory(group=group) for _ in range(n)] for group, n in groups]
+    reports = []
+    for system, p_correct in zip(systems, (0.3, 0.9)):
+        report = ReportFactory(task=task, system=system)
+        reports.append(report)
+        for members in items:
+            for item in members:
+                label = "correct" if rng.random() < p_correct else "incorrect"
+                VerdictFactory(report=report, judge_config=judge, step=STEP, target_id=item.pk, label=label,
+                               score=REWARD[label])
+    run.tasks.add(task)
+    return task, reports, list(zip([(n, t, c) for n, t, c in groups_spec], items))
+
+
+@pytest.mark.django_db
+def test_group_score_is_the_papers_mean_of_report_means_with_unequal_groups_per_report(owner):
+    """Each system: one report of 10 groups, one of 3. The judge-only figure is the pipeline's
+    system score (the mean over reports of eq. 6, / 100), not the mean over the 13 groups; PPI
+    runs on the unit values × U / (R · n_r) (13/20 and 13/6), against ppi_py and the closed form."""
+    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+
+    judge, task, systems, reports, groups, run = _checklist()
+    small, small_reports, small_groups = _second_task(judge, systems, run)
+    project = project_create(name="two tasks", kind="agreement", created_by=owner, tasks=[task, small],
+                             judge_config=judge, sampling="uniform", sample_size=14, sampling_unit="group",
+                             label_set={"label": list(REWARD)})
+    expert = annotator("expert")
+    membership_add(project=project, user=expert, role=Role.ANNOTATOR, actor=owner)
+    given = {}
+    for k, item in enumerate(project.items.order_by("position")):
+        verdict = Verdict.objects.get(pk=item.target_id)
+        given[verdict.pk] = _expert_label(verdict, k) if k % 5 else "incorrect"
+        label_all(item, [expert], {"label": given[verdict.pk]})
+    result = calibrated_scores(run=run, project=project, user=owner)
+    entry = result["metrics"][0]
+    assert entry["metric"] == "group_score" and "averaged over each report's groups, then over" in entry["definition"]
+    pipeline = DeepSynthPipeline()
+    for system, big, little in zip(systems, reports, small_reports):
+        row = next(r for r in entry["systems"] if r["system_id"] == system.pk)
+        system_score = pipeline.score_system(report_scores=[pipeline.score_report(run=run, report=r)
+                                                            for r in (big, little)])["metrics"]["overall"] / 100
+        values = [(f, y, 13 / 20) for f, y, _ in _unit_values(groups, big, given)]
+        for (n, threshold, clip), items in small_groups:  # the small task's groups, eq. 3 by hand
+            verdicts = [Verdict.objects.get(report=little, target_id=item.pk) for item in items]
+            theta = _theta(n, threshold, clip, n)
+            y = (_by_hand([REWARD[given[v.pk]] for v in verdicts], theta)
+                 if all(v.pk in given for v in verdicts) else None)
+            values.append((_by_hand([REWARD[v.label] for v in verdicts], theta), y, 13 / 6))
+        f_all = np.array([f for f, _, _ in values])
+        unweighted = f_all.mean()
+        assert row["n_judge"] == 13
+        assert row["judge_only"]["estimate"] == pytest.approx(system_score)
+        assert abs(unweighted - system_score) > 0.02  # the mean over the 13 groups is another number
+        scale = np.array([a for _, _, a in values])
+        assert (scale * f_all).mean() == pytest.approx(system_score)
+        labelled = [(f * a, y * a) for f, y, a in values if y is not None]
+        f, y = np.array([p[0] for p in labelled]), np.array([p[1] for p in labelled])
+        assert y.size >= 3
+        lam = assert_row_is_ppi(row, y, f, scale * f_all)
+        low, high = ppi_mean_ci(y, f, scale * f_all, alpha=0.05, lam=lam)
+        assert row["ppi"]["estimate"] == pytest.approx(float(ppi_mean_pointestimate(y, f, scale * f_all, lam=lam)[0]))
+        assert (row["ppi"]["low"], row["ppi"]["high"]) == pytest.approx((float(low[0]), float(high[0])))
