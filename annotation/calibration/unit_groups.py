@@ -59,6 +59,7 @@ class GroupMetric:
     key: str
     label: str  # what the number is, in words
     unit: str  # the ``SamplingUnit`` that draws these units
+    units_name: str  # the units in words, plural (what a sample by this unit draws)
     step: str
     scale: frozenset[str]  # the labels with a value (an expert label outside gives the unit none)
     groups: Callable[[list[JudgedVerdict], object], list[VerdictGroup]]  # (the step's verdicts, judge configuration)
@@ -113,11 +114,11 @@ GROUP_METRICS: dict[str, GroupMetric] = {
     SamplingUnit.GROUP: GroupMetric(
         "group_score", "saturated checklist group score, eq. 3, averaged over each report's groups, then over "
                        "the reports (0–1; the pipeline's overall is it × 100)",
-        SamplingUnit.GROUP, deepsynth.STEP, frozenset(deepsynth.LABEL_SCORES), checklist_groups),
+        SamplingUnit.GROUP, "DeepSynth checklist groups", deepsynth.STEP, frozenset(deepsynth.LABEL_SCORES), checklist_groups),
     SamplingUnit.SENTENCE: GroupMetric(
         "claim_coverage", "share of a report's claim sentences supported by a citation within the window or the "
                           "query, averaged over the reports",
-        SamplingUnit.SENTENCE, CITATIONS, frozenset(SUPPORT_LABELS), claim_sentences),
+        SamplingUnit.SENTENCE, "DeepScholar claim sentences", CITATIONS, frozenset(SUPPORT_LABELS), claim_sentences),
 }
 
 
@@ -138,3 +139,22 @@ def sampling_units(verdict_ids: list[int], unit: str, config) -> dict[int, int]:
             *JUDGED_FIELDS)
     groups = metric.groups([JudgedVerdict(*row, hidden=False) for row in rows], config)
     return {verdict: index for index, group in enumerate(groups) for verdict in group.verdict_ids}
+
+
+def sampling_design_label(project: AnnotationProject) -> str:
+    """How a project chose its verdicts, in words, naming the unit a sample by unit draws (the
+    calibrated card; curators only: annotators are not told the unit)."""
+    label = project.get_sampling_display().lower()
+    metric = GROUP_METRICS.get(project.sampling_unit)
+    if metric is None or project.sampling in (AnnotationProject.Sampling.ALL, AnnotationProject.Sampling.CHOSEN):
+        return label
+    return f"{label}, drawn as whole {metric.units_name}"
+
+
+def drawn_units(project: AnnotationProject) -> int | None:
+    """How many units a project sampled by unit holds (every verdict of each); ``None`` for a
+    project of single verdicts."""
+    if project.sampling_unit not in GROUP_METRICS:
+        return None
+    verdict_ids = list(project.items.values_list("target_id", flat=True))
+    return len(set(sampling_units(verdict_ids, project.sampling_unit, project.judge_config).values()))
