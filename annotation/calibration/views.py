@@ -12,7 +12,7 @@ from ..kinds import kinds_with
 from ..models import AnnotationProject, Role
 
 from .sampling import RANDOM_DESIGNS
-from .unit_groups import sampling_design_label
+from .unit_groups import UNITS_FOR_COVERAGE, sampling_design_label
 from .units import UNIT_METRICS
 from .selectors import (
     PLAN_ASSUMPTION, CalibrationRefused, calibrated_scores, calibrated_scores_shown, calibration_projects, labels_plan,
@@ -37,7 +37,8 @@ def calibration_context(request, run) -> dict:
     except (CalibrationRefused, PermissionError) as exc:
         result = {"refused": str(exc), "metrics": []}
     return {"calibration": result, "calibration_projects": projects, "calibration_project": chosen,
-            "calibration_design": sampling_design_label(chosen), "calibration_run": run}
+            "calibration_design": sampling_design_label(chosen), "calibration_units_for_coverage": UNITS_FOR_COVERAGE,
+            "calibration_run": run}
 
 
 def calibration_panel(request, run) -> dict:

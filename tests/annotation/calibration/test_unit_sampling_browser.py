@@ -58,6 +58,9 @@ def test_a_curator_samples_by_group_and_reads_the_calibrated_group_score(page, l
     expect(heading).to_contain_text("one unit per group (n counts groups)")
     expect(card).to_contain_text("uniform random sample, drawn as whole DeepSynth checklist groups")
     expect(card.locator("table.calibrated").first.locator("tbody tr")).to_have_count(2)
+    # 14 groups labelled in all, fewer than 40 per system: the card cautions, naming the unit
+    expect(card.locator("[data-role=few-units]")).to_have_count(2)
+    expect(card.locator("[data-role=few-units]").first).to_contain_text("fewer than 40")
     card.scroll_into_view_if_needed()
     screenshot("unit-sampling-card")
     assert_accessible(page, "the run page's calibrated group score")

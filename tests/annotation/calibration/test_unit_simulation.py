@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from annotation.calibration.unit_groups import UNITS_FOR_COVERAGE
 from annotation.simulation.unit_calibration import unit_calibration_simulation, unit_calibration_table
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -39,6 +40,10 @@ def test_the_stored_answer_meets_the_targets():
         if design == "uniform" and n >= 40:
             assert row["coverage"] >= 0.93, (unit, n)
     assert all(rows[("group", "uniform", n)]["unweighted_coverage"] <= 0.7 for n in (40, 60))
+    # the card cautions below UNITS_FOR_COVERAGE labelled units: the smallest n whose groups held 0.93
+    covered = [n for n in (20, 40, 60) if all(rows[(u, "uniform", m)]["coverage"] >= 0.93
+                                              for u in ("group", "sentence") for m in (20, 40, 60) if m >= n)]
+    assert min(covered) == UNITS_FOR_COVERAGE
 
 
 def test_a_stored_row_is_what_the_function_computes_now():
