@@ -381,3 +381,6 @@ def test_group_score_is_the_papers_mean_of_report_means_with_unequal_groups_per_
         low, high = ppi_mean_ci(y, f, scale * f_all, alpha=0.05, lam=lam)
         assert row["ppi"]["estimate"] == pytest.approx(float(ppi_mean_pointestimate(y, f, scale * f_all, lam=lam)[0]))
         assert (row["ppi"]["low"], row["ppi"]["high"]) == pytest.approx((float(low[0]), float(high[0])))
+        # the planner's variances are those of the scaled values (its n counts units of this estimand)
+        assert row["judge_var"] == pytest.approx(np.var(lam * scale * f_all))
+        assert row["rectifier_var"] == pytest.approx(np.var(y - lam * f))
