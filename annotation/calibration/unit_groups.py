@@ -109,7 +109,8 @@ def claim_sentences(verdicts: list[JudgedVerdict], config) -> list[VerdictGroup]
         for claim in citations.claims:
             keys = [key for key in claim_pair_keys(claim.index, citations, window) if (report.pk, key) in by_pair]
             if keys:
-                out.append(VerdictGroup(systems[report.pk], report.pk, tuple(by_pair[(report.pk, key)].verdict_id for key in keys),
+                verdict_ids = tuple(by_pair[(report.pk, key)].verdict_id for key in keys)
+                out.append(VerdictGroup(systems[report.pk], report.pk, verdict_ids,
                                         partial(_claim_value, claim.index, citations, window, keys)))
     return out
 
@@ -118,7 +119,8 @@ GROUP_METRICS: dict[str, GroupMetric] = {
     SamplingUnit.GROUP: GroupMetric(
         "group_score", "saturated checklist group score, eq. 3, averaged over each report's groups, then over "
                        "the reports (0–1; the pipeline's overall is it × 100)",
-        SamplingUnit.GROUP, "DeepSynth checklist groups", deepsynth.STEP, frozenset(deepsynth.LABEL_SCORES), checklist_groups),
+        SamplingUnit.GROUP, "DeepSynth checklist groups", deepsynth.STEP, frozenset(deepsynth.LABEL_SCORES),
+        checklist_groups),
     SamplingUnit.SENTENCE: GroupMetric(
         "claim_coverage", "share of a report's claim sentences supported by a citation within the window or the "
                           "query, averaged over the reports",

@@ -123,8 +123,8 @@ def test_claim_coverage_by_sentence_matches_an_independent_computation(owner):
             coverage.append(score["claim_coverage"])
         # a unit's value × U / (R · n_r): the units' mean is the mean over reports of the reports' coverage
         units = sum(len(per) for per in by_report)
-        values = [(f * units / (len(by_report) * len(per)), None if y is None else y * units / (len(by_report) * len(per)))
-                  for per in by_report for f, y in per]
+        values = [(f * a, None if y is None else y * a)
+                  for per in by_report for a in [units / (len(by_report) * len(per))] for f, y in per]
         assert sorted({len(per) for per in by_report}) != [5]  # undetermined sentences: unequal units per report
         f_all = np.array([f for f, _ in values])
         f = np.array([f for f, y in values if y is not None])

@@ -46,7 +46,8 @@ def test_a_curator_samples_by_group_and_reads_the_calibrated_group_score(page, l
     page.click("#create-button")
     page.wait_for_url(re.compile(r"/annotate/\d+/"))
     project = AnnotationProject.objects.get(name="Calibrate group scores")
-    assert (project.sampling, project.sampling_unit, project.steps) == ("uniform", "group", ["deepsynth.checklist_group"])
+    assert (project.sampling, project.sampling_unit, project.steps) == (
+        "uniform", "group", ["deepsynth.checklist_group"])
     expert = annotator("expert")
     membership_add(project=project, user=expert, role=Role.ANNOTATOR, actor=owner)
     for k, item in enumerate(project.items.order_by("position")):

@@ -48,7 +48,8 @@ def test_the_stored_answer_meets_the_targets():
 
 def test_a_stored_row_is_what_the_function_computes_now():
     computed = unit_calibration_simulation(7, 1000, sample_sizes=(40,), units=("sentence",), designs=("uniform",))
-    stored = next(row for row in _stored()["rows"] if (row["unit"], row["design"], row["n"]) == ("sentence", "uniform", 40))
+    stored = next(row for row in _stored()["rows"]
+                  if (row["unit"], row["design"], row["n"]) == ("sentence", "uniform", 40))
     assert computed["rows"] == [stored]
     assert json.loads(json.dumps(computed)) == computed
 
