@@ -124,8 +124,12 @@ def _task(item) -> str | None:
 
 def design_of(project: AnnotationProject) -> str:
     """How the project chose its items: the field its kind names (``design_field``: the sampling
-    design of agreement projects on verdicts, the pair choice of pairwise ones), else empty."""
-    return getattr(project, kind_of(project).design_field) or ""
+    design of agreement projects on verdicts, the pair choice of pairwise ones), else empty; a
+    sample of units of several verdicts names its unit ("uniform by group")."""
+    field = kind_of(project).design_field
+    design = getattr(project, field) or ""
+    unit = project.sampling_unit if field == "sampling" else AnnotationProject.SamplingUnit.VERDICT
+    return f"{design} by {unit}" if design and unit != AnnotationProject.SamplingUnit.VERDICT else design
 
 
 def label_rows(labels: QuerySet[Label]) -> Iterator[dict]:

@@ -77,6 +77,7 @@ _ARGUMENTS = {
     "pair_choice": lambda data: data["pair_choice"] or AnnotationProject.PairChoice.ROUND_ROBIN,
     "uniform_share": lambda data: DEFAULT_UNIFORM_SHARE if data["uniform_share"] is None else data["uniform_share"],
     "sampling": lambda data: data["sampling"] or AnnotationProject.Sampling.ALL,
+    "sampling_unit": lambda data: data["sampling_unit"] or AnnotationProject.SamplingUnit.VERDICT,
     "criteria": lambda data: _split(data["criteria"]) or None,
     "scale": _scale,
 }
@@ -118,8 +119,15 @@ class ProjectCreateForm(TaskPickerForm, ServiceErrorForm):
         help_text="a random sample records each verdict's inclusion probability, so its labels calibrate the judge's"
                   " scores (Calibrated scores on the run page)",
     )
+    sampling_unit = forms.ChoiceField(
+        choices=AnnotationProject.SamplingUnit.choices, initial=AnnotationProject.SamplingUnit.VERDICT, required=False,
+        label="Sample by (agreement, sampled)",
+        help_text="group or sentence: the sample draws whole DeepSynth checklist groups or DeepScholar claim sentences"
+                  " (every verdict of each), so the group score or claim coverage is calibrated, and not the"
+                  " per-verdict metrics (item reward, citation precision); its judge step is then the only one")
     sample_size = BoundedIntegerField(min_value=1, max_value=1_000_000, required=False, label="Sample size (agreement)",
-                                      help_text="how many verdicts to sample (adaptive: the expected number)")
+                                      help_text="how many to draw: verdicts, or the groups or sentences chosen in"
+                                                " 'Sample by' (adaptive: the expected number)")
     overlap = BoundedIntegerField(min_value=1, max_value=SMALL_MAX, required=False, label="Labels per item (k)",
                                  help_text="empty: 2 for verify (review, then cross-check), 1 otherwise")
     blind = forms.BooleanField(required=False, initial=True,

@@ -109,14 +109,28 @@ class ProjectListApi(ListApi):
         my_role = serializers.CharField(read_only=True, allow_null=True)
         n_items = serializers.IntegerField(read_only=True)
         n_settled = serializers.IntegerField(read_only=True)
+        sampling_unit = serializers.SerializerMethodField(help_text=(
+            "agreement: what the sample drew (verdict, group, sentence); null for a member who is no curator of a "
+            "blind project until it closes (the curators' design, as in the exports)"))
 
         class Meta:
             model = AnnotationProject
             fields = ["id", "name", "description", "guidelines", "guidelines_version", "kind", "status", "blind",
                       "reveal", "overlap", "task_set", "label_set", "label_level", "dimensions", "item_kinds",
-                      "sampling", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale", "my_role",
-                      "n_items",
+                      "sampling", "sampling_unit", "pair_choice", "uniform_share", "pairs_budget", "criteria", "scale",
+                      "my_role", "n_items",
                       "n_settled", "created_at"]
+
+        def get_sampling_unit(self, project) -> str | None:
+            if not project.blind or project.status == AnnotationProject.Status.CLOSED:
+                return project.sampling_unit
+            request = self.context.get("request")
+            if request is None:
+                return None
+            if "global_curator" not in self.context:  # once per answer, not per project
+                self.context["global_curator"] = is_global_curator(request.user)
+            curator = project.my_role == Role.CURATOR or (project.my_role is None and self.context["global_curator"])
+            return project.sampling_unit if curator else None
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)
@@ -164,7 +178,12 @@ class ProjectListApi(ListApi):
             required=False, default=AnnotationProject.Sampling.ALL,
             help_text="agreement: every verdict ('all') or a random sample for calibrated scores")
         sample_size = BoundedIntegerSerializerField(required=False, allow_null=True, default=None, min_value=1,
-                                                    help_text="agreement, sampled: how many verdicts")
+                                                    help_text="agreement, sampled: how many verdicts (or units)")
+        sampling_unit = serializers.ChoiceField(
+            choices=AnnotationProject.SamplingUnit.choices, required=False,
+            default=AnnotationProject.SamplingUnit.VERDICT,
+            help_text="agreement, sampled: what the design draws: 'verdict', or every verdict of a DeepSynth checklist"
+                      " 'group' or of a DeepScholar claim 'sentence' (steps: that unit's step, the default)")
         pair_choice = serializers.ChoiceField(
             choices=AnnotationProject.PairChoice.choices, required=False,
             default=AnnotationProject.PairChoice.ROUND_ROBIN,
@@ -190,7 +209,7 @@ class ProjectListApi(ListApi):
         data = input_of(self, request)
         hold = timedelta(seconds=data.pop("hold_seconds"))
         project = project_create(created_by=request.user, hold_duration=hold, **data)
-        answer = self.OutputSerializer(projects_for(request.user).get(pk=project.pk)).data
+        answer = self.OutputSerializer(projects_for(request.user).get(pk=project.pk), context={"request": request}).data
         return Response({**answer, "warnings": blind_overlap_warnings(project)}, status=status.HTTP_201_CREATED)
 
 

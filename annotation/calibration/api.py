@@ -45,14 +45,18 @@ class RunCalibratedApi(GenericApi):
         project_id = serializers.IntegerField()
         project = serializers.CharField()
         sampling = serializers.CharField(help_text="how the project chose its verdicts")
+        sampling_unit = serializers.CharField(help_text="what its design drew: verdict, group or sentence")
         random_sample = serializers.BooleanField()
         warning = serializers.CharField(allow_blank=True)
         confidence = serializers.FloatField()
         min_human_labels = serializers.IntegerField()
         meaning = serializers.CharField()
         metrics = serializers.ListField(
-            child=serializers.DictField(), help_text="per metric: definition, systems (judge_only, human_only, ppi, "
-                                                     "n_judge, n_human, ess_gain, lam), best_vs_second")
+            child=serializers.DictField(), help_text=(
+                "per metric: definition, unit (verdict; group: a DeepSynth checklist group, sentence: a DeepScholar "
+                "claim sentence, several verdicts each), systems (judge_only, human_only, ppi, n_judge and n_human "
+                "in units, ess_gain, lam, waiting_adjudication, off_scale_labels and part_labelled in units), "
+                "best_vs_second"))
         statistics = serializers.DictField(help_text=(
             "state: current (the figures are of the labels and verdicts now), updating (a worker computes new "
             "ones; the figures shown, if any, are those computed at computed_at) or no_worker; computed_at; "

@@ -35,7 +35,7 @@ from ..models import CalibratedScores, TargetKind
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1  # the stored figures' shape: raise it when ``calibration_figures`` changes, so older ones are recomputed
+FORMAT = 2  # the stored figures' shape: raise it when ``calibration_figures`` changes, so older ones are recomputed
 PENDING_SECONDS = 15 * 60  # a request older than this is taken for lost (its worker died) and made again
 
 

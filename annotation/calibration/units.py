@@ -8,15 +8,15 @@ the pipelines' own label maps (``scoring.pipelines``), on the scale the paper re
 
 * DeepSynth-Eval (§3.4): ``item_reward``, the mean item reward r ∈ {+1 correct, 0 omitted,
   −1 incorrect} (eq. 1), and ``item_correct``, the share judged correct. The group scores
-  clip each group's sum at its threshold (eq. 3), a non-linear function of several verdicts:
-  not a mean over units, so not calibrated here (their inputs are).
+  clip each group's sum at its threshold (eq. 3), a function of several verdicts: their unit
+  is the group (``unit_groups``).
 * ReportBench (§3.2): ``match_rate`` (a cited statement consistent with its source: 1) and
   ``factual_accuracy`` (a non-cited statement correct: 1); the pipeline's factual accuracy is a
   majority over repeats, a unit here is the first repeat's verdict, the one experts see.
 * DeepScholar-bench (§8.3): ``nugget_coverage`` (strict: supported 1, else 0),
   ``relevance_rate`` (grade / 2, eq. of §8.3.2), ``citation_precision`` (supported 1; the
   paper's per-citation mean). Claim coverage asks whether *any* citation within a window
-  supports a sentence, several verdicts per unit: not calibrated here.
+  supports a sentence, several verdicts per unit: its unit is the sentence (``unit_groups``).
 * SurveyLens rubric and SurveyScope quality scores: the judge's score on each criterion or
   dimension (1–5, 1–10), the expert's numeric label on the same scale.
 """
@@ -32,6 +32,27 @@ from scoring.pipelines.deepscholar.nuggets import NUGGET_LABELS, NUGGETS
 from scoring.pipelines.deepscholar.relevance import GRADE_LABELS, RELEVANCE
 from scoring.pipelines.surveys.surveylens import RUBRIC
 from scoring.pipelines.surveys.surveyscope import QUALITY
+
+
+JUDGED_FIELDS = ("pk", "report__system_id", "step", "label", "score", "report_id", "report__task_id", "target_kind",
+                 "target_id", "target_key")  # a ``JudgedVerdict``'s, as ``values_list`` reads them
+
+
+@dataclass(frozen=True)
+class JudgedVerdict:
+    """A verdict of a calibrated population (``selectors``): what its unit value and unit need."""
+
+    verdict_id: int
+    system_id: int
+    step: str
+    label: str
+    score: float | None
+    report_id: int
+    task_id: int
+    target_kind: str
+    target_id: int | None
+    target_key: str
+    hidden: bool  # a blind study hides it from the reader: left out, and so is every unit it belongs to
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,11 @@ from ..kinds import kinds_with
 from ..models import AnnotationProject, Role
 
 from .sampling import RANDOM_DESIGNS
+from .unit_groups import UNITS_FOR_COVERAGE, sampling_design_label
 from .units import UNIT_METRICS
 from .selectors import (
     PLAN_ASSUMPTION, CalibrationRefused, calibrated_scores, calibrated_scores_shown, calibration_projects, labels_plan,
+    units_counted,
 )
 
 
@@ -35,6 +37,7 @@ def calibration_context(request, run) -> dict:
     except (CalibrationRefused, PermissionError) as exc:
         result = {"refused": str(exc), "metrics": []}
     return {"calibration": result, "calibration_projects": projects, "calibration_project": chosen,
+            "calibration_design": sampling_design_label(chosen), "calibration_units_for_coverage": UNITS_FOR_COVERAGE,
             "calibration_run": run}
 
 
@@ -61,15 +64,30 @@ ADAPTIVE_FOR_ANNOTATORS = ("This project holds a random sample of the verdicts i
                            "random order.")
 
 
+UNIT_SENTENCES = {
+    "group": "It draws whole DeepSynth checklist groups: every verdict of a drawn group is held, with the group's "
+             "chance of being chosen, a group's verdicts offered together, and its group score is calibrated once "
+             "all of them are labelled.",
+    "sentence": "It draws whole DeepScholar claim sentences: every citation verdict of a drawn sentence is held, with "
+                "the sentence's chance of being chosen, a sentence's verdicts offered together, and its claim coverage "
+                "is calibrated once all of them are labelled.",
+}
+
+
 def sampling_sentence(project, role: str | None) -> str:
     """What the project's page says about how its verdicts were chosen (agreement projects).
     Annotators are not told that an adaptive sample favours uncertain verdicts: in a blind
-    project that would hint at the judge's verdict on the item in front of them."""
+    project that would hint at the judge's verdict on the item in front of them; nor what unit
+    a sample draws (the curators' design, as in the exports)."""
     if project.kind not in kinds_with("calibration"):
         return ""
     if project.sampling == project.Sampling.ADAPTIVE:
-        return ADAPTIVE_FOR_CURATORS if role == "curator" else ADAPTIVE_FOR_ANNOTATORS
-    return SAMPLING_SENTENCES.get(project.sampling, "")
+        sentence = ADAPTIVE_FOR_CURATORS if role == "curator" else ADAPTIVE_FOR_ANNOTATORS
+    else:
+        sentence = SAMPLING_SENTENCES.get(project.sampling, "")
+    if role == "curator" and project.sampling in RANDOM_DESIGNS and project.sampling_unit in UNIT_SENTENCES:
+        sentence = f"{sentence} {UNIT_SENTENCES[project.sampling_unit]}"
+    return sentence
 
 
 def planner_context(request, project, role: str | None) -> dict:
@@ -80,7 +98,9 @@ def planner_context(request, project, role: str | None) -> dict:
     if role != "curator" or project.kind not in kinds_with("calibration") or project.judge_config_id is None:
         return {}
     steps = project.steps or list(UNIT_METRICS)
-    metrics = [metric.key for step in steps for metric in UNIT_METRICS.get(step, ())]
+    per_verdict, group_metrics = units_counted(project)
+    metrics = [metric.key for step in steps for metric in UNIT_METRICS.get(step, ()) if per_verdict]
+    metrics += [metric.key for metric in group_metrics if metric.step in steps]
     planner = {"metrics": metrics, "metric": request.GET.get("plan_metric") or (metrics[0] if metrics else ""),
                "width": request.GET.get("plan_width", ""), "separation": request.GET.get("plan_separation") == "1",
                "assumption": PLAN_ASSUMPTION, "current": []}

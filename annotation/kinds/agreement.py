@@ -52,7 +52,7 @@ class Agreement(AnnotationKind):
     target_kinds = (TargetKind.VERDICT,)
     key_fields = ("label",)
     # what project_create takes for this kind beyond the common fields
-    create_fields = ("systems", "judge_config", "steps", "sampling", "sample_size")
+    create_fields = ("systems", "judge_config", "steps", "sampling", "sample_size", "sampling_unit")
     undo_refused = (
         "your label on item {position} is final: this project is blind, and {when} the"
         " judge's verdict and any other annotator's label; ask a curator to correct it"

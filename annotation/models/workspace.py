@@ -108,6 +108,15 @@ class AnnotationProject(TimeStamped):
         STRATIFIED = "stratified", "Uniform random sample within each system and step"
         ADAPTIVE = "adaptive", "Random sample favouring uncertain verdicts (weighted)"
 
+    class SamplingUnit(models.TextChoices):
+        """What a sampled agreement project's design draws (``annotation.calibration.unit_groups``):
+        single verdicts, or units of several verdicts whose metric is a function of all of them;
+        the project then holds every verdict of a drawn unit, each with its unit's π."""
+
+        VERDICT = "verdict", "Each verdict"
+        GROUP = "group", "Each DeepSynth checklist group (all its items' verdicts)"
+        SENTENCE = "sentence", "Each DeepScholar claim sentence (all its citation verdicts)"
+
     class PairChoice(models.TextChoices):
         """How a pairwise project picks its pairs (``annotation.services.adaptive_pairs``)."""
 
@@ -156,6 +165,11 @@ class AnnotationProject(TimeStamped):
     sampling = models.CharField(
         max_length=12, choices=Sampling.choices, default=Sampling.ALL,
         help_text="agreement: how the verdicts were chosen; a random sample records each item's inclusion probability",
+    )
+    sampling_unit = models.CharField(
+        max_length=10, choices=SamplingUnit.choices, default=SamplingUnit.VERDICT,
+        help_text="agreement, sampled: what the design draws (a verdict, or every verdict of a checklist group or "
+                  "claim sentence)",
     )
     pair_choice = models.CharField(max_length=12, choices=PairChoice.choices, default=PairChoice.ROUND_ROBIN,
                                    help_text="pairwise: how the next pair is chosen")

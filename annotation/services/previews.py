@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from ..blind import blind_overlap_warnings
+from ..calibration.unit_groups import GROUP_METRICS, drawn_units
 from ..label_help import label_help
 from .adaptive_pairs import adaptive_pairs_budget_clean
 from .projects import project_create
@@ -28,6 +29,10 @@ def project_preview(**arguments) -> dict:
                        # what each label means, as the workspace will say it (editable once made)
                        "label_help": label_help(labels=_main_labels(project),
                                                 step=project.steps[0] if len(project.steps or []) == 1 else "")}
+            if project.sampling_unit in GROUP_METRICS and project.sampling != project.Sampling.ALL:
+                # a sample by unit: its size counts units, each holding several verdicts (items)
+                preview["units"] = drawn_units(project)
+                preview["units_name"] = GROUP_METRICS[project.sampling_unit].units_name
             if project.pair_choice == project.PairChoice.ADAPTIVE:  # the first pairs; more as labels come
                 preview["pairs_budget"] = adaptive_pairs_budget_clean(project=project)
             raise _Discard

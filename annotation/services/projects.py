@@ -95,7 +95,7 @@ def _settings_view(project: AnnotationProject) -> dict:
         "label_level": project.label_level,
         "dimensions": project.dimensions, "hold_seconds": project.hold_duration.total_seconds(),
         **({} if project.blind else {"seed": project.seed}),  # a blind project's seed is secret (``secret_seed``)
-        "sampling": project.sampling, "task_set_id": project.task_set_id,
+        "sampling": project.sampling, "sampling_unit": project.sampling_unit, "task_set_id": project.task_set_id,
         "guidelines_version": project.guidelines_version,
         **{field: getattr(project, field) for field in kind_of(project).settings_fields},
     }
@@ -156,6 +156,7 @@ def project_create(
     seed: int | None = None,
     sampling: str = AnnotationProject.Sampling.ALL,
     sample_size: int | None = None,
+    sampling_unit: str = AnnotationProject.SamplingUnit.VERDICT,
     pair_choice: str = AnnotationProject.PairChoice.ROUND_ROBIN,
     uniform_share: float = DEFAULT_UNIFORM_SHARE,
     pairs_budget: int | None = None,
@@ -181,9 +182,11 @@ def project_create(
     ``sampling`` (agreement): every verdict in scope (``all``), or a random sample of about
     ``sample_size`` of them, uniform, stratified by system and step, or adaptive (favouring the
     verdicts the judge is least sure of), each item recording its inclusion probability for
-    calibrated scores (``annotation.calibration.sampling``). rating: one item per report of the
-    tasks (of ``systems``), rated on ``criteria`` (default each task's rubric criteria of
-    ``component``) on ``scale`` (``annotation.kinds.rating``). Each kind checks its own fields
+    calibrated scores (``annotation.calibration.sampling``); ``sampling_unit`` ``group`` or
+    ``sentence``: the sample draws ``sample_size`` DeepSynth checklist groups or DeepScholar claim
+    sentences and holds every verdict of each (``steps``: that unit's step, which it defaults to).
+    rating: one item per report of the tasks (of ``systems``), rated on ``criteria`` (default
+    each task's rubric criteria of ``component``) on ``scale`` (``annotation.kinds.rating``). Each kind checks its own fields
     (``settings_clean``) and says how its items are made (``targets``). Only global curators
     create projects. ``seed`` (projects that are not blind; default 0): of the schedule, sample
     and adaptive draws; a blind project's is drawn here and kept secret (``project_seed``).
@@ -202,7 +205,8 @@ def project_create(
     own = annotation_kind.settings_clean(fields={
         "item_kinds": item_kinds, "judge_config": judge_config, "dimensions": dimensions, "criteria": criteria,
         "scale": scale, "component": component})
-    sampling_check(kind=annotation_kind, sampling=sampling, sample_size=sample_size)
+    steps = sampling_check(kind=annotation_kind, sampling=sampling, sample_size=sample_size,
+                           sampling_unit=sampling_unit, steps=steps)
     pair_design = pair_design_clean(kind=annotation_kind, pair_choice=pair_choice, uniform_share=uniform_share,
                                     pairs_budget=pairs_budget)
     task_ids = {task.pk for task in tasks} | (set(task_set.tasks.values_list("pk", flat=True)) if task_set else set())
@@ -210,7 +214,7 @@ def project_create(
         name=name, kind=kind, created_by=created_by, task_ids=task_ids, systems=systems, label_set=label_set,
         description=description, task_set=task_set,
         judge_config=judge_config, steps=list(steps), overlap=overlap, blind=blind, reveal=reveal,
-        hold_duration=hold_duration, seed=seed, sampling=sampling,
+        hold_duration=hold_duration, seed=seed, sampling=sampling, sampling_unit=sampling_unit,
         **{"item_kinds": [], "dimensions": [], "component": component, "label_level": label_level, **own},
         guidelines=_guidelines_clean(guidelines), guidelines_version=1 if _guidelines_clean(guidelines) else 0,
         **pair_design,

@@ -136,6 +136,34 @@ def _confusion(model: Mapping[str, Mapping[str, float]]) -> np.ndarray:
     return matrix
 
 
+class IntervalTally:
+    """Coverage and mean widths of the PPI and experts-only intervals over simulations."""
+
+    def __init__(self) -> None:
+        self.hits = self.human_hits = 0
+        self.ppi_widths: list[float] = []
+        self.human_widths: list[float] = []
+        self.sizes: list[int] = []
+
+    def add(self, calibrated: dict, truth: float, size: int) -> None:
+        """One simulation: ``calibrated_mean``'s answer on its sample and the true mean."""
+        ppi, human = calibrated["ppi"], calibrated["human_only"]
+        self.hits += int(ppi["low"] <= truth <= ppi["high"])
+        self.human_hits += int(human["low"] <= truth <= human["high"])
+        self.ppi_widths.append(ppi["high"] - ppi["low"])
+        self.human_widths.append(human["high"] - human["low"])
+        self.sizes.append(size)
+
+    def summary(self) -> dict:
+        simulations = len(self.sizes)
+        return {
+            "coverage": self.hits / simulations, "human_only_coverage": self.human_hits / simulations,
+            "width_ratio": float(np.mean(self.ppi_widths) / np.mean(self.human_widths)),
+            "ppi_width": float(np.mean(self.ppi_widths)), "human_only_width": float(np.mean(self.human_widths)),
+            "n_human": float(np.mean(self.sizes)), "simulations": int(simulations),
+        }
+
+
 def _simulate(judge_codes: np.ndarray, confusion: np.ndarray, *, rng: np.random.Generator, simulations: int,
               n: int, adaptive: bool = False) -> dict:
     values = np.array([REWARD[label] for label in LABELS])
@@ -144,8 +172,7 @@ def _simulate(judge_codes: np.ndarray, confusion: np.ndarray, *, rng: np.random.
     pi = None
     if adaptive:
         pi = uncertainty_probabilities(np.where(f_all == 0.0, 0.2, 1.0), n)
-    hits = human_hits = 0
-    ppi_widths, human_widths, sizes = [], [], []
+    tally = IntervalTally()
     for _ in range(simulations):
         expert_codes = (rng.random(f_all.size)[:, None] > cumulative).sum(axis=1)
         y_all = values[np.minimum(expert_codes, len(LABELS) - 1)]
@@ -155,19 +182,8 @@ def _simulate(judge_codes: np.ndarray, confusion: np.ndarray, *, rng: np.random.
             inclusion = pi[chosen]
         else:
             chosen, inclusion = uniform_sample(f_all.size, n, rng)
-        out = calibrated_mean(y_all[chosen], f_all[chosen], f_all, inclusion=inclusion)
-        ppi, human = out["ppi"], out["human_only"]
-        hits += int(ppi["low"] <= truth <= ppi["high"])
-        human_hits += int(human["low"] <= truth <= human["high"])
-        ppi_widths.append(ppi["high"] - ppi["low"])
-        human_widths.append(human["high"] - human["low"])
-        sizes.append(chosen.size)
-    return {
-        "coverage": hits / simulations, "human_only_coverage": human_hits / simulations,
-        "width_ratio": float(np.mean(ppi_widths) / np.mean(human_widths)),
-        "ppi_width": float(np.mean(ppi_widths)), "human_only_width": float(np.mean(human_widths)),
-        "n_human": float(np.mean(sizes)), "simulations": int(simulations),
-    }
+        tally.add(calibrated_mean(y_all[chosen], f_all[chosen], f_all, inclusion=inclusion), truth, chosen.size)
+    return tally.summary()
 
 
 def calibration_simulation(seed: int, simulations: int = 1000, *, n: int = SAMPLE_SIZE,

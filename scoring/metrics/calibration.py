@@ -41,7 +41,7 @@ from ._validate import check_real, fail
 
 __all__ = [
     "calibrated_mean", "difference_interval", "labels_for_width", "labels_for_difference_width",
-    "MIN_HUMAN_LABELS",
+    "report_mean_weights", "MIN_HUMAN_LABELS",
 ]
 
 # Fewer expert labels than this give no PPI estimate: the rectifier's variance, and so the
@@ -130,6 +130,23 @@ def calibrated_mean(y: Sequence[float], yhat: Sequence[float], yhat_all: Sequenc
     ppi_width, human_width = high - low, human_high - human_low
     out["ess_gain"] = float((human_width / ppi_width) ** 2) if ppi_width > 0 else None
     return out
+
+
+def report_mean_weights(report_of_unit: Sequence) -> np.ndarray:
+    """Each unit's factor a_u = U / (R · n_r(u)) for a mean of report means: U units in R
+    reports, n_r of them in report r. Then mean_U(a · v) = (1/R) Σ_r mean_{u ∈ r} v_u, the
+    papers' system score (DeepSynth-Eval eq. 6 per report, DeepScholar-bench's claim coverage
+    per report, each then averaged over the system's reports). The factors are fixed by the
+    population, not by the sample, so PPI on the scaled values a·Y and a·f (judge's and experts'
+    alike) estimates the mean of report means with the same validity as an unweighted mean.
+    ``report_of_unit``: each unit's report (any hashable)."""
+    reports = list(report_of_unit)
+    if not reports:
+        return np.zeros(0)
+    counts: dict = {}
+    for report in reports:
+        counts[report] = counts.get(report, 0) + 1
+    return np.array([len(reports) / (len(counts) * counts[report]) for report in reports], dtype=float)
 
 
 def _power_tuned_lambda(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, w: np.ndarray | None) -> float:

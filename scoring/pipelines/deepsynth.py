@@ -32,7 +32,8 @@ from django.utils import timezone
 from benchmark.models import ChecklistGroup, ChecklistItem, ReviewStatus
 from scoring.judges.base import Judge, JudgeAnswer, JudgeCall
 from scoring.metrics import (
-    GROUP_SCORE_VARIANTS, PRECISION_VARIANTS, checklist_scores, system_precision, threshold_from_clip_factor,
+    GROUP_SCORE_VARIANTS, PRECISION_VARIANTS, checklist_scores, group_score, system_precision,
+    threshold_from_clip_factor,
 )
 from scoring.models import Verdict
 
@@ -144,6 +145,20 @@ def group_threshold(group: ChecklistGroup, n_items: int, n_judged: int) -> float
     if n_judged < n_items:
         theta = theta * n_judged / n_items
     return min(theta, float(n_judged))
+
+
+def saturated_group_score(group: ChecklistGroup, n_items: int, labels: Sequence[str], *, variant: str) -> float:
+    """Eq. 3 for one group (0–1) from the labels of its judged items (one each; ``n_items``
+    counted items, the failed ones included), as :meth:`DeepSynthPipeline.score_report` scores
+    it: θ by :func:`group_threshold`, then ``group_score`` of the ``variant``. Calibrated scores
+    apply it to the judge's labels and to the experts' (``annotation.calibration.unit_groups``)."""
+    scores = [LABEL_SCORES[label] for label in labels]
+    return group_score(scores, group_threshold(group, n_items, len(scores)), variant=variant)
+
+
+def group_score_variant(config) -> str:
+    """The judge configuration's group score variant (``options["variants"]["group_score"]``)."""
+    return variant_option(config, "group_score", GROUP_SCORE_VARIANTS)
 
 
 class DeepSynthPipeline(BasePipeline):
@@ -278,7 +293,7 @@ class DeepSynthPipeline(BasePipeline):
                     "verdicts": scores,
                     "threshold": group_threshold(spec.group, len(spec.items), len(scores)),
                 })
-        variant = variant_option(config, "group_score", GROUP_SCORE_VARIANTS)
+        variant = group_score_variant(config)
         metrics = checklist_scores(groups, variant=variant)
         variants = {"group_score": variant, "precision": variant_option(config, "precision", PRECISION_VARIANTS)}
         metrics.update(groups=len(specs), groups_scored=len(groups), items=judged + failed, repeats=config.repeats,

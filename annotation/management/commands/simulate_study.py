@@ -6,6 +6,7 @@ from annotation.simulation.bradley_terry import REPLICATIONS, pairwise_bt_simula
 from annotation.simulation.cluster import cluster_simulation
 from annotation.simulation.calibration import calibration_simulation, ppi_judges_simulation
 from annotation.simulation.pairwise import pairwise_simulation
+from annotation.simulation.unit_calibration import unit_calibration_simulation
 
 
 def _keyed(shown):
@@ -20,6 +21,14 @@ def _pairwise_bt_rows(result: dict) -> list[tuple[str, object]]:
                  (f"{name}: adaptive / round-robin", setting["ratio_settled"]),
                  (f"{name}: replications", setting["replications"])]
     return rows
+
+
+def _ppi_units_rows(result: dict) -> list[tuple[str, object]]:
+    rows = []
+    for row in result["rows"]:
+        label = f"{row['unit']}, {row['design']}, n = {row['n']}"
+        rows += [(f"{label}: coverage", row["coverage"]), (f"{label}: width / human-only", row["width_ratio"])]
+    return rows + [("simulations", result["simulations"])]
 
 
 def _ppi_judges_rows(result: list) -> list[tuple[str, object]]:
@@ -49,6 +58,7 @@ SECTIONS = [
              ("judge verdicts", "n_judge"),
              ("simulations", "simulations")])),
     ("ppi_judges", lambda seed, _: ppi_judges_simulation(seed), _ppi_judges_rows),
+    ("ppi_units", lambda seed, _: unit_calibration_simulation(seed), _ppi_units_rows),
     ("cluster", lambda seed, replications: cluster_simulation(seed, replications),
      _keyed([("topics", "topics"),
              ("topic-clustered 95 % interval: coverage", "coverage"),
@@ -66,7 +76,7 @@ def _shown(value) -> str:
 class Command(BaseCommand):
     help = ("The studies of docs/statistics.md: pairwise (labels round-robin and adaptive pair choice need to"
             " reach Kendall τ ≥ 0.9, on the SurveyLens human preferences and from known Bradley–Terry strengths),"
-            " calibrated scores (PPI coverage and width) and topic-clustered intervals. Prints one table; --json"
+            " calibrated scores (PPI coverage and width; ppi_units: units of several verdicts sampled by unit) and topic-clustered intervals. Prints one table; --json"
             " prints one object, a key per study.")
 
     def add_arguments(self, parser):

@@ -81,6 +81,33 @@ def ask_citations(*, run, report, judge: Judge) -> None:
     ask_one_each(judge, pending, run=run, report=report, kind=PAIR_KIND, labels=SUPPORT_LABELS)
 
 
+def claim_pair_keys(claim: int, citations: ReportCitations, window: int) -> list[str]:
+    """The pairs (target keys) whose verdicts decide whether claim sentence ``claim`` is covered at
+    ``window``: each document cited within ±``window`` sentences, and the query context."""
+    keys = [f"{claim}:{key}" for j in range(max(0, claim - window), min(citations.sentence_count, claim + window + 1))
+            for key in citations.cited_by_sentence.get(j, ())]
+    return list(dict.fromkeys(keys)) + [f"{claim}:{QUERY_SOURCE}"]
+
+
+def claim_support_row(claim: int, supports: dict[str, bool | None], citations: ReportCitations,
+                      window: int) -> np.ndarray | None:
+    """Row ``claim`` of claim coverage's support matrix at ``window`` (``support[i][j]``: the query
+    context or a document cited in sentence j supports claim i, |i − j| ≤ window) from each pair's
+    verdict (``supports``: key → True / False, None for a pair without one), or ``None`` when the
+    claim is undetermined: nothing supports it and some pair in the window has no verdict. The
+    sentence is covered when the row has a True; calibrated scores apply this to the judge's and
+    the experts' labels (``annotation.calibration.unit_groups``)."""
+    n = citations.sentence_count
+    row = np.zeros(n, dtype=bool)
+    query_flag = supports.get(f"{claim}:{QUERY_SOURCE}")
+    unknown = query_flag is None
+    for j in range(max(0, claim - window), min(n, claim + window + 1)):
+        flags = [supports.get(f"{claim}:{key}") for key in citations.cited_by_sentence.get(j, ())]
+        row[j] = bool(query_flag) or any(f is True for f in flags)
+        unknown = unknown or any(f is None for f in flags)
+    return row if row.any() or not unknown else None
+
+
 def score_citation_support(*, run, citations: ReportCitations, query: str, stored, precision_variant: str) -> dict:
     """Citation precision over the claim sentences' citations, and claim coverage per window."""
     window, largest = claim_windows(run.judge_config)
@@ -102,15 +129,9 @@ def score_citation_support(*, run, citations: ReportCitations, query: str, store
         support = np.zeros((n, n), dtype=bool)
         determined = np.zeros(n, dtype=bool)
         for claim in citations.claims:
-            i = claim.index
-            query_flag = supports[f"{i}:{QUERY_SOURCE}"]
-            unknown = query_flag is None
-            for j in range(max(0, i - w), min(n, i + w + 1)):
-                flags = [supports[f"{i}:{key}"] for key in citations.cited_by_sentence.get(j, ())]
-                support[i, j] = bool(query_flag) or any(f is True for f in flags)
-                unknown = unknown or any(f is None for f in flags)
-            determined[i] = support[i].any() or not unknown
-        support[~determined] = False
+            row = claim_support_row(claim.index, supports, citations, w)
+            if row is not None:
+                support[claim.index], determined[claim.index] = row, True
         counted = int(determined.sum())
         # claim_coverage averages over all n rows; rows that are no claim or undetermined are all False,
         # so rescaling by n / counted gives the mean over the determined claims alone

@@ -2,17 +2,16 @@
 labels through the labelling service, ``GET /api/runs/<id>/calibrated/`` (numbers against an
 independent computation, who may read it, blind mode), and the run page's card."""
 
-import math
 
 import numpy as np
 import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
-from scipy import stats
 
 from annotation.models import AnnotationItem, AnnotationProject, Role
 from annotation.services.projects import membership_add, project_create, project_populate
 from scoring.models import EvaluationRun
+from tests.annotation.calibration.closed_form import assert_row_is_ppi
 from tests.annotation_factories import JudgeConfigFactory, VerdictFactory, annotator, curator, label_all
 from tests.factories import ReportFactory, SystemFactory, TaskFactory
 
@@ -106,7 +105,6 @@ def test_api_numbers_match_an_independent_ppi_computation(owner):
     assert response.status_code == 200, response.content
     body = response.json()
     entry = next(m for m in body["metrics"] if m["metric"] == "item_reward")
-    z = stats.norm.ppf(0.975)
     for row in entry["systems"]:
         verdicts = Verdict.objects.filter(report__system_id=row["system_id"], judge_config=judge)
         f_all = np.array([REWARD[v.label] for v in verdicts])
@@ -116,17 +114,7 @@ def test_api_numbers_match_an_independent_ppi_computation(owner):
             if v.pk in labelled:
                 y.append(REWARD[labelled[v.pk].labels.get().value["label"]])
                 f.append(REWARD[v.label])
-        y, f = np.array(y), np.array(f)
-        n, N = y.size, f_all.size
-        assert (row["n_human"], row["n_judge"]) == (n, N)
-        assert row["judge_only"]["estimate"] == pytest.approx(f_all.mean())
-        assert row["human_only"]["estimate"] == pytest.approx(y.mean())
-        cov = np.mean((y - y.mean()) * (f - f.mean()))
-        lam = float(np.clip(cov / ((1 + n / N) * np.var(np.concatenate([f, f_all]), ddof=1)), 0, 1))
-        estimate = (lam * f_all).mean() + (y - lam * f).mean()
-        half = z * math.sqrt((lam * f_all).var() / N + (y - lam * f).var() / n)
-        assert row["ppi"]["estimate"] == pytest.approx(estimate)
-        assert (row["ppi"]["low"], row["ppi"]["high"]) == pytest.approx((estimate - half, estimate + half))
+        assert_row_is_ppi(row, y, f, f_all)
     best = entry["best_vs_second"]
     assert best["best"] != best["second"] and best["ppi"]["low"] < best["ppi"]["estimate"] < best["ppi"]["high"]
     # the planner rides on the same route

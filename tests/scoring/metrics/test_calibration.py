@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from scoring.metrics.calibration import (
-    calibrated_mean, difference_interval, labels_for_difference_width, labels_for_width,
+    calibrated_mean, difference_interval, labels_for_difference_width, labels_for_width, report_mean_weights,
 )
 from scoring.metrics.sampling import (
     poisson_sample, stratified_sample, uncertainty_probabilities, uniform_sample,
@@ -163,6 +163,18 @@ def test_planner_inverts_the_width_formula():
     assert diff["se"] == pytest.approx(math.hypot(out["ppi"]["se"], other["ppi"]["se"]))
     plan = labels_for_difference_width([out, other], 0.5 * (diff["high"] - diff["low"]))
     assert plan["more"] > 0
+
+
+def test_report_mean_weights_turn_the_unit_mean_into_the_mean_of_report_means():
+    reports = ["a"] * 10 + ["b"] * 3 + ["c"] * 7
+    values = np.random.default_rng(4).random(20)
+    a = report_mean_weights(reports)
+    by_report = np.mean([values[:10].mean(), values[10:13].mean(), values[13:].mean()])
+    assert (a * values).mean() == pytest.approx(by_report)
+    assert values.mean() != pytest.approx(by_report)  # the unweighted mean is another number here
+    assert a[:10] == pytest.approx(20 / 30) and a[10:13] == pytest.approx(20 / 9)
+    assert report_mean_weights(["x", "y", "x", "y"]).tolist() == [1.0] * 4  # equal sizes: the plain mean
+    assert report_mean_weights([]).size == 0
 
 
 def test_refusals_name_the_problem():
