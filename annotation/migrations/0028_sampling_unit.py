@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0026_ranking_stored_figures'),
+        ('annotation', '0027_uniform_share_default'),
     ]
 
     operations = [
