@@ -109,6 +109,11 @@ class ProjectListApi(ListApi):
         my_role = serializers.CharField(read_only=True, allow_null=True)
         n_items = serializers.IntegerField(read_only=True)
         n_settled = serializers.IntegerField(read_only=True)
+        # The sampling design is the curators' until a blind project closes, as in the exports: an
+        # adaptive sample is drawn by the judge's uncertainty, something derived from its verdicts.
+        sampling = serializers.SerializerMethodField(help_text=(
+            "agreement: how the verdicts were sampled (all, uniform, stratified, adaptive, chosen); null for a member "
+            "who is no curator of a blind project until it closes (the curators' design, as in the exports)"))
         sampling_unit = serializers.SerializerMethodField(help_text=(
             "agreement: what the sample drew (verdict, group, sentence); null for a member who is no curator of a "
             "blind project until it closes (the curators' design, as in the exports)"))
@@ -121,16 +126,21 @@ class ProjectListApi(ListApi):
                       "my_role", "n_items",
                       "n_settled", "created_at"]
 
+        def get_sampling(self, project) -> str | None:
+            return project.sampling if self._design_shown(project) else None
+
         def get_sampling_unit(self, project) -> str | None:
+            return project.sampling_unit if self._design_shown(project) else None
+
+        def _design_shown(self, project) -> bool:
             if not project.blind or project.status == AnnotationProject.Status.CLOSED:
-                return project.sampling_unit
+                return True
             request = self.context.get("request")
             if request is None:
-                return None
+                return False
             if "global_curator" not in self.context:  # once per answer, not per project
                 self.context["global_curator"] = is_global_curator(request.user)
-            curator = project.my_role == Role.CURATOR or (project.my_role is None and self.context["global_curator"])
-            return project.sampling_unit if curator else None
+            return project.my_role == Role.CURATOR or (project.my_role is None and self.context["global_curator"])
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=200)

@@ -245,12 +245,16 @@ def test_a_blind_study_hides_whole_units_and_annotators_learn_nothing_new(owner,
     api.force_login(expert)
     detail = reverse("api:project-detail", kwargs={"pk": project.pk})
     assert api.get(detail).json()["sampling_unit"] is None
-    assert next(p for p in api.get(reverse("api:project-list")).json()["results"]
-                if p["id"] == project.pk)["sampling_unit"] is None
+    listed = next(p for p in api.get(reverse("api:project-list")).json()["results"] if p["id"] == project.pk)
+    assert listed["sampling_unit"] is None
+    # nor its design: an adaptive sample is drawn by the judge's uncertainty (the page's sentence
+    # does not say so to annotators either)
+    assert api.get(detail).json()["sampling"] is None and listed["sampling"] is None
     client.force_login(owner)
     assert "whole DeepSynth checklist groups" in client.get(url).content.decode()
     api.force_login(owner)
     assert api.get(detail).json()["sampling_unit"] == "group"
+    assert api.get(detail).json()["sampling"] == project.sampling
 
 
 @pytest.mark.django_db
