@@ -270,13 +270,13 @@ def item_reachable(*, item: AnnotationItem, project: AnnotationProject, role: st
 # The item with what the reach rule reads of it (a claim handed to the user, their label), in one
 # statement compiled once per process (``core.compiled``): the workspace's every POST opens its
 # item this way (``reachable_item``).
-_ITEM = CompiledRead(lambda item_id, project_id: AnnotationItem.objects.filter(pk=item_id, project_id=project_id)[:1],
-                     "item_id", "project_id")
+_ITEM = CompiledRead(lambda item_id, project_id: AnnotationItem.objects.filter(pk=item_id, project_id=project_id)
+                     .order_by()[:1], "item_id", "project_id")
 _ITEM_WITH_REACH = CompiledRead(
     lambda item_id, project_id, user_id: AnnotationItem.objects.filter(pk=item_id, project_id=project_id).annotate(
         handed=Exists(Assignment.objects.filter(item_id=OuterRef("pk"), user_id=user_id, status__in=HANDED)),
         labelled=Exists(Label.objects.filter(item_id=OuterRef("pk"), annotator_id=user_id)),
-    )[:1],
+    ).order_by()[:1],
     "item_id", "project_id", "user_id",
 )
 

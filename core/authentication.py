@@ -11,7 +11,7 @@ from .compiled import CompiledRead
 
 # every signed-in request reads its user: compiled once (``core.compiled``), not per request
 _USER_WITH_PROFILE = CompiledRead(
-    lambda user_id: get_user_model().objects.select_related("profile").filter(pk=user_id)[:1], "user_id")
+    lambda user_id: get_user_model().objects.select_related("profile").filter(pk=user_id).order_by()[:1], "user_id")
 
 
 class ProfileModelBackend(ModelBackend):

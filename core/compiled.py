@@ -14,6 +14,11 @@ Django's connections are per thread. Only reads whose arguments are compared for
 belong here (a value the ORM transforms, or uses to choose the SQL, must be a constant of the
 queryset, not an argument); ``CompiledRead`` refuses a build in which an argument's marker does
 not appear exactly as given among the statement's parameters.
+
+A read of one row by its primary key clears the model's default ordering (``.order_by()``):
+with it, the slice ``[:1]`` makes the ORM sort, and an item's ordering (its project, then
+position) joins the project table to sort the one row — 0.47 against 0.11 ms of PostgreSQL per
+read, two such reads per workspace POST (measured in-process, 2026-12-07).
 """
 
 from __future__ import annotations

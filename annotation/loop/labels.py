@@ -36,7 +36,7 @@ from .settle import COMPLETED_ITEM_FIELDS, item_complete, review_edits_save
 
 PREFERENCE_SOURCE = "studio"
 # a held claim's item, read on most workspace POSTs: compiled once per process (``core.compiled``)
-_ITEM_BY_ID = CompiledRead(lambda item_id: AnnotationItem.objects.filter(pk=item_id)[:1], "item_id")
+_ITEM_BY_ID = CompiledRead(lambda item_id: AnnotationItem.objects.filter(pk=item_id).order_by()[:1], "item_id")
 
 
 def _token(client_token) -> uuid.UUID:

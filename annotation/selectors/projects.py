@@ -25,7 +25,7 @@ def _project_with_membership(project_id: int, user_id: int) -> QuerySet[Annotati
     mine = FilteredRelation("memberships", condition=Q(memberships__user_id=user_id))  # unique per project and user
     return AnnotationProject.objects.annotate(mine=mine).annotate(
         my_role=F("mine__role"), my_guidelines_seen=F("mine__guidelines_seen"),
-    ).filter(pk=project_id)[:1]
+    ).filter(pk=project_id).order_by()[:1]
 
 
 _PROJECT_WITH_MEMBERSHIP = CompiledRead(_project_with_membership, "project_id", "user_id")

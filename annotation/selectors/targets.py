@@ -64,7 +64,7 @@ def item_targets(items: list[AnnotationItem], *, with_text: bool = False) -> dic
 # A plain verify target's row, read on every label POST of the workspace: compiled once per
 # process and kind (``core.compiled``).
 _PLAIN_TARGETS = {
-    kind: CompiledRead(lambda target_id, model=model: model.objects.filter(pk=target_id)[:1], "target_id")
+    kind: CompiledRead(lambda target_id, model=model: model.objects.filter(pk=target_id).order_by()[:1], "target_id")
     for kind, (model, _) in VERIFY_TARGETS.items() if model is not GoldReference  # no related row to read along
 }
 

@@ -62,7 +62,7 @@ def _pair_task(pair: ReportPair) -> dict:
 _SURVEY_UNREAD = ("full_text",)  # megabytes the panel never shows
 # the next item's task, on every workspace POST: compiled once per process (``core.compiled``)
 _TASK_WITH_SURVEY = CompiledRead(lambda task_id: Task.objects.select_related("survey").defer(
-    *(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(pk=task_id)[:1], "task_id")
+    *(f"survey__{name}" for name in _SURVEY_UNREAD)).filter(pk=task_id).order_by()[:1], "task_id")
 
 
 def _verify_task(item: AnnotationItem, target: Any, *, known: Task | None = None) -> Task | None:
