@@ -227,8 +227,9 @@ def test_the_progress_fragment_of_a_running_run(curator_client, setup, django_as
     assert text_of(response, "fig-done") == "1 / 4"
     assert (text_of(response, "fig-failed"), text_of(response, "fig-running"), text_of(response, "fig-pending")) == (
         "1", "1", "1")
-    # ETA = mean settled duration (25 s and 5 s: 15 s) × 2 jobs left ÷ 1 running = 30 s
-    assert text_of(response, "fig-eta") == "30 s"
+    # ETA = the run's pace (first start to last settled end, 25 s, over 2 settled jobs: 12.5 s)
+    # × 2 jobs left = 25 s
+    assert text_of(response, "fig-eta") == "25 s"
     # The scripted judge answered two calls (one per checklist group), each costing 0.01.
     assert len(judge.calls) == 2
     tokens_in = sum(100 * len(c.variables["items"]) + 1 for c in judge.calls)
